@@ -1,0 +1,3 @@
+from smtcoll.cli import main
+
+main()

@@ -1,0 +1,15 @@
+"""The `smtcoll` command line: a typer app whose commands are thin shells over the library.
+
+Each command lives in its own module here and registers itself on `app`.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from smtcoll.cli.app import app, run_guarded
+from smtcoll.cli import info  # noqa: F401  (registers list, show)
+
+
+def main() -> None:
+    run_guarded(app, sys.argv[1:])

@@ -1,0 +1,201 @@
+"""Reading and writing step schedules.
+
+smtcoll's own format (`"format": "smtcoll.schedule"`, `"version": 1`) is lossless: it embeds the
+topology and collective in the explicit form of the spec files. SCCL's `*.msccl.json` and TACCL's
+`*.sccl.json` algorithm files are read into the same `Schedule` so their algorithms can be checked.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from smtcoll import specs
+from smtcoll.errors import InputError, ModelError
+from smtcoll.model import Collective, Link, Schedule, Send, Step, SwitchGroup, Topology
+
+FORMAT = "smtcoll.schedule"
+VERSION = 1
+MAX_SCHEDULE_BYTES = 64 * 1024 * 1024
+
+
+class _Bad(Exception):
+    def __init__(self, where: str, message: str) -> None:
+        self.where, self.message = where, message
+
+
+def schedule_to_dict(schedule: Schedule) -> dict[str, Any]:
+    return {
+        "format": FORMAT,
+        "version": VERSION,
+        "name": schedule.name,
+        "topology": specs.topology_to_dict(schedule.topology),
+        "collective": specs.collective_to_dict(schedule.collective),
+        "steps": [{"rounds": s.rounds, "sends": [[x.chunk, x.src, x.dst] for x in s.sends]} for s in schedule.steps],
+    }
+
+
+def dumps_schedule(schedule: Schedule) -> str:
+    return json.dumps(schedule_to_dict(schedule), indent=1) + "\n"
+
+
+def save_schedule(schedule: Schedule, path: Path | str) -> None:
+    try:
+        Path(path).write_text(dumps_schedule(schedule))
+    except OSError as e:
+        raise InputError(str(path), f"cannot write: {e.strerror or e}") from None
+
+
+def load_schedule(path: Path | str) -> Schedule:
+    """Read any supported schedule file; errors name the file and the field."""
+    path = Path(path)
+    try:
+        size = path.stat().st_size
+        if size > MAX_SCHEDULE_BYTES:
+            raise InputError(str(path), f"file is {size} bytes; schedule files are limited to {MAX_SCHEDULE_BYTES}")
+        text = path.read_bytes().decode("utf-8")
+    except OSError as e:
+        raise InputError(str(path), f"cannot read: {e.strerror or e}") from None
+    except UnicodeDecodeError as e:
+        raise InputError(str(path), f"not UTF-8 text (byte {e.start})") from None
+    return parse_schedule(text, str(path))
+
+
+def parse_schedule(text: str, name: str = "<string>") -> Schedule:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise InputError(name, f"column {e.colno}: not valid JSON: {e.msg}", e.lineno) from None
+    except RecursionError:
+        raise InputError(name, "not valid JSON: nested too deeply") from None
+    try:
+        if not isinstance(data, dict):
+            raise _Bad("", "expected a JSON object at the top level")
+        if data.get("format") == FORMAT:
+            return _ours(data)
+        if data.get("msccl_type") == "algorithm" or data.get("sccl_type") == "algorithm" or (
+                "steps" in data and "collective" in data):
+            return _sccl(data)
+        raise _Bad("", "not a schedule: expected smtcoll's format (\"format\": \"smtcoll.schedule\"), "
+                       "an SCCL *.msccl.json or a TACCL *.sccl.json algorithm")
+    except _Bad as e:
+        raise InputError(name, f"{e.where}: {e.message}" if e.where else e.message) from None
+    except ModelError as e:
+        raise InputError(name, str(e)) from None
+
+
+def _steps(data: dict, key: str = "steps") -> list[Step]:
+    steps = data.get(key)
+    if not isinstance(steps, list):
+        raise _Bad(key, "expected an array of steps")
+    out = []
+    for i, s in enumerate(steps):
+        if not isinstance(s, dict):
+            raise _Bad(f"{key}[{i}]", "expected an object with rounds and sends")
+        rounds = s.get("rounds")
+        if not isinstance(rounds, int) or isinstance(rounds, bool):
+            raise _Bad(f"{key}[{i}].rounds", f"expected an integer, got {rounds!r}")
+        sends = s.get("sends")
+        if not isinstance(sends, list):
+            raise _Bad(f"{key}[{i}].sends", "expected an array of [chunk, src, dst] sends")
+        parsed = []
+        for j, x in enumerate(sends):
+            # SCCL: [addr, src, dst]; TACCL adds [time, link] after them.
+            if (not isinstance(x, list) or len(x) not in (3, 4, 5)
+                    or not all(isinstance(v, int) and not isinstance(v, bool) for v in x[:3])):
+                raise _Bad(f"{key}[{i}].sends[{j}]", f"expected [chunk, src, dst], got {json.dumps(x)[:80]}")
+            parsed.append(Send(x[0], x[1], x[2]))
+        out.append(Step(rounds, parsed))
+    return out
+
+
+def _ours(data: dict) -> Schedule:
+    if data.get("version") != VERSION:
+        raise _Bad("version", f"= {data.get('version')!r}: this smtcoll reads version {VERSION}")
+    unknown = sorted(set(data) - {"format", "version", "name", "topology", "collective", "steps"})
+    if unknown:
+        raise _Bad(unknown[0], "unknown key")
+    try:
+        topo = specs.topology_from_dict(data.get("topology"))
+    except ModelError as e:
+        raise _Bad(f"topology.{e.where}" if e.where else "topology", e.detail) from None
+    try:
+        coll = specs.collective_from_dict(data.get("collective"))
+    except ModelError as e:
+        raise _Bad(f"collective.{e.where}" if e.where else "collective", e.detail) from None
+    name = data.get("name", "")
+    if not isinstance(name, str):
+        raise _Bad("name", "expected a string")
+    return Schedule(topo, coll, _steps(data), name)
+
+
+def _sccl(data: dict) -> Schedule:
+    """SCCL (msccl-tools) and TACCL algorithm files: `links[dst][src]`, chunks with pre/post/addr,
+    and an instance whose `chunks` multiplies every base chunk (address a becomes a*C + j)."""
+    topo = _sccl_topology(data.get("topology"))
+    coll = _sccl_collective(data.get("collective"), data, topo.ranks)
+    instance = data.get("instance") or {}
+    factor = instance.get("chunks", 1) if isinstance(instance, dict) else 1
+    if not isinstance(factor, int) or isinstance(factor, bool) or not 1 <= factor <= 4096:
+        raise _Bad("instance.chunks", f"expected an integer between 1 and 4096, got {factor!r}")
+    name = data.get("name", "")
+    return Schedule(topo, coll.with_chunks(factor), _steps(data), name if isinstance(name, str) else "")
+
+
+def _sccl_topology(t: Any) -> Topology:
+    if not isinstance(t, dict):
+        raise _Bad("topology", "missing or not an object")
+    links = t.get("links")
+    if not isinstance(links, list) or not links or len(links) > 4096:
+        raise _Bad("topology.links", "expected a square matrix links[dst][src] of bandwidths")
+    n = len(links)
+    out = []
+    for dst, row in enumerate(links):
+        if not isinstance(row, list) or len(row) != n:
+            raise _Bad(f"topology.links[{dst}]", f"expected {n} bandwidths (the matrix must be square)")
+        for src, bw in enumerate(row):
+            if not isinstance(bw, int) or isinstance(bw, bool) or bw < 0:
+                raise _Bad(f"topology.links[{dst}][{src}]", f"expected an integer >= 0, got {bw!r}")
+            if bw and src != dst:
+                out.append(Link(src, dst, bw))
+    out.sort(key=lambda l: (l.src, l.dst))
+    groups = []
+    for i, s in enumerate(t.get("switches") or []):
+        if isinstance(s, dict):
+            s = [s.get("srcs"), s.get("dsts"), s.get("bandwidth", s.get("bw")), s.get("name", "")]
+        if not isinstance(s, list) or len(s) < 3 or not isinstance(s[0], list) or not isinstance(s[1], list):
+            raise _Bad(f"topology.switches[{i}]", "expected [srcs, dsts, bandwidth, name]")
+        groups.append(SwitchGroup(s[0], s[1], s[2], str(s[3]) if len(s) > 3 else ""))
+    name = t.get("name", "sccl")
+    try:
+        return Topology(str(name), n, out, groups)
+    except ModelError as e:
+        raise _Bad(f"topology.{e.where}", e.detail) from None
+
+
+def _sccl_collective(c: Any, data: dict, ranks: int) -> Collective:
+    if not isinstance(c, dict):
+        raise _Bad("collective", "missing or not an object")
+    chunks = c.get("chunks")
+    if not isinstance(chunks, list) or not chunks:
+        raise _Bad("collective.chunks", "expected an array of chunks with pre, post and addr")
+    pre, post, addr = [], [], []
+    for i, ch in enumerate(chunks):
+        if not isinstance(ch, dict):
+            raise _Bad(f"collective.chunks[{i}]", "expected an object with pre, post and addr")
+        for key, rel in (("pre", pre), ("post", post)):
+            ranks_of = ch.get(key)
+            if not isinstance(ranks_of, list) or not all(isinstance(r, int) and not isinstance(r, bool)
+                                                         for r in ranks_of):
+                raise _Bad(f"collective.chunks[{i}].{key}", "expected an array of ranks")
+            rel.extend((r, i) for r in ranks_of)
+        a = ch.get("addr", i)
+        if not isinstance(a, int) or isinstance(a, bool):
+            raise _Bad(f"collective.chunks[{i}].addr", f"expected an integer, got {a!r}")
+        addr.append(a)
+    name = c.get("runtime_name") or c.get("name") or "custom"
+    try:
+        return Collective(str(name), ranks, len(chunks), pre, post, addr)
+    except ModelError as e:
+        raise _Bad(f"collective.{e.where}", e.detail) from None

@@ -1,0 +1,30 @@
+"""Instance: the size of a k-synchronous schedule (steps S, rounds R >= S, chunks per input C)."""
+
+from __future__ import annotations
+
+import attrs
+
+from smtcoll.errors import ModelError
+
+
+@attrs.frozen
+class Instance:
+    steps: int
+    rounds: int
+    chunks: int = 1
+
+    def __attrs_post_init__(self) -> None:
+        for field in ("steps", "rounds", "chunks"):
+            value = getattr(self, field)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ModelError(field, f"must be an integer >= 1, got {value!r}")
+        if self.rounds < self.steps:
+            raise ModelError("rounds", f"= {self.rounds}: rounds must be >= steps ({self.steps})")
+
+    @property
+    def extra_rounds(self) -> int:
+        return self.rounds - self.steps
+
+    @property
+    def rounds_per_chunk(self) -> float:
+        return self.rounds / self.chunks
