@@ -1,0 +1,124 @@
+"""Checking a step schedule by simulation, independently of how it was made.
+
+Values are sets of contributions (chunk ids) per (rank, address). A send moves the sender's value as it
+was when the step began. At the receiver, for a combining collective, an incoming value is
+- added, when it shares no contribution with the receiver's value (a reduction, `rrc` in MSCCL);
+- taken instead of the receiver's value, when it already contains all of it (a copy, `r` in MSCCL:
+  the broadcast half of reduce-then-broadcast);
+- otherwise a double count: some contribution would be summed twice.
+Postconditions are exact: a rank must end with precisely the contributions its postcondition names.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from smtcoll.check.report import Report, Violation
+from smtcoll.errors import SmtcollError
+from smtcoll.formats import load_schedule
+from smtcoll.model import Schedule
+
+MAX_LISTED = 20  # violations of one kind listed individually before they are summarized
+
+
+def check_schedule(schedule: Schedule, file: str = "<schedule>") -> Report:
+    topo, coll = schedule.topology, schedule.collective
+    out: list[Violation] = []
+    counts: Counter[str] = Counter()
+
+    def report(code: str, message: str, **where: int) -> None:
+        counts[code] += 1
+        if counts[code] <= MAX_LISTED:
+            out.append(Violation(code, message, "error", where))
+
+    addresses = set(coll.addresses)
+    value: dict[tuple[int, int], frozenset[int]] = {}
+    for r, c in coll.pre:
+        key = (r, coll.address[c])
+        if coll.is_combining:
+            value[key] = value.get(key, frozenset()) | {c}
+        else:
+            value[key] = frozenset({c})
+
+    for i, step in enumerate(schedule.steps):
+        load: Counter[tuple[int, int]] = Counter()
+        incoming: dict[tuple[int, int], list[tuple[int, frozenset[int]]]] = {}
+        for j, s in enumerate(step.sends):
+            if s.src == s.dst:
+                report("self-send", f"rank {s.src} sends address {s.chunk} to itself", step=i, send=j)
+                continue
+            if s.chunk not in addresses:
+                report("unknown-address", f"address {s.chunk} does not exist in collective {coll.name!r} "
+                                          f"(it has {len(addresses)} addresses)", step=i, send=j)
+                continue
+            if not topo.has_link(s.src, s.dst):
+                report("missing-link", f"no link {s.src} -> {s.dst} in topology {topo.name!r}", step=i, send=j)
+            load[(s.src, s.dst)] += 1
+            held = value.get((s.src, s.chunk))
+            if not held:
+                report("not-held", f"rank {s.src} sends address {s.chunk} before it holds it "
+                                   f"(causality: a send moves what the sender held when the step began)",
+                       step=i, send=j)
+                continue
+            incoming.setdefault((s.dst, s.chunk), []).append((j, held))
+        for (src, dst), n in sorted(load.items()):
+            cap = topo.bandwidth(src, dst) * step.rounds
+            if topo.has_link(src, dst) and n > cap:
+                report("bandwidth", f"link {src} -> {dst} carries {n} chunks in a step of {step.rounds} round(s); "
+                                    f"its capacity is {cap}", step=i)
+        for g, group in enumerate(topo.switches):
+            n = sum(k for (src, dst), k in load.items() if src in group.srcs and dst in group.dsts)
+            cap = group.bandwidth * step.rounds
+            if n > cap:
+                report("switch-bandwidth", f"switch group {group.name or g} carries {n} chunks in a step of "
+                                           f"{step.rounds} round(s); its capacity is {cap}", step=i)
+        for (dst, a), arrivals in sorted(incoming.items()):
+            current = value.get((dst, a), frozenset())
+            for j, v in sorted(arrivals, key=lambda x: x[0]):
+                if not coll.is_combining or v >= current:
+                    current = v if coll.is_combining else (current or v)
+                elif not (v & current):
+                    current = current | v
+                else:
+                    twice = sorted(v & current)
+                    report("double-count", f"rank {dst} would sum contribution(s) {_few(twice)} to address {a} "
+                                           "twice", step=i, send=j)
+                    current = current | v
+            value[(dst, a)] = current
+
+    for r in range(coll.ranks):
+        required: dict[int, set[int]] = {}
+        for c in coll.post_sets[r]:
+            required.setdefault(coll.address[c], set()).add(c)
+        for a, need in sorted(required.items()):
+            have = value.get((r, a), frozenset())
+            if coll.is_combining:
+                if have != need:
+                    missing, extra = sorted(need - have), sorted(have - need)
+                    why = "; ".join(x for x in (f"missing contribution(s) {_few(missing)}" if missing else "",
+                                                f"extra contribution(s) {_few(extra)}" if extra else "") if x)
+                    report("postcondition", f"rank {r} ends with the wrong value at address {a}: {why}")
+            elif not have:
+                report("postcondition", f"rank {r} never receives chunk {min(need)} (address {a})")
+    for code, n in sorted(counts.items()):
+        if n > MAX_LISTED:
+            out.append(Violation(code, f"... and {n - MAX_LISTED} more {code} violation(s)", "error"))
+
+    sends = sum(len(s.sends) for s in schedule.steps)
+    metrics = {"steps": len(schedule.steps), "rounds": schedule.rounds, "chunks": coll.chunk_factor,
+               "rounds_per_chunk": round(schedule.rounds / coll.chunk_factor, 6), "sends": sends,
+               "topology": topo.name}
+    return Report(file, coll.name, coll.ranks, None, out, metrics)
+
+
+def _few(items: list[int]) -> str:
+    return ", ".join(map(str, items[:8])) + (f" and {len(items) - 8} more" if len(items) > 8 else "")
+
+
+def check_schedule_file(path: str) -> Report:
+    """Read and check a schedule file; unreadable input gives an `unusable` report, not an exception."""
+    try:
+        schedule = load_schedule(path)
+    except SmtcollError as e:
+        return Report(path, violations=[Violation("unusable", str(e), "error")], unusable=True)
+    return check_schedule(schedule, path)
