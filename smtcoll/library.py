@@ -249,7 +249,7 @@ class CollectiveSpec:
         elif root is not None:
             raise ModelError("root", f"collective {self.name!r} takes no root")
         base = {"ranks": ranks, "root": root if root is not None else 0}
-        count = expr.parse(self.chunks, {"ranks", "root"}, "chunks").evaluate(base)
+        count = _eval(expr.parse(self.chunks, {"ranks", "root"}, "chunks"), base, "chunks")
         if count < 1 or count > MAX_RANKS * MAX_RANKS:
             raise ModelError("chunks", f"= {count} (from {self.chunks!r} at ranks={ranks}): must be between 1 and "
                                        f"{MAX_RANKS * MAX_RANKS}")

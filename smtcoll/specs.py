@@ -70,7 +70,7 @@ def _line_of(text: str, where: str) -> int | None:
         if len(headers) > int(index):
             return headers[int(index)] + 1
     for i, line in enumerate(lines):
-        if re.match(rf"\s*{key}\s*=", line):
+        if re.match(rf"\s*{key}\s*=", line) or re.match(rf"\s*\[+\s*([\w.]*\.)?{key}\s*\]+", line):
             return i + 1
     return None
 

@@ -7,7 +7,6 @@ import json
 import sys
 from typing import Any
 
-import click
 import typer
 
 from smtcoll.errors import EXIT_UNUSABLE, SmtcollError
@@ -37,21 +36,14 @@ def fail(message: str, code: int = EXIT_UNUSABLE) -> typer.Exit:
 
 
 def run_guarded(application: typer.Typer, args: list[str]) -> None:
-    """Run the app; a SmtcollError becomes `error: ...` and its exit code, never a traceback."""
+    """Run the app; a SmtcollError becomes `error: ...` and its exit code, never a traceback.
+
+    typer itself turns usage errors into exit code 2 and `typer.Exit(code)` into that code."""
     try:
-        application(args=args, prog_name="smtcoll", standalone_mode=False)
+        application(args=args, prog_name="smtcoll")
     except SmtcollError as e:
         typer.echo(f"error: {e}", err=True)
         sys.exit(e.exit_code)
-    except click.exceptions.Exit as e:
-        sys.exit(e.exit_code)
-    except click.exceptions.Abort:
-        typer.echo("error: aborted", err=True)
-        sys.exit(EXIT_UNUSABLE)
-    except click.ClickException as e:
-        e.show()
-        sys.exit(EXIT_UNUSABLE)
     except KeyboardInterrupt:
         typer.echo("error: interrupted", err=True)
         sys.exit(130)
-    sys.exit(0)

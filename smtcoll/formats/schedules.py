@@ -134,7 +134,11 @@ def _sccl(data: dict) -> Schedule:
     """SCCL (msccl-tools) and TACCL algorithm files: `links[dst][src]`, chunks with pre/post/addr,
     and an instance whose `chunks` multiplies every base chunk (address a becomes a*C + j)."""
     topo = _sccl_topology(data.get("topology"))
-    coll = _sccl_collective(data.get("collective"), data, topo.ranks)
+    c = data.get("collective")
+    if isinstance(c, dict) and "chunks" not in c and "input_map" in data and "output_map" in data:
+        coll = _collective_from_maps(c, data, topo.ranks)  # TACCL files without a chunk list
+        return Schedule(topo, coll, _steps(data), str(data.get("name", "")))
+    coll = _sccl_collective(c, data, topo.ranks)
     instance = data.get("instance") or {}
     factor = instance.get("chunks", 1) if isinstance(instance, dict) else 1
     if not isinstance(factor, int) or isinstance(factor, bool) or not 1 <= factor <= 4096:
@@ -197,5 +201,31 @@ def _sccl_collective(c: Any, data: dict, ranks: int) -> Collective:
     name = c.get("runtime_name") or c.get("name") or "custom"
     try:
         return Collective(str(name), ranks, len(chunks), pre, post, addr)
+    except ModelError as e:
+        raise _Bad(f"collective.{e.where}", e.detail) from None
+
+
+def _collective_from_maps(c: dict, data: dict, ranks: int) -> Collective:
+    """Pre- and postconditions from `input_map`/`output_map` (rank -> chunks); every chunk is its own
+    address, as in TACCL's Allgather and Alltoall (its combining collectives are reversals of these)."""
+    rel: dict[str, list[tuple[int, int]]] = {}
+    for key in ("input_map", "output_map"):
+        m = data.get(key)
+        if not isinstance(m, dict):
+            raise _Bad(key, "expected an object rank -> chunks")
+        pairs = []
+        for r, chunks in m.items():
+            if not str(r).lstrip("-").isdigit() or not isinstance(chunks, list) or not all(
+                    isinstance(x, int) and not isinstance(x, bool) and 0 <= x < 1 << 24 for x in chunks):
+                raise _Bad(f"{key}.{r}", "expected a rank and an array of chunk ids")
+            pairs += [(int(r), x) for x in chunks]
+        rel[key] = pairs
+    count = 1 + max((x for _, x in rel["input_map"] + rel["output_map"]), default=-1)
+    if count < 1:
+        raise _Bad("input_map", "no chunks")
+    name = c.get("runtime_name") or c.get("name") or "custom"
+    try:
+        return Collective(str(name).split("(")[0].lower(), ranks, count, rel["input_map"], rel["output_map"],
+                          list(range(count)))
     except ModelError as e:
         raise _Bad(f"collective.{e.where}", e.detail) from None
