@@ -177,3 +177,11 @@ def test_node_file_composition(tmp_path):
     assert topo.ranks == 6 and topo.has_link(0, 3) and topo.has_link(5, 1) and topo.link(0, 3).gbps == 10.0
     # each NIC's outgoing and incoming traffic is bounded by one switch group
     assert any(g.srcs == (0, 1) and g.bandwidth == 1 for g in topo.switches)
+
+
+def test_huge_spec_file_is_refused_before_parsing(tmp_path, monkeypatch):
+    path = tmp_path / "big.toml"
+    path.write_text("[topology]\n" + "# padding\n" * 2000)
+    monkeypatch.setattr(specs, "MAX_SPEC_BYTES", 1000)
+    with pytest.raises(InputError, match="spec files are limited to 1000"):
+        specs.load_topology(path)
