@@ -105,6 +105,11 @@ def _algo_rules(p: Program) -> Iterator[Finding]:
     elif p.min_bytes is not None and p.max_bytes is not None and 0 < p.max_bytes < p.min_bytes:
         yield _err("max-bytes", f"minBytes={p.min_bytes} > maxBytes={p.max_bytes}: never selected", "warning",
                    line=line)
+    copies = [g for g in p.gpus if g.copies]
+    if copies:
+        yield _err("copy-element", f"{sum(g.copies for g in copies)} <copy> element(s) on {len(copies)} gpu(s): no "
+                                   "runtime executes them, the program must not rely on them", "warning",
+                   gpu=copies[0].id, line=copies[0].line)
     gpus = len(p.gpus)
     if gpus > MAX_SUBS:
         yield _f(f"<algo> has {gpus} <gpu> children; the runtimes' readers hold at most {MAX_SUBS} (MAX_SUBS)",
@@ -140,9 +145,6 @@ def _gpu_rules(p: Program) -> Iterator[Finding]:
                 if v != 0 and v * mul != C:
                     yield _f(f"{name}={v}: the legacy runtime requires 0 or nchunksperloop/{mul} = "
                              f"{C / mul:g} for coll={p.coll}", ONLY_LEGACY, **where)
-        if g.copies:
-            yield _err("copy-element", f"{g.copies} <copy> element(s): no runtime executes them (the program must "
-                                       "not rely on them)", "warning", **where)
         nodes = 1 + len(p.gpus) + len(g.tbs) + sum(len(tb.steps) for tb in g.tbs)
         if nodes > MAX_NODES:
             yield _f(f"rank {g.id} needs {nodes} XML nodes; the runtimes' readers hold at most {MAX_NODES} "
