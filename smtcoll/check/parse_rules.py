@@ -161,6 +161,7 @@ def _tb_rules(p: Program, gpu: int | None, tbs: tuple[ThreadBlock, ...],
     ids: dict[int, int] = {}
     senders: dict[int, int] = {}  # channel -> tbs with a send peer seen so far (element order)
     receivers: dict[int, int] = {}
+    over: set[tuple[int, str]] = set()
     sizes = dict(zip(BUFFERS, declared))
     for tb in tbs:
         where = {"gpu": gpu, "tb": tb.id, "line": tb.line}
@@ -201,10 +202,11 @@ def _tb_rules(p: Program, gpu: int | None, tbs: tuple[ThreadBlock, ...],
         has_recv = any(op.type in RECV_TYPES for op in tb.steps)
         if tb.chan is not None:
             for kind, count, has, peer in (("send", senders, has_send, tb.send), ("recv", receivers, has_recv, tb.recv)):
-                if has and count.get(tb.chan, 0) >= MAX_TBS_PER_CHANNEL:
+                if has and count.get(tb.chan, 0) >= MAX_TBS_PER_CHANNEL and (tb.chan, kind) not in over:
                     yield _f(f"more than {MAX_TBS_PER_CHANNEL} thread blocks with a {kind} peer on channel {tb.chan} of "
                              f"gpu {gpu} (MSCCL_MAX_NUM_THREAD_BLOCKS_PER_CHANNEL): too many {kind}s per channel",
                              BOTH, **where)
+                    over.add((tb.chan, kind))  # the runtime stops at the first; report it once
                 if peer is not None and peer >= 0:
                     count[tb.chan] = count.get(tb.chan, 0) + 1
         yield from _step_rules(gpu, tb, sizes)

@@ -20,6 +20,7 @@ from smtcoll.check.report import Report, Violation
 from smtcoll.check.transmissions import Transmission, lower
 from smtcoll.errors import SmtcollError
 from smtcoll.model import Collective, Topology
+from smtcoll.specs import resolve_collective
 from smtcoll.msccl.program import RUNTIMES, Finding, Program
 from smtcoll.msccl.reader import DEFAULT_MAX_BYTES, ReadResult, read_program
 
@@ -64,6 +65,12 @@ def check_program(result: ReadResult, file: str, *, runtime: str = "any", collec
                                "thread_blocks": sum(len(g.tbs) for g in p.gpus), "steps": p.steps,
                                "nchannels": p.nchannels, "nchunksperloop": p.nchunksperloop, "bytes": result.size}
     coll_name = p.coll
+    if isinstance(collective, str) and collective not in postconditions.BUILTIN:
+        try:
+            collective = resolve_collective(collective, p.ngpus, root, 1)
+        except SmtcollError as e:
+            return Report(file, p.coll, p.ngpus, None, [Violation("unusable", f"--collective: {e}", "error")],
+                          unusable=True)
     if collective is not None and not isinstance(collective, str) and collective.ranks != p.ngpus:
         findings.append(Finding("collective-mismatch", f"--collective has {collective.ranks} ranks but the program "
                                 f"has ngpus={p.ngpus}", {"line": p.line}))
@@ -253,9 +260,13 @@ def _report(file: str, p: Program, findings: list[Finding], selected: frozenset[
                 where["runtime"] = next(iter(f.rejects))
         else:
             severity, message = f.severity, f.message
-        counts[f.code] = counts.get(f.code, 0) + 1
-        if counts[f.code] <= MAX_LISTED or severity == "error" and counts[f.code] <= 2 * MAX_LISTED:
+        key = (f.code, severity)
+        counts[key] = counts.get(key, 0) + 1
+        if counts[key] <= MAX_LISTED:
             violations.append(Violation(f.code, message, severity, where))  # type: ignore[arg-type]
+    for (code, severity), n in sorted(counts.items()):
+        if n > MAX_LISTED:
+            violations.append(Violation(code, f"... and {n - MAX_LISTED} more", severity))  # type: ignore[arg-type]
     if not any(accepted[r] for r in selected):
         if not any(v.severity == "error" and v.code == "parse-rule" for v in violations):
             refused = ", ".join(sorted(selected))
