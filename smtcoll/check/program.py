@@ -244,7 +244,7 @@ def _report(file: str, p: Program, findings: list[Finding], selected: frozenset[
             coll_name: str | None) -> Report:
     accepted = {r: not any(r in f.rejects for f in findings) for r in RUNTIMES}
     violations: list[Violation] = []
-    counts: dict[str, int] = {}
+    counts: dict[tuple[str, str], int] = {}
     for f in findings:
         where = {k: v for k, v in f.where.items() if v is not None}
         if f.rejects:
@@ -264,14 +264,15 @@ def _report(file: str, p: Program, findings: list[Finding], selected: frozenset[
         counts[key] = counts.get(key, 0) + 1
         if counts[key] <= MAX_LISTED:
             violations.append(Violation(f.code, message, severity, where))  # type: ignore[arg-type]
-    for (code, severity), n in sorted(counts.items()):
+    order = {"error": 0, "warning": 1, "info": 2}
+    violations.sort(key=lambda v: order[v.severity])  # stable: the checks' own order within a severity
+    for (code, severity), n in sorted(counts.items(), key=lambda kv: (order[kv[0][1]], kv[0][0])):
         if n > MAX_LISTED:
-            violations.append(Violation(code, f"... and {n - MAX_LISTED} more", severity))  # type: ignore[arg-type]
+            violations.append(Violation(code, f"... and {n - MAX_LISTED} more {code} finding(s)",
+                                        severity))  # type: ignore[arg-type]
     if not any(accepted[r] for r in selected):
         if not any(v.severity == "error" and v.code == "parse-rule" for v in violations):
             refused = ", ".join(sorted(selected))
-            violations.append(Violation("parse-rule", f"no runtime accepts this file (refused by: {refused}); see the "
-                                        "warnings above", "error", {"line": p.line}))
-    order = {"error": 0, "warning": 1, "info": 2}
-    violations.sort(key=lambda v: (order[v.severity], v.where.get("line", 0) or 0, v.code, v.message))
+            violations.insert(0, Violation("parse-rule", f"no runtime accepts this file (refused by: {refused}); "
+                                           "see the warnings", "error", {"line": p.line}))
     return Report(file, coll_name, p.ngpus, accepted, violations, metrics)
