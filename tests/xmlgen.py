@@ -40,9 +40,11 @@ def allgather2(first_dep: bool = True, recv_first: bool = False) -> str:
     """A correct 2-rank out-of-place allgather (each rank copies its chunk, sends it, receives the other)."""
     def rank(r: int) -> str:
         peer = 1 - r
-        send = step(0, "s", "o", r, "o", r, depid=0 if first_dep else -1, deps=0 if first_dep else -1)
-        recv = step(1, "r", "o", peer, "o", peer)
-        ops = (recv.replace('s="1"', 's="0"'), send.replace('s="0"', 's="1"')) if recv_first else (send, recv)
+        dep = dict(depid=0, deps=0) if first_dep else {}
+        if recv_first:
+            ops = (step(0, "r", "o", peer, "o", peer), step(1, "s", "o", r, "o", r, **dep))
+        else:
+            ops = (step(0, "s", "o", r, "o", r, **dep), step(1, "r", "o", peer, "o", peer))
         return gpu(r, 1, 2, 0,
                    tb(0, -1, -1, 0, step(0, "cpy", "i", 0, "o", r, hasdep=1)),
                    tb(1, peer, peer, 0, *ops))

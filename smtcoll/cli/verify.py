@@ -125,12 +125,14 @@ def verify(
     collective: Annotated[Optional[str], typer.Option(help="check the programs against this collective (a built-in "
                                                            "name or a .toml spec) instead of their coll")] = None,
     root: Annotated[Optional[int], typer.Option(help="root rank of broadcast, reduce, gather, scatter")] = None,
-    runtime: Annotated[Runtime, typer.Option(help="the runtime that must accept the files")] = Runtime.any,
+    runtime: Annotated[str, typer.Option(help="the runtime that must accept the files: executor, legacy or any")] = "any",
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="also print informational findings")] = False,
     jobs: Annotated[Optional[int], typer.Option(help="worker processes (default: up to 4, only for 8+ files)",
                                                 min=1)] = None,
 ) -> None:
     """Verify MSCCL XML programs and step schedules: exit 0 verified, 1 wrong, 2 unusable input."""
+    if runtime not in {r.value for r in Runtime}:
+        raise SmtcollError(f"--runtime {runtime!r}: expected executor, legacy or any")
     files = expand(paths)
     if not files:
         raise SmtcollError("no .xml or .json files found in " + ", ".join(paths))
@@ -141,7 +143,7 @@ def verify(
         if collective not in BUILTIN:
             raise SmtcollError(f"--collective {collective!r}: not a built-in postcondition "
                                f"({', '.join(sorted(BUILTIN))}) nor a .toml spec file")
-    reports = check_files(files, runtime.value, collective, root, topo, jobs)
+    reports = check_files(files, runtime, collective, root, topo, jobs)
     if fmt is Format.json:
         print_json([r.to_json() for r in reports])
     else:
