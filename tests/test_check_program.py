@@ -306,3 +306,24 @@ def test_report_is_deterministic(tmp_path: Path) -> None:
     a = check(tmp_path, allgather2(first_dep=False)).to_json()
     b = check(tmp_path, allgather2(first_dep=False)).to_json()
     assert a == b
+
+
+def test_topology_maps_connections_to_links_and_estimates_time(tmp_path: Path) -> None:
+    from smtcoll import library
+
+    path = write(tmp_path, allgather2())
+    r = check_program_file(path, topology=library.topology("ring:2"))
+    assert r.verdict == "ok"
+    assert r.metrics["links"] == [{"src": 0, "dst": 1, "chunks": 1, "messages": 1},
+                                  {"src": 1, "dst": 0, "chunks": 1, "messages": 1}]
+    assert r.metrics["estimate"]["time"] > 0
+    # a topology without the link 1 -> 0
+    from smtcoll.model import Link, Topology
+
+    one_way = Topology("one-way", 2, [Link(0, 1)])
+    assert "missing-link" in codes(check_program_file(path, topology=one_way))
+
+
+def test_negative_deps_with_a_depid(tmp_path: Path) -> None:
+    r = check(tmp_path, allgather2().replace('depid="0" deps="0"', 'depid="0" deps="-1"'))
+    assert "dependency" in codes(r)

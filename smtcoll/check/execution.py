@@ -60,6 +60,7 @@ class _Tb:
     queued: bool = False
     flags: list = attrs.field(factory=list)  # [(counter, knowledge at the end)] of flagged transmissions
     blocked: str = ""
+    time: float = 0.0
 
 
 @attrs.define
@@ -71,6 +72,7 @@ class ExecutionResult:
     leftover: dict[tuple[int, int, int], int]
     transmissions: int = 0
     messages: int = 0
+    makespan: float = 0.0
 
 
 def _reduce(a: Value, b: Value) -> Value:
@@ -99,11 +101,13 @@ class _Findings:
 
 
 def execute(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity: int | None,
-            initial: dict[int, Value] | None = None, data: bool = True, per_chunk: bool = False) -> ExecutionResult:
+            initial: dict[int, Value] | None = None, data: bool = True, per_chunk: bool = False,
+            timing: dict[tuple[int, int], tuple[float, float]] | None = None) -> ExecutionResult:
     """Run the program; `capacity` is the FIFO size in messages (None: unbounded), a message being one
     step's transfer, or one chunk of it with `per_chunk` (the worst case of large buffers, where every chunk
     of a step fills half the Simple FIFO). With `data`, also track values, accesses and races (otherwise
-    only progress, for the deadlock checks)."""
+    only progress, for the deadlock checks). `timing` maps a link (src, dst) to (latency, time per chunk)
+    for the alpha-beta estimate: a link carries one chunk at a time, in the order of this run."""
     geo = geometry
     report = _Findings(geo.mode)
     by_rank: dict[int, dict[int, _Tb]] = {}
@@ -155,6 +159,7 @@ def execute(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity
         st.queued = True
     done_trans = 0
     messages = 0
+    link_free: dict[tuple[int, int], float] = {}
 
     def wake(waiters: dict, key: object) -> None:
         for w in waiters.pop(key, ()):
@@ -221,18 +226,21 @@ def execute(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity
                     st.blocked = f"step type {tr.type!r} stops the thread block"
                     return
                 gained = 0
+                start = st.time
                 for depid, deps in tr.deps:
                     target = by_rank[st.rank].get(depid)
                     if target is None:
                         st.blocked = f"waits on thread block {depid}, which does not exist"
                         return
-                    k = _first_flag(target.flags, deps)
-                    if k is None:
+                    hit = _first_flag(target.flags, deps)
+                    if hit is None:
                         st.blocked = f"waits for tb {depid} to flag step {deps}"
                         flag_waiters.setdefault((st.rank, depid), []).append(st)
                         return
-                    gained |= k
+                    gained |= hit[0]
+                    start = max(start, hit[1])
                 st.know |= gained
+                st.time = start
                 st.started = True
             while st.piece < tr.cnt:
                 fin = fout = None
@@ -257,8 +265,10 @@ def execute(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity
                         return
                 incoming: Value = None
                 if fin is not None:
-                    incoming, k, last = fin.popleft()
+                    incoming, k, last, arrival = fin.popleft()
                     st.know |= k
+                    if arrival > st.time:
+                        st.time = arrival
                     if last or per_chunk:
                         in_flight[st.recv_conn] -= 1
                         wake(send_waiters, st.recv_conn)
@@ -272,7 +282,14 @@ def execute(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity
                     k = st.know
                     if st.piece == tr.cnt and (st.uid, st.pc) in bits:
                         k |= 1 << bits[(st.uid, st.pc)]
-                    fout.append((outgoing, k, st.piece == tr.cnt))
+                    arrival = 0.0
+                    if timing is not None:
+                        link = (st.rank, st.send_conn[1])
+                        alpha, per = timing.get(link, (0.0, 1.0))
+                        depart = max(st.time, link_free.get(link, 0.0))
+                        link_free[link] = st.time = depart + per
+                        arrival = depart + per + alpha
+                    fout.append((outgoing, k, st.piece == tr.cnt, arrival))
                     if per_chunk or st.piece == 1:
                         in_flight[st.send_conn] = in_flight.get(st.send_conn, 0) + 1
                     messages += 1
@@ -280,7 +297,7 @@ def execute(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity
             if (st.uid, st.pc) in bits:
                 st.know |= 1 << bits[(st.uid, st.pc)]
             if tr.hasdep:
-                st.flags.append((tr.counter, st.know))
+                st.flags.append((tr.counter, st.know, st.time))
                 wake(flag_waiters, (st.rank, st.tb_id))
             st.pc += 1
             st.piece = 0
@@ -296,7 +313,8 @@ def execute(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity
     blocked = [(st.rank, st.tb_id, st.trans[st.pc].first, st.trans[st.pc].line, st.blocked)
                for st in states if st.pc < len(st.trans)]
     leftover = {conn: len(q) for conn, q in sorted(fifos.items()) if q}
-    return ExecutionResult(report.close(), memory, bool(blocked), blocked, leftover, done_trans, messages)
+    return ExecutionResult(report.close(), memory, bool(blocked), blocked, leftover, done_trans, messages,
+                           max((st.time for st in states), default=0.0))
 
 
 _KNOWN = frozenset({"s", "r", "rcs", "rrs", "rrc", "rrcs", "cpy", "re"})
@@ -306,10 +324,11 @@ def _dups(v: Value) -> int:
     return v[1] if v is not None else 0
 
 
-def _first_flag(flags: list, deps: int) -> int | None:
-    for counter, know in flags:
+def _first_flag(flags: list, deps: int) -> tuple[int, float] | None:
+    """(knowledge, time) of the first flagged transmission whose counter reaches `deps`."""
+    for counter, know, time in flags:
         if counter >= deps:
-            return know
+            return know, time
     return None
 
 

@@ -250,6 +250,9 @@ def _step_rules(gpu: int | None, tb: ThreadBlock, sizes: dict[str, int | None]) 
         if op.depid is not None and op.depid > MAX_DEPID:
             yield _err("dependency", f"depid={op.depid} does not fit the runtime's int8_t: it wraps to "
                                      f"{(op.depid + 128) % 256 - 128} and waits on the wrong flag", **where)
+        if op.depid is not None and op.depid >= 0 and op.deps is not None and op.deps < 0:
+            yield _err("dependency", f"depid={op.depid} with deps={op.deps}: the wait is met by the previous pipeline "
+                                     "iteration's flags and orders nothing from the second iteration on", **where)
         if op.deps is not None and op.deps > MAX_INT16:
             yield _err("dependency", f"deps={op.deps} does not fit the runtime's int16_t", **where)
         for name, off in (("srcoff", op.srcoff), ("dstoff", op.dstoff)):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from smtcoll.check import buffers, postconditions
+from smtcoll.check import buffers, postconditions, topology_cost
 from smtcoll.check.connections import connect
 from smtcoll.check.execution import TbInput, execute
 from smtcoll.check.parse_rules import BOTH, is_complete, parse_rule_findings
@@ -150,6 +150,18 @@ def _semantics(p: Program, selected: frozenset[str], collective: Collective | st
     if why_unchecked and why_unchecked != "-":
         out.append(Finding("postcondition-unchecked", why_unchecked, {"line": p.line}, severity="warning"))
 
+    load_timing = None
+    if topology is not None:
+        if topology.ranks != p.ngpus:
+            out.append(Finding("topology", f"topology {topology.name!r} has {topology.ranks} ranks, the program "
+                               f"{p.ngpus}", {"line": p.line}))
+        else:
+            link_findings, load = topology_cost.link_load(tbs, topology, p.nchannels)
+            out += link_findings
+            metrics["links"] = topology_cost.load_metrics(load)
+            metrics["max_link_chunks"] = max((c for c, _ in load.values()), default=0)
+            load_timing = topology_cost.timing(topology, sorted(load))
+
     capacity = CAPACITY.get(p.proto or "", 2)
     modes = _modes(p, selected)
     metrics["modes"] = ["in-place" if m else "out-of-place" for m in modes]
@@ -177,6 +189,12 @@ def _semantics(p: Program, selected: frozenset[str], collective: Collective | st
                 if worst.deadlock:
                     f = _deadlock(worst.blocked, geo.mode, capacity, p.proto, per_chunk=True)
                     run_findings.append(Finding("fifo-capacity", f.message, f.where, severity="warning"))
+        if not run.deadlock and first == 0 and load_timing is not None:
+            timed = execute(tbs, geo, p.nchannels, capacity, initial, data=False, timing=load_timing[0])
+            unit = load_timing[1]
+            metrics["estimate"] = {"time": round(timed.makespan, 6), "unit": unit}
+            if unit == "us":
+                metrics["estimate"]["chunk_bytes"] = topology_cost.DEFAULT_CHUNK_BYTES
         if not run.deadlock and exp is not None:
             post = postconditions.check(geo, exp, run.memory)
             for code, message, rank in post[:MAX_LISTED]:
