@@ -81,8 +81,21 @@ def check_files(files: list[str], runtime: str = "any", collective: str | None =
     workers = jobs if jobs is not None else min(os.cpu_count() or 1, 4)
     if len(files) < PARALLEL_FROM or workers <= 1:
         return [_check_args(a) for a in args]
+    # largest files first, one at a time, so that one big file does not finish last on a busy worker
+    order = sorted(range(len(files)), key=lambda i: -_size(files[i]))
     with ProcessPoolExecutor(max_workers=workers) as pool:
-        return list(pool.map(_check_args, args, chunksize=max(1, len(files) // (workers * 4))))
+        done = list(pool.map(_check_args, [args[i] for i in order]))
+    out: list[Report] = [done[0]] * len(files)
+    for k, i in enumerate(order):
+        out[i] = done[k]
+    return out
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
 
 
 def exit_code(reports: list[Report]) -> int:
