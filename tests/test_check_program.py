@@ -108,7 +108,7 @@ def test_unmatched_send_and_count_mismatch(tmp_path: Path) -> None:
     no_recv = text.replace(step(1, "r", "o", 0, "o", 0), step(1, "cpy", "o", 1, "o", 1))
     r = check(tmp_path, no_recv)
     assert "unmatched-send" in codes(r)
-    r = check(tmp_path, allgather2().replace(step(1, "r", "o", 0, "o", 0), step(1, "r", "o", 0, "o", 0, cnt=0)))
+    r = check(tmp_path, allgather2().replace(step(1, "r", "o", 0, "o", 0), step(1, "r", "o", 0, "o", 0, cnt=2)))
     assert "count-mismatch" in codes(r)
     assert not codes(check(tmp_path, allgather2())) & {"unmatched-send", "count-mismatch"}
 
@@ -327,3 +327,21 @@ def test_topology_maps_connections_to_links_and_estimates_time(tmp_path: Path) -
 def test_negative_deps_with_a_depid(tmp_path: Path) -> None:
     r = check(tmp_path, allgather2().replace('depid="0" deps="0"', 'depid="0" deps="-1"'))
     assert "dependency" in codes(r)
+
+
+def test_lowering_numbers_transmissions_like_the_interpreter() -> None:
+    from smtcoll.check.transmissions import lower
+    from smtcoll.msccl import read_program_bytes
+
+    steps = [step(0, "nop", depid=1, deps=0, cnt=0), step(1, "nop", depid=2, deps=0, cnt=0),
+             step(2, "cpy", "i", 0, "o", 0, depid=3, deps=0),  # 3 dependencies: counter 2
+             step(3, "nop", cnt=0),  # no depid: dropped, shifts the counter
+             step(4, "re", "s", 0, "o", 0), step(5, "re", "s", 1, "o", 0, cnt=2, hasdep=1),  # fused
+             step(6, "cpy", "o", 0, "o", 1, hasdep=1)]
+    text = algo(gpu(0, 1, 2, 2, tb(0, -1, -1, 0, *steps)), ngpus=1, chunks=2, coll="allreduce")
+    trans = lower(read_program_bytes(text.encode()).program.gpus[0].tbs[0])
+    assert [t.type for t in trans] == ["cpy", "re", "cpy"]
+    assert trans[0].deps == ((1, 0), (2, 0), (3, 0)) and trans[0].counter == 2
+    assert trans[1].srcoffs == (0, 1) and trans[1].cnt == 2 and trans[1].hasdep and trans[1].counter == 4
+    assert (trans[1].first, trans[1].last) == (4, 5)
+    assert trans[2].counter == 5  # element 6: the nop without depid shifted it by one

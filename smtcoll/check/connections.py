@@ -67,8 +67,9 @@ def connect(gpus: Sequence[tuple[int, Sequence[tuple[int, int, int, int, int, li
         s_tbs, r_tbs = senders.get(conn, []), receivers.get(conn, [])
         if len(s_tbs) > 1 or len(r_tbs) > 1:
             continue  # matching is meaningless; already reported
-        sends = [t for t in info[s_tbs[0]][2] if t.sends] if s_tbs else []
-        recvs = [t for t in info[r_tbs[0]][2] if t.receives] if r_tbs else []
+        # a transfer of cnt=0 moves nothing and does not touch the FIFO
+        sends = [t for t in info[s_tbs[0]][2] if t.sends and t.cnt > 0] if s_tbs else []
+        recvs = [t for t in info[r_tbs[0]][2] if t.receives and t.cnt > 0] if r_tbs else []
         name = f"connection {src} -> {dst} on channel {chan}"
         if len(sends) > len(recvs):
             t = sends[len(recvs)]

@@ -209,6 +209,8 @@ def _tb_rules(p: Program, gpu: int | None, tbs: tuple[ThreadBlock, ...],
                     over.add((tb.chan, kind))  # the runtime stops at the first; report it once
                 if peer is not None and peer >= 0:
                     count[tb.chan] = count.get(tb.chan, 0) + 1
+        if len(tb.steps) > MAX_SUBS:
+            yield _f(f"<tb> has {len(tb.steps)} <step> children; at most {MAX_SUBS} (MAX_SUBS)", BOTH, **where)
         yield from _step_rules(gpu, tb, sizes)
     if ids:
         gaps = sorted(set(range(max(ids) + 1)) - set(ids))
