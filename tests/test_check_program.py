@@ -345,3 +345,13 @@ def test_lowering_numbers_transmissions_like_the_interpreter() -> None:
     assert trans[1].srcoffs == (0, 1) and trans[1].cnt == 2 and trans[1].hasdep and trans[1].counter == 4
     assert (trans[1].first, trans[1].last) == (4, 5)
     assert trans[2].counter == 5  # element 6: the nop without depid shifted it by one
+
+
+def test_collective_spec_file_is_fitted_to_nchunksperloop(tmp_path: Path) -> None:
+    specs_dir = Path(__file__).resolve().parents[1] / "specs" / "collectives"
+    path = write(tmp_path, allgather2_many(2, "LL"))  # 2 ranks, 4 chunks per loop: 2 parts per allgather chunk
+    assert check_program_file(path, collective=str(specs_dir / "allgather.toml")).verdict == "ok"
+    assert "postcondition" in codes(check_program_file(path, collective=str(specs_dir / "alltoall.toml")))
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[collective]\nname = 1\n")
+    assert check_program_file(path, collective=str(bad)).verdict == "unusable"

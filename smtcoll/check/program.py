@@ -71,10 +71,13 @@ def check_program(result: ReadResult, file: str, *, runtime: str = "any", collec
         except SmtcollError as e:
             return Report(file, p.coll, p.ngpus, None, [Violation("unusable", f"--collective: {e}", "error")],
                           unusable=True)
-    if collective is not None and not isinstance(collective, str) and collective.ranks != p.ngpus:
-        findings.append(Finding("collective-mismatch", f"--collective has {collective.ranks} ranks but the program "
-                                f"has ngpus={p.ngpus}", {"line": p.line}))
-        collective = None
+    if collective is not None and not isinstance(collective, str):
+        if collective.ranks != p.ngpus:
+            findings.append(Finding("collective-mismatch", f"--collective has {collective.ranks} ranks but the "
+                                    f"program has ngpus={p.ngpus}", {"line": p.line}))
+            collective = None
+        else:
+            collective = _fit(collective, p)
     if not is_complete(p):
         findings.append(Finding("not-checked", "the program lacks required attributes (see above): the semantic "
                                 "checks (deadlock, races, postcondition) were not run", {"line": p.line}, severity="info"))
@@ -83,6 +86,18 @@ def check_program(result: ReadResult, file: str, *, runtime: str = "any", collec
     else:
         findings += _semantics(p, selected, collective, root, topology, metrics)
     return _report(file, p, findings, selected, metrics, coll_name)
+
+
+def _fit(coll: Collective, p: Program) -> Collective:
+    """Split the collective's chunks so that a rank's outputs fill the program's output buffer (a program
+    with nchunksperloop = 2N runs an N-chunk allgather in 2 parts per chunk)."""
+    if coll.chunk_factor != 1 or not p.nchunksperloop or not p.ngpus:
+        return coll
+    out = p.nchunksperloop // p.ngpus if p.coll in buffers.SPLIT_OUTPUT else p.nchunksperloop
+    wanted = max((len({coll.address[c] for c in coll.post_sets[r]}) for r in range(coll.ranks)), default=0)
+    if wanted and out % wanted == 0 and out // wanted > 1:
+        return coll.with_chunks(out // wanted)
+    return coll
 
 
 def _sizes_ok(p: Program, findings: list[Finding]) -> bool:
