@@ -174,9 +174,11 @@ def execute(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity
         rank, name = geo.name(loc)
         o = states[other[1]]
         otr = o.trans[other[2]]
-        report.add("race", f"{name} on gpu {rank}: {kind} by tb {o.tb_id} step {otr.first} (line {otr.line}) and tb "
-                           f"{st.tb_id} step {tr.first}, with no happens-before order between them (no dependency or "
-                           "message chain orders them)", gpu=rank, tb=st.tb_id, step=tr.first, line=tr.line)
+        first, second = {"rw": ("writes", "reads"), "ww": ("writes", "writes"), "wr": ("reads", "writes")}[kind]
+        report.add("race", f"{name} on gpu {rank}: tb {o.tb_id} step {otr.first} (line {otr.line}) {first} it and tb "
+                           f"{st.tb_id} step {tr.first} {second} it, with no happens-before order between them (no "
+                           "dependency or message chain orders them)", gpu=rank, tb=st.tb_id, step=tr.first,
+                   line=tr.line)
 
     def access(st: _Tb, j: int, tr: Transmission, reads: tuple[int, ...], writes: tuple[int, ...]) -> None:
         bit = bits.get((st.uid, j), -1)
@@ -186,17 +188,17 @@ def execute(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity
                 continue
             lw = last_write.get(loc)
             if lw is not None and lw[1] != st.uid and not (know >> lw[0]) & 1:
-                race(loc, st, tr, lw, "written")
+                race(loc, st, tr, lw, "rw")
             reads_since.setdefault(loc, []).append((bit, st.uid, j))
         for loc in writes:
             if loc not in contended:
                 continue
             lw = last_write.get(loc)
             if lw is not None and lw[1] != st.uid and not (know >> lw[0]) & 1:
-                race(loc, st, tr, lw, "written twice")
+                race(loc, st, tr, lw, "ww")
             for r in reads_since.pop(loc, ()):
                 if r[1] != st.uid and not (know >> r[0]) & 1:
-                    race(loc, st, tr, r, "read and then written")
+                    race(loc, st, tr, r, "wr")
                     break
             last_write[loc] = (bit, st.uid, j)
 

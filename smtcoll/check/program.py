@@ -299,10 +299,11 @@ def _report(file: str, p: Program, findings: list[Finding], selected: frozenset[
             violations.append(Violation(f.code, message, severity, where))  # type: ignore[arg-type]
     order = {"error": 0, "warning": 1, "info": 2}
     violations.sort(key=lambda v: order[v.severity])  # stable: the checks' own order within a severity
-    for (code, severity), n in sorted(counts.items(), key=lambda kv: (order[kv[0][1]], kv[0][0])):
-        if n > MAX_LISTED:
-            violations.append(Violation(code, f"... and {n - MAX_LISTED} more {code} finding(s)",
-                                        severity))  # type: ignore[arg-type]
+    for (code, severity), n in sorted(counts.items()):
+        if n > MAX_LISTED:  # the summary goes right after the last listed finding of its kind
+            last = max(i for i, v in enumerate(violations) if v.code == code and v.severity == severity)
+            violations.insert(last + 1, Violation(code, f"... and {n - MAX_LISTED} more {code} finding(s)",
+                                                  severity))  # type: ignore[arg-type]
     if not any(accepted[r] for r in selected):
         if not any(v.severity == "error" and v.code == "parse-rule" for v in violations):
             refused = ", ".join(sorted(selected))
