@@ -122,3 +122,19 @@ def test_whole_corpus_in_parallel_matches_sequential(capsys) -> None:
     par = check_files(files[:12], jobs=2)
     seq = check_files(files[:12], jobs=1)
     assert [r.to_json() for r in par] == [r.to_json() for r in seq]
+
+
+def test_size_limit_option(tmp_path: Path, capsys) -> None:
+    path = write(tmp_path, allgather2())
+    code, out, _ = run(capsys, "verify", "--max-bytes", "100", str(path))
+    assert code == 2 and "limit" in out
+    assert run(capsys, "verify", str(path))[0] == 0
+
+
+def test_huge_and_deep_inputs_are_bounded(tmp_path: Path, capsys) -> None:
+    huge = write(tmp_path, allgather2().replace('ngpus="2"', 'ngpus="1000000000"'), "huge.xml")
+    deep = write(tmp_path, "<algo>" + "<x>" * 50000 + "</x>" * 50000 + "</algo>", "deep.xml")
+    code, out, err = run(capsys, "verify", str(huge))
+    assert code == 1 and "too large" in out
+    code, out, err = run(capsys, "verify", str(deep))
+    assert code == 2 and "nested deeper" in out and "Traceback" not in err

@@ -24,6 +24,7 @@ from smtcoll.check.schedule import check_schedule_file
 from smtcoll.cli.app import Format, app, print_json
 from smtcoll.errors import EXIT_UNUSABLE, SmtcollError
 from smtcoll.model import Topology
+from smtcoll.msccl.reader import DEFAULT_MAX_BYTES
 
 EXIT_WRONG = 1
 PARALLEL_FROM = 8  # files; below this a process pool costs more than it saves
@@ -57,12 +58,14 @@ def expand(paths: list[str]) -> list[str]:
     return sorted(found)
 
 
-def check_file(path: str, runtime: str, collective: str | None, root: int | None, topology: Topology | None) -> Report:
+def check_file(path: str, runtime: str, collective: str | None, root: int | None, topology: Topology | None,
+               max_bytes: int = DEFAULT_MAX_BYTES) -> Report:
     """Check one file; never raises for bad input."""
     try:
         if path.endswith(".json"):
             return check_schedule_file(path)
-        return check_program_file(path, runtime=runtime, collective=collective, root=root, topology=topology)
+        return check_program_file(path, runtime=runtime, collective=collective, root=root, topology=topology,
+                                  max_bytes=max_bytes)
     except SmtcollError as e:
         return Report(path, violations=[Violation("unusable", str(e), "error")], unusable=True)
     except RecursionError:
@@ -70,14 +73,15 @@ def check_file(path: str, runtime: str, collective: str | None, root: int | None
                       unusable=True)
 
 
-def _check_args(args: tuple[str, str, str | None, int | None, Topology | None]) -> Report:
+def _check_args(args: tuple[str, str, str | None, int | None, Topology | None, int]) -> Report:
     return check_file(*args)
 
 
 def check_files(files: list[str], runtime: str = "any", collective: str | None = None, root: int | None = None,
-                topology: Topology | None = None, jobs: int | None = None) -> list[Report]:
+                topology: Topology | None = None, jobs: int | None = None,
+                max_bytes: int = DEFAULT_MAX_BYTES) -> list[Report]:
     """Reports in the order of `files`; a process pool when there are many files and more than one core."""
-    args = [(f, runtime, collective, root, topology) for f in files]
+    args = [(f, runtime, collective, root, topology, max_bytes) for f in files]
     workers = jobs if jobs is not None else min(os.cpu_count() or 1, 4)
     if len(files) < PARALLEL_FROM or workers <= 1:
         return [_check_args(a) for a in args]
@@ -142,6 +146,8 @@ def verify(
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="also print informational findings")] = False,
     jobs: Annotated[Optional[int], typer.Option(help="worker processes (default: up to 4, only for 8+ files)",
                                                 min=1)] = None,
+    max_bytes: Annotated[int, typer.Option(help="refuse XML files larger than this, before parsing them",
+                                           min=1)] = DEFAULT_MAX_BYTES,
 ) -> None:
     """Verify MSCCL XML programs and step schedules: exit 0 verified, 1 wrong, 2 unusable input."""
     if runtime not in {r.value for r in Runtime}:
@@ -156,7 +162,7 @@ def verify(
         if collective not in BUILTIN:
             raise SmtcollError(f"--collective {collective!r}: not a built-in postcondition "
                                f"({', '.join(sorted(BUILTIN))}) nor a .toml spec file")
-    reports = check_files(files, runtime, collective, root, topo, jobs)
+    reports = check_files(files, runtime, collective, root, topo, jobs, max_bytes)
     if fmt is Format.json:
         print_json([r.to_json() for r in reports])
     else:
