@@ -22,6 +22,7 @@ FIFO back-pressure is not used as an order: it is fragile and depends on the pro
 
 from __future__ import annotations
 
+import random
 from collections import deque
 from collections.abc import Sequence
 
@@ -102,12 +103,15 @@ class _Findings:
 
 def execute(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity: int | None,
             initial: dict[int, Value] | None = None, data: bool = True, per_chunk: bool = False,
-            timing: dict[tuple[int, int], tuple[float, float]] | None = None) -> ExecutionResult:
+            timing: dict[tuple[int, int], tuple[float, float]] | None = None,
+            rng: random.Random | None = None) -> ExecutionResult:
     """Run the program; `capacity` is the FIFO size in messages (None: unbounded), a message being one
     step's transfer, or one chunk of it with `per_chunk` (the worst case of large buffers, where every chunk
     of a step fills half the Simple FIFO). With `data`, also track values, accesses and races (otherwise
     only progress, for the deadlock checks). `timing` maps a link (src, dst) to (latency, time per chunk)
-    for the alpha-beta estimate: a link carries one chunk at a time, in the order of this run."""
+    for the alpha-beta estimate: a link carries one chunk at a time, in the order of this run. With `rng`,
+    thread blocks are interleaved at random, one chunk at a time (for testing that results do not depend
+    on the order when no race is reported)."""
     geo = geometry
     report = _Findings(geo.mode)
     by_rank: dict[int, dict[int, _Tb]] = {}
@@ -296,6 +300,9 @@ def execute(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity
                         in_flight[st.send_conn] = in_flight.get(st.send_conn, 0) + 1
                     messages += 1
                     wake(recv_waiters, st.send_conn)
+                if rng is not None and st.piece < tr.cnt:
+                    requeue(st)
+                    return
             if (st.uid, st.pc) in bits:
                 st.know |= 1 << bits[(st.uid, st.pc)]
             if tr.hasdep:
@@ -305,9 +312,19 @@ def execute(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity
             st.piece = 0
             st.started = False
             done_trans += 1
+            if rng is not None and st.pc < len(trans):
+                requeue(st)
+                return
         st.blocked = ""
 
+    def requeue(st: _Tb) -> None:
+        if not st.queued:
+            st.queued = True
+            ready.append(st)
+
     while ready:
+        if rng is not None:
+            ready.rotate(-rng.randrange(len(ready)))
         st = ready.popleft()
         st.queued = False
         run(st)

@@ -62,6 +62,23 @@ def is_complete(program: Program) -> bool:
     return True
 
 
+def is_executable(program: Program) -> bool:
+    """Every value the execution needs is in its range: known step types and buffers, `0 <= cnt < 72`,
+    offsets and dependencies within `int16_t`. Otherwise the runtimes refuse the file (reported) and the
+    semantic checks are not run."""
+    for g in program.gpus:
+        for tb in g.tbs:
+            for op in tb.steps:
+                if op.type not in STEP_TYPES or op.srcbuf not in BUFFERS or op.dstbuf not in BUFFERS:
+                    return False
+                if op.type != "nop" and not 0 <= (op.cnt or 0) < MAX_COUNT:
+                    return False
+                for v in (op.srcoff, op.dstoff, op.deps if (op.depid or -1) >= 0 else 0):
+                    if v is None or not -MAX_INT16 - 1 <= v <= MAX_INT16:
+                        return False
+    return True
+
+
 def parse_rule_findings(p: Program) -> list[Finding]:
     return list(_algo_rules(p)) + list(_gpu_rules(p))
 

@@ -15,7 +15,7 @@ from typing import Any
 from smtcoll.check import buffers, postconditions, topology_cost
 from smtcoll.check.connections import connect
 from smtcoll.check.execution import TbInput, execute
-from smtcoll.check.parse_rules import BOTH, is_complete, parse_rule_findings
+from smtcoll.check.parse_rules import BOTH, is_complete, is_executable, parse_rule_findings
 from smtcoll.check.report import Report, Violation
 from smtcoll.check.transmissions import Transmission, lower
 from smtcoll.errors import SmtcollError
@@ -78,9 +78,12 @@ def check_program(result: ReadResult, file: str, *, runtime: str = "any", collec
             collective = None
         else:
             collective = _fit(collective, p)
-    if not is_complete(p):
-        findings.append(Finding("not-checked", "the program lacks required attributes (see above): the semantic "
-                                "checks (deadlock, races, postcondition) were not run", {"line": p.line}, severity="info"))
+    if not is_complete(p) or not is_executable(p):
+        # never an `ok` without the semantic checks: an error unless the reasons above are errors already
+        refused = any(f.rejects >= selected or (not f.rejects and f.severity == "error") for f in findings)
+        findings.append(Finding("not-checked", "the program lacks required attributes or has values out of the "
+                                "runtimes' ranges (see above): the semantic checks (deadlock, races, postcondition) "
+                                "were not run", {"line": p.line}, severity="info" if refused else "error"))
     elif not _sizes_ok(p, findings):
         pass
     else:
