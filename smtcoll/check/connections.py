@@ -21,11 +21,10 @@ TbKey = tuple[int, int]  # (rank, index of the thread block in the rank's list)
 
 @attrs.frozen
 class Connections:
+    """The thread blocks that registered each connection (more than one is a `duplicate-connection`)."""
+
     senders: dict[Conn, list[TbKey]]
     receivers: dict[Conn, list[TbKey]]
-
-    def send_conn(self, rank: int, peer: int, chan: int) -> Conn:
-        return (rank, peer, chan)
 
 
 def connect(gpus: Sequence[tuple[int, Sequence[tuple[int, int, int, int, int, list[Transmission]]]]],
@@ -34,10 +33,10 @@ def connect(gpus: Sequence[tuple[int, Sequence[tuple[int, int, int, int, int, li
     findings about them (duplicate-connection, unmatched-send, unmatched-recv, count-mismatch)."""
     senders: dict[Conn, list[TbKey]] = {}
     receivers: dict[Conn, list[TbKey]] = {}
-    info: dict[TbKey, tuple[int, int, list[Transmission]]] = {}
+    info: dict[TbKey, tuple[int, list[Transmission]]] = {}
     for rank, tbs in gpus:
         for index, tb_id, send, recv, chan, trans in tbs:
-            info[(rank, index)] = (tb_id, 0, trans)
+            info[(rank, index)] = (tb_id, trans)
             if not 0 <= chan < nchannels:
                 continue
             if send >= 0:
@@ -47,8 +46,7 @@ def connect(gpus: Sequence[tuple[int, Sequence[tuple[int, int, int, int, int, li
     out: list[Finding] = []
 
     def tb_where(key: TbKey, **extra: object) -> dict[str, object]:
-        tb_id, _, trans = info[key]
-        return {"gpu": key[0], "tb": tb_id, **extra}
+        return {"gpu": key[0], "tb": info[key][0], **extra}
 
     for conn, tbs in sorted(senders.items()):
         if len(tbs) > 1:
@@ -68,8 +66,8 @@ def connect(gpus: Sequence[tuple[int, Sequence[tuple[int, int, int, int, int, li
         if len(s_tbs) > 1 or len(r_tbs) > 1:
             continue  # matching is meaningless; already reported
         # a transfer of cnt=0 moves nothing and does not touch the FIFO
-        sends = [t for t in info[s_tbs[0]][2] if t.sends and t.cnt > 0] if s_tbs else []
-        recvs = [t for t in info[r_tbs[0]][2] if t.receives and t.cnt > 0] if r_tbs else []
+        sends = [t for t in info[s_tbs[0]][1] if t.sends and t.cnt > 0] if s_tbs else []
+        recvs = [t for t in info[r_tbs[0]][1] if t.receives and t.cnt > 0] if r_tbs else []
         name = f"connection {src} -> {dst} on channel {chan}"
         if len(sends) > len(recvs):
             t = sends[len(recvs)]

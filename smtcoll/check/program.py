@@ -84,9 +84,7 @@ def check_program(result: ReadResult, file: str, *, runtime: str = "any", collec
         findings.append(Finding("not-checked", "the program lacks required attributes or has values out of the "
                                 "runtimes' ranges (see above): the semantic checks (deadlock, races, postcondition) "
                                 "were not run", {"line": p.line}, severity="info" if refused else "error"))
-    elif not _sizes_ok(p, findings):
-        pass
-    else:
+    elif _sizes_ok(p, findings):
         findings += _semantics(p, selected, collective, root, topology, metrics)
     return _report(file, p, findings, selected, metrics, coll_name)
 
