@@ -1,0 +1,411 @@
+"""Executing a program on abstract chunks: deadlocks, races, read-before-write, double counting, final memory.
+
+One pipeline iteration is enough (iterations touch disjoint slices of every chunk, msccl-xml.md 1.12).
+Every thread block runs its transmissions in order; a transmission first waits for its dependencies
+(flags, see `transmissions.py`), then moves its `cnt` chunks one piece at a time through the FIFO of its
+connections. The worst case of the runtime's splitting is assumed: one FIFO message per chunk.
+
+Why one simulation decides deadlock for every schedule: each thread block is deterministic and every
+condition it waits for (a flag reaching a value, a message in a FIFO, a free FIFO slot) stays true once
+true until that same thread block acts. The system is therefore confluent: if some order of execution
+blocks forever, every maximal order does. The FIFOs are bounded (capacity in messages: Simple 2, LL and
+LL128 8, msccl-xml.md 1.11); more capacity can only unblock, so when the bounded run deadlocks the run is
+repeated with unbounded FIFOs to tell the two kinds apart.
+
+Races are decided by happens-before over all schedules, not by the order this simulation happened to
+take. Happens-before is program order, dependency flags (the flagged transmission's end before the
+waiter's start) and messages (what the sender knew when it sent piece k before the receiver's piece k).
+Knowledge is a bitset of the transmissions that touch a contended location (one touched by two thread
+blocks, one of them writing); a transmission's bit is known only once it has completed (its last piece).
+FIFO back-pressure is not used as an order: it is fragile and depends on the protocol.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import deque
+from collections.abc import Sequence
+
+import attrs
+
+from smtcoll.check.buffers import Geometry
+from smtcoll.check.transmissions import Transmission
+from smtcoll.msccl.program import Finding
+
+Value = tuple[int, int] | None  # (contributions, contributions counted more than once); None: undefined
+MAX_PER_CODE = 20
+
+
+@attrs.frozen
+class TbInput:
+    rank: int
+    tb_id: int
+    send: int
+    recv: int
+    chan: int
+    trans: tuple[Transmission, ...]
+
+
+@attrs.define
+class _Tb:
+    uid: int
+    rank: int
+    tb_id: int
+    trans: Sequence[Transmission]
+    send_conn: tuple[int, int, int] | None
+    recv_conn: tuple[int, int, int] | None
+    pc: int = 0
+    piece: int = 0
+    started: bool = False
+    know: int = 0
+    queued: bool = False
+    flags: list = attrs.field(factory=list)  # [(counter, knowledge at the end)] of flagged transmissions
+    blocked: str = ""
+    time: float = 0.0
+
+
+@attrs.define
+class ExecutionResult:
+    findings: list[Finding]
+    memory: dict[int, Value]
+    deadlock: bool
+    blocked: list[tuple[int, int, int, int, str]]  # rank, tb id, step, line, reason
+    leftover: dict[tuple[int, int, int], int]
+    transmissions: int = 0
+    messages: int = 0
+    makespan: float = 0.0
+
+
+def _reduce(a: Value, b: Value) -> Value:
+    if a is None or b is None:
+        return None
+    return a[0] | b[0], a[1] | b[1] | (a[0] & b[0])
+
+
+class _Findings:
+    def __init__(self, mode: str) -> None:
+        self.out: list[Finding] = []
+        self.counts: dict[str, int] = {}
+        self.mode = mode
+
+    def add(self, code: str, message: str, **where: object) -> None:
+        n = self.counts.get(code, 0) + 1
+        self.counts[code] = n
+        if n <= MAX_PER_CODE:
+            self.out.append(Finding(code, message, {"mode": self.mode, **where}))
+
+    def close(self) -> list[Finding]:
+        for code, n in sorted(self.counts.items()):
+            if n > MAX_PER_CODE:
+                self.out.append(Finding(code, f"... and {n - MAX_PER_CODE} more {code} finding(s)", {"mode": self.mode}))
+        return self.out
+
+
+def execute(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity: int | None,
+            initial: dict[int, Value] | None = None, data: bool = True, per_chunk: bool = False,
+            timing: dict[tuple[int, int], tuple[float, float]] | None = None,
+            rng: random.Random | None = None) -> ExecutionResult:
+    """Run the program; `capacity` is the FIFO size in messages (None: unbounded), a message being one
+    step's transfer, or one chunk of it with `per_chunk` (the worst case of large buffers, where every chunk
+    of a step fills half the Simple FIFO). With `data`, also track values, accesses and races (otherwise
+    only progress, for the deadlock checks). `timing` maps a link (src, dst) to (latency, time per chunk)
+    for the alpha-beta estimate: a link carries one chunk at a time, in the order of this run. With `rng`,
+    thread blocks are interleaved at random, one chunk at a time (for testing that results do not depend
+    on the order when no race is reported)."""
+    geo = geometry
+    report = _Findings(geo.mode)
+    by_rank: dict[int, dict[int, _Tb]] = {}
+    states: list[_Tb] = []
+    for uid, t in enumerate(tbs):
+        send_conn = (t.rank, t.send, t.chan) if t.send >= 0 and 0 <= t.chan < nchannels else None
+        recv_conn = (t.recv, t.rank, t.chan) if t.recv >= 0 and 0 <= t.chan < nchannels else None
+        st = _Tb(uid, t.rank, t.tb_id, t.trans, send_conn, recv_conn)
+        states.append(st)
+        by_rank.setdefault(t.rank, {})[t.tb_id] = st
+
+    # --- accesses of every transmission, contended locations and the bits of the transmissions touching them
+    accesses: dict[tuple[int, int], list[tuple[tuple[int, ...], tuple[int, ...]]]] = {}
+    bits: dict[tuple[int, int], int] = {}
+    contended: set[int] = set()
+    if data:
+        touched: dict[int, int] = {}  # loc -> uid of the only tb touching it, or -1 when several
+        written: set[int] = set()
+        for st in states:
+            for j, tr in enumerate(st.trans):
+                pieces = _accesses(st, tr, geo, report)
+                accesses[(st.uid, j)] = pieces
+                for reads, writes in pieces:
+                    for loc in reads:
+                        if touched.setdefault(loc, st.uid) != st.uid:
+                            touched[loc] = -1
+                    for loc in writes:
+                        written.add(loc)
+                        if touched.setdefault(loc, st.uid) != st.uid:
+                            touched[loc] = -1
+        contended = {loc for loc, u in touched.items() if u == -1 and loc in written}
+        n = 0
+        for key, pieces in accesses.items():
+            if any(loc in contended for reads, writes in pieces for loc in reads + writes):
+                bits[key] = n
+                n += 1
+
+    memory: dict[int, Value] = (dict(initial) if initial is not None else geo.initial()) if data else {}
+    last_write: dict[int, tuple[int, int, int]] = {}  # loc -> (bit, uid, transmission index)
+    reads_since: dict[int, list[tuple[int, int, int]]] = {}
+    reported_locs: set[int] = set()
+    fifos: dict[tuple[int, int, int], deque] = {}
+    in_flight: dict[tuple[int, int, int], int] = {}  # messages with pieces still in the FIFO
+    recv_waiters: dict[tuple[int, int, int], list[_Tb]] = {}
+    send_waiters: dict[tuple[int, int, int], list[_Tb]] = {}
+    flag_waiters: dict[tuple[int, int], list[_Tb]] = {}
+    ready: deque[_Tb] = deque(states)
+    for st in states:
+        st.queued = True
+    done_trans = 0
+    messages = 0
+    link_free: dict[tuple[int, int], float] = {}
+
+    def wake(waiters: dict, key: object) -> None:
+        for w in waiters.pop(key, ()):
+            if not w.queued:
+                w.queued = True
+                ready.append(w)
+
+    def race(loc: int, st: _Tb, tr: Transmission, other: tuple[int, int, int], kind: str) -> None:
+        if loc in reported_locs:
+            return
+        reported_locs.add(loc)
+        rank, name = geo.name(loc)
+        o = states[other[1]]
+        otr = o.trans[other[2]]
+        first, second = {"rw": ("writes", "reads"), "ww": ("writes", "writes"), "wr": ("reads", "writes")}[kind]
+        report.add("race", f"{name} on gpu {rank}: tb {o.tb_id} step {otr.first} (line {otr.line}) {first} it and tb "
+                           f"{st.tb_id} step {tr.first} {second} it, with no happens-before order between them (no "
+                           "dependency or message chain orders them)", gpu=rank, tb=st.tb_id, step=tr.first,
+                   line=tr.line)
+
+    def access(st: _Tb, j: int, tr: Transmission, reads: tuple[int, ...], writes: tuple[int, ...]) -> None:
+        bit = bits.get((st.uid, j), -1)
+        know = st.know
+        for loc in reads:
+            if loc not in contended:
+                continue
+            lw = last_write.get(loc)
+            if lw is not None and lw[1] != st.uid and not (know >> lw[0]) & 1:
+                race(loc, st, tr, lw, "rw")
+            reads_since.setdefault(loc, []).append((bit, st.uid, j))
+        for loc in writes:
+            if loc not in contended:
+                continue
+            lw = last_write.get(loc)
+            if lw is not None and lw[1] != st.uid and not (know >> lw[0]) & 1:
+                race(loc, st, tr, lw, "ww")
+            for r in reads_since.pop(loc, ()):
+                if r[1] != st.uid and not (know >> r[0]) & 1:
+                    race(loc, st, tr, r, "wr")
+                    break
+            last_write[loc] = (bit, st.uid, j)
+
+    def read(st: _Tb, tr: Transmission, loc: int) -> Value:
+        v = memory.get(loc)
+        if v is None and loc not in reported_locs:
+            reported_locs.add(loc)
+            rank, name = geo.name(loc)
+            report.add("read-before-write", f"tb {st.tb_id} step {tr.first} reads {name} on gpu {rank} before anything "
+                                            "was written there (uninitialized data)",
+                       gpu=rank, tb=st.tb_id, step=tr.first, line=tr.line)
+        return v
+
+    def dup_check(st: _Tb, tr: Transmission, prior: int, after: Value) -> None:
+        if after is not None and after[1] & ~prior:
+            report.add("double-count", f"tb {st.tb_id} step {tr.first} on gpu {st.rank} adds contributions that are "
+                                       "already part of the value (a reduction counted twice)",
+                       gpu=st.rank, tb=st.tb_id, step=tr.first, line=tr.line)
+
+    def run(st: _Tb) -> None:
+        nonlocal done_trans, messages
+        trans = st.trans
+        while st.pc < len(trans):
+            tr = trans[st.pc]
+            if not st.started:
+                if tr.type not in _KNOWN:
+                    st.blocked = f"step type {tr.type!r} stops the thread block"
+                    return
+                gained = 0
+                start = st.time
+                for depid, deps in tr.deps:
+                    target = by_rank[st.rank].get(depid)
+                    if target is None:
+                        st.blocked = f"waits on thread block {depid}, which does not exist"
+                        return
+                    hit = _first_flag(target.flags, deps)
+                    if hit is None:
+                        st.blocked = f"waits for tb {depid} to flag step {deps}"
+                        flag_waiters.setdefault((st.rank, depid), []).append(st)
+                        return
+                    gained |= hit[0]
+                    start = max(start, hit[1])
+                st.know |= gained
+                st.time = start
+                st.started = True
+            while st.piece < tr.cnt:
+                fin = fout = None
+                if tr.receives:
+                    if st.recv_conn is None:
+                        st.blocked = "receives on a channel without a connection"
+                        return
+                    fin = fifos.get(st.recv_conn)
+                    if not fin:
+                        st.blocked = f"waits for a message from gpu {st.recv_conn[0]} on channel {st.recv_conn[2]}"
+                        recv_waiters.setdefault(st.recv_conn, []).append(st)
+                        return
+                if tr.sends:
+                    if st.send_conn is None:
+                        st.blocked = "sends on a channel without a connection"
+                        return
+                    fout = fifos.setdefault(st.send_conn, deque())
+                    if capacity is not None and (per_chunk or st.piece == 0) and in_flight.get(st.send_conn, 0) >= capacity:
+                        st.blocked = (f"waits for a free FIFO slot to gpu {st.send_conn[1]} on channel "
+                                      f"{st.send_conn[2]} (capacity {capacity})")
+                        send_waiters.setdefault(st.send_conn, []).append(st)
+                        return
+                incoming: Value = None
+                if fin is not None:
+                    incoming, k, last, arrival = fin.popleft()
+                    st.know |= k
+                    if arrival > st.time:
+                        st.time = arrival
+                    if last or per_chunk:
+                        in_flight[st.recv_conn] -= 1
+                        wake(send_waiters, st.recv_conn)
+                outgoing: Value = None
+                if data:
+                    reads, writes = accesses[(st.uid, st.pc)][st.piece]
+                    access(st, st.pc, tr, reads, writes)
+                    outgoing = _effect(tr.type, reads, writes, incoming, memory, st, tr, read, dup_check)
+                st.piece += 1
+                if fout is not None:
+                    k = st.know
+                    if st.piece == tr.cnt and (st.uid, st.pc) in bits:
+                        k |= 1 << bits[(st.uid, st.pc)]
+                    arrival = 0.0
+                    if timing is not None:
+                        link = (st.rank, st.send_conn[1])
+                        alpha, per = timing.get(link, (0.0, 1.0))
+                        depart = max(st.time, link_free.get(link, 0.0))
+                        link_free[link] = st.time = depart + per
+                        arrival = depart + per + alpha
+                    fout.append((outgoing, k, st.piece == tr.cnt, arrival))
+                    if per_chunk or st.piece == 1:
+                        in_flight[st.send_conn] = in_flight.get(st.send_conn, 0) + 1
+                    messages += 1
+                    wake(recv_waiters, st.send_conn)
+                if rng is not None and st.piece < tr.cnt:
+                    requeue(st)
+                    return
+            if (st.uid, st.pc) in bits:
+                st.know |= 1 << bits[(st.uid, st.pc)]
+            if tr.hasdep:
+                st.flags.append((tr.counter, st.know, st.time))
+                wake(flag_waiters, (st.rank, st.tb_id))
+            st.pc += 1
+            st.piece = 0
+            st.started = False
+            done_trans += 1
+            if rng is not None and st.pc < len(trans):
+                requeue(st)
+                return
+        st.blocked = ""
+
+    def requeue(st: _Tb) -> None:
+        if not st.queued:
+            st.queued = True
+            ready.append(st)
+
+    while ready:
+        if rng is not None:
+            ready.rotate(-rng.randrange(len(ready)))
+        st = ready.popleft()
+        st.queued = False
+        run(st)
+
+    blocked = [(st.rank, st.tb_id, st.trans[st.pc].first, st.trans[st.pc].line, st.blocked)
+               for st in states if st.pc < len(st.trans)]
+    leftover = {conn: len(q) for conn, q in sorted(fifos.items()) if q}
+    return ExecutionResult(report.close(), memory, bool(blocked), blocked, leftover, done_trans, messages,
+                           max((st.time for st in states), default=0.0))
+
+
+_KNOWN = frozenset({"s", "r", "rcs", "rrs", "rrc", "rrcs", "cpy", "re"})
+
+
+def _dups(v: Value) -> int:
+    return v[1] if v is not None else 0
+
+
+def _first_flag(flags: list, deps: int) -> tuple[int, float] | None:
+    """(knowledge, time) of the first flagged transmission whose counter reaches `deps`."""
+    for counter, know, time in flags:
+        if counter >= deps:
+            return know, time
+    return None
+
+
+def _accesses(st: _Tb, tr: Transmission, geo: Geometry, report: _Findings) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
+    """(reads, writes) locations of each piece; out-of-bounds offsets are reported here."""
+    t = tr.type
+    reads_src = t in ("s", "rrs", "rrc", "rrcs", "cpy", "re")
+    writes_dst = t in ("r", "rcs", "rrc", "rrcs", "cpy", "re")
+    rank = st.rank
+    if tr.cnt > 0:
+        for buf, offs, used in ((tr.srcbuf, tr.srcoffs, reads_src), (tr.dstbuf, (tr.dstoff,), writes_dst)):
+            if not used:
+                continue
+            size = geo.size(rank, buf)
+            for off in offs:
+                if off < 0 or off + tr.cnt > size:
+                    report.add("out-of-bounds", f"tb {st.tb_id} step {tr.first} on gpu {rank} touches {buf}[{off}.."
+                                                f"{off + tr.cnt - 1}] but the {geo.mode} {buf} buffer has {size} chunk(s) "
+                                                f"for coll={geo.coll} (nchunksperloop={geo.chunks})",
+                               gpu=rank, tb=st.tb_id, step=tr.first, line=tr.line)
+    pieces = []
+    for c in range(tr.cnt):
+        reads: tuple[int, ...] = ()
+        writes: tuple[int, ...] = ()
+        if reads_src:
+            reads = tuple(geo.loc(rank, tr.srcbuf, off + c) for off in tr.srcoffs)
+        if writes_dst:
+            dst = geo.loc(rank, tr.dstbuf, tr.dstoff + c)
+            writes = (dst,)
+            if t == "re":
+                reads = (dst,) + reads
+        pieces.append((reads, writes))
+    return pieces
+
+
+def _effect(t: str, reads: tuple[int, ...], writes: tuple[int, ...], incoming: Value, memory: dict[int, Value],
+            st: _Tb, tr: Transmission, read, dup_check) -> Value:
+    """Apply one piece; return what it sends (None when it sends nothing or an undefined value)."""
+    if t == "s":
+        return read(st, tr, reads[0])
+    if t == "r" or t == "rcs":
+        memory[writes[0]] = incoming
+        return incoming
+    if t == "cpy":
+        memory[writes[0]] = read(st, tr, reads[0])
+        return None
+    # reductions
+    acc = read(st, tr, reads[0])
+    if t in ("rrs", "rrc", "rrcs"):
+        value = _reduce(incoming, acc)
+        dup_check(st, tr, _dups(incoming) | _dups(acc), value)
+    else:  # re: dst (first read) with every fused source
+        value = acc
+        for loc in reads[1:]:
+            other = read(st, tr, loc)
+            prior = _dups(value) | _dups(other)
+            value = _reduce(value, other)
+            dup_check(st, tr, prior, value)
+    if writes:
+        memory[writes[0]] = value
+    return value

@@ -1,0 +1,132 @@
+"""What the output buffers must hold at the end, per collective (msccl-xml.md 1.6), with exact multiplicities.
+
+A value is the set of input chunks (contributions) summed into it plus the set of those counted more
+than once; the postcondition of every output chunk is an exact set with nothing counted twice. With
+C = nchunksperloop, N = ngpus and c = C/N:
+
+- allgather: `o[r*c+k]` on every rank = input chunk k of rank r;
+- allreduce: `o[k]` on every rank = the sum over ranks of input chunk k;
+- reduce-scatter: `o[k]` on rank q = the sum over ranks of input chunk `q*c+k`;
+- alltoall: `o[j*c+k]` on rank q = input chunk `q*c+k` of rank j;
+- broadcast: `o[k]` on every rank = input chunk k of the root; reduce: `o[k]` on the root = the sum;
+- gather: `o[r*c+k]` on the root = input chunk k of rank r; scatter: `o[k]` on rank q = chunk `q*c+k` of the root.
+
+A `Collective` (from `--collective`) is mapped onto the buffers rank by rank: the distinct addresses of a
+rank's precondition chunks, in increasing order, are its input chunks 0, 1, ...; the distinct addresses of
+its postcondition chunks, in increasing order, are its output chunks 0, 1, ...
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from smtcoll.check.buffers import Geometry
+from smtcoll.model import Collective
+
+Value = tuple[int, int] | None
+BUILTIN = frozenset({"allgather", "allreduce", "reduce_scatter", "reducescatter", "alltoall", "broadcast", "reduce",
+                     "gather", "scatter"})
+ROOTED = frozenset({"broadcast", "reduce", "gather", "scatter"})
+
+
+@attrs.frozen
+class Expectation:
+    """Initial memory, the required final value of output chunks [(rank, index, contributions)], and how
+    to name a contribution in messages."""
+
+    initial: dict[int, tuple[int, int]]
+    targets: list[tuple[int, int, int]]
+    names: dict[int, str]
+    description: str
+
+
+def _builtin_names(geo: Geometry) -> dict[int, str]:
+    return {geo.contribution(r, k): f"i[{k}] of rank {r}" for r in range(geo.ranks) for k in range(geo.in_chunks)}
+
+
+def builtin(geo: Geometry, root: int | None) -> Expectation:
+    coll, N, c = geo.coll, geo.ranks, geo.split
+    C = geo.chunks
+    bit = lambda r, k: 1 << geo.contribution(r, k)  # noqa: E731
+    t: list[tuple[int, int, int]] = []
+    if coll == "allgather":
+        t = [(q, r * c + k, bit(r, k)) for q in range(N) for r in range(N) for k in range(c)]
+    elif coll == "allreduce":
+        sums = [sum(bit(r, k) for r in range(N)) for k in range(C)]
+        t = [(q, k, sums[k]) for q in range(N) for k in range(C)]
+    elif coll in ("reduce_scatter", "reducescatter"):
+        t = [(q, k, sum(bit(r, q * c + k) for r in range(N))) for q in range(N) for k in range(c)]
+    elif coll == "alltoall":
+        t = [(q, j * c + k, bit(j, q * c + k)) for q in range(N) for j in range(N) for k in range(c)]
+    elif coll == "broadcast":
+        t = [(q, k, bit(root, k)) for q in range(N) for k in range(C)]
+    elif coll == "reduce":
+        t = [(root, k, sum(bit(r, k) for r in range(N))) for k in range(C)]
+    elif coll == "gather":
+        t = [(root, r * c + k, bit(r, k)) for r in range(N) for k in range(c)]
+    elif coll == "scatter":
+        t = [(q, k, bit(root, q * c + k)) for q in range(N) for k in range(c)]
+    desc = f"{coll}" + (f" with root {root}" if coll in ROOTED else "")
+    return Expectation(geo.initial(), t, _builtin_names(geo), desc)
+
+
+def from_collective(geo: Geometry, coll: Collective) -> Expectation:
+    initial: dict[int, tuple[int, int]] = {}
+    targets: list[tuple[int, int, int]] = []
+    for r in range(coll.ranks):
+        pre = sorted(coll.pre_sets[r])
+        addrs = sorted({coll.address[ch] for ch in pre})
+        for pos, a in enumerate(addrs):
+            mask = sum(1 << ch for ch in pre if coll.address[ch] == a)
+            initial[geo.loc(r, "i", pos)] = (mask, 0)
+        post = sorted(coll.post_sets[r])
+        addrs = sorted({coll.address[ch] for ch in post})
+        for pos, a in enumerate(addrs):
+            targets.append((r, pos, sum(1 << ch for ch in post if coll.address[ch] == a)))
+    names = {ch: f"chunk {ch}" for ch in range(coll.chunks)}
+    return Expectation(initial, targets, names, f"collective {coll.name!r} ({coll.ranks} ranks, {coll.chunks} chunks)")
+
+
+def _few(items: list[str]) -> str:
+    return ", ".join(items[:4]) + (f" and {len(items) - 4} more" if len(items) > 4 else "")
+
+
+def _members(mask: int, names: dict[int, str]) -> list[str]:
+    out, i = [], 0
+    while mask:
+        if mask & 1:
+            out.append(names.get(i, f"contribution {i}"))
+        mask >>= 1
+        i += 1
+    return out
+
+
+def check(geo: Geometry, exp: Expectation, memory: dict[int, Value]) -> list[tuple[str, str, int]]:
+    """(code, message, rank) for every output chunk that ends wrong."""
+    out: list[tuple[str, str, int]] = []
+    for rank, index, want in exp.targets:
+        loc = geo.loc(rank, "o", index)
+        have = memory.get(loc)
+        _, name = geo.name(loc)
+        where = f"o[{index}] on rank {rank}" + (f" (= {name} in place)" if name != f"o[{index}]" else "")
+        if have is None:
+            if loc in memory:
+                out.append(("postcondition", f"{where} ends undefined: it was written from uninitialized data", rank))
+            else:
+                out.append(("postcondition", f"{where} is never written; it must hold "
+                                             f"{_few(_members(want, exp.names))}", rank))
+            continue
+        mask, dup = have
+        if mask == want and not dup:
+            continue
+        parts = []
+        missing, extra = want & ~mask, mask & ~want
+        if missing:
+            parts.append(f"missing {_few(_members(missing, exp.names))}")
+        if extra:
+            parts.append(f"holds {_few(_members(extra, exp.names))} that do not belong there")
+        if dup:
+            parts.append(f"counts {_few(_members(dup, exp.names))} more than once")
+        code = "double-count" if dup and not missing and not extra else "postcondition"
+        out.append((code, f"{where} ends wrong for {exp.description}: {'; '.join(parts)}", rank))
+    return out

@@ -1,0 +1,313 @@
+"""Checking an MSCCL XML program: the entry point that runs every check and builds the `Report`.
+
+Order: read (unusable input stops here), parse rules per runtime, connections, dependencies, then for
+each declared mode (in place with the runtime's aliasing, out of place) one execution on abstract chunks
+(deadlock with bounded and unbounded FIFOs, races, read-before-write, double counting) and the
+postcondition. A finding that only some runtimes reject is a warning; one that every runtime considered
+(`runtime`) rejects is an error.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from smtcoll.check import buffers, postconditions, topology_cost
+from smtcoll.check.connections import connect
+from smtcoll.check.execution import TbInput, execute
+from smtcoll.check.parse_rules import BOTH, is_complete, is_executable, parse_rule_findings
+from smtcoll.check.report import Report, Violation
+from smtcoll.check.transmissions import Transmission, lower
+from smtcoll.errors import SmtcollError
+from smtcoll.model import Collective, Topology
+from smtcoll.specs import resolve_collective
+from smtcoll.msccl.program import RUNTIMES, Finding, Program
+from smtcoll.msccl.reader import DEFAULT_MAX_BYTES, ReadResult, read_program
+
+CAPACITY = {"Simple": 2, "LL": 8, "LL128": 8}  # FIFO messages per connection (NCCL_STEPS / slots per message)
+MAX_RANKS = 4096  # the runtimes' readers cannot hold more <gpu> elements in one parse anyway
+MAX_CHUNKS = 1 << 16  # offsets are int16_t: no program can touch more chunks of a buffer
+MAX_LOCATIONS = 1 << 22
+MAX_LISTED = 20
+
+
+def check_program_file(path: str | os.PathLike[str], *, runtime: str = "any", collective: Collective | str | None = None,
+                       root: int | None = None, topology: Topology | None = None,
+                       max_bytes: int = DEFAULT_MAX_BYTES) -> Report:
+    """Read and check one XML file; unusable input gives an `unusable` report, never an exception."""
+    name = os.fspath(path)
+    try:
+        result = read_program(name, max_bytes)
+    except SmtcollError as e:
+        return Report(name, violations=[Violation("unusable", str(e), "error")], unusable=True)
+    return check_program(result, name, runtime=runtime, collective=collective, root=root, topology=topology)
+
+
+def _modes(p: Program, selected: frozenset[str]) -> list[bool]:
+    """The in-place flags of the runs the selected runtimes may do."""
+    modes: set[bool] = set()
+    if "legacy" in selected:
+        modes.add(bool(p.inplace))
+    if "executor" in selected:
+        if p.inplace:
+            modes.add(True)
+        if p.outofplace:
+            modes.add(False)
+    return sorted(modes, reverse=True) or [False]
+
+
+def check_program(result: ReadResult, file: str, *, runtime: str = "any", collective: Collective | str | None = None,
+                  root: int | None = None, topology: Topology | None = None) -> Report:
+    p = result.program
+    selected = BOTH if runtime == "any" else frozenset({runtime})
+    findings: list[Finding] = list(result.findings) + parse_rule_findings(p)
+    metrics: dict[str, Any] = {"dialect": p.dialect, "proto": p.proto, "gpus": len(p.gpus),
+                               "thread_blocks": sum(len(g.tbs) for g in p.gpus), "steps": p.steps,
+                               "nchannels": p.nchannels, "nchunksperloop": p.nchunksperloop, "bytes": result.size}
+    coll_name = p.coll
+    if isinstance(collective, str) and collective not in postconditions.BUILTIN:
+        try:
+            collective = resolve_collective(collective, p.ngpus, root, 1)
+        except SmtcollError as e:
+            return Report(file, p.coll, p.ngpus, None, [Violation("unusable", f"--collective: {e}", "error")],
+                          unusable=True)
+    if collective is not None and not isinstance(collective, str):
+        if collective.ranks != p.ngpus:
+            findings.append(Finding("collective-mismatch", f"--collective has {collective.ranks} ranks but the "
+                                    f"program has ngpus={p.ngpus}", {"line": p.line}))
+            collective = None
+        else:
+            collective = _fit(collective, p)
+    if not is_complete(p) or not is_executable(p):
+        # never an `ok` without the semantic checks: an error unless the reasons above are errors already
+        refused = any(f.rejects >= selected or (not f.rejects and f.severity == "error") for f in findings)
+        findings.append(Finding("not-checked", "the program lacks required attributes or has values out of the "
+                                "runtimes' ranges (see above): the semantic checks (deadlock, races, postcondition) "
+                                "were not run", {"line": p.line}, severity="info" if refused else "error"))
+    elif _sizes_ok(p, findings):
+        findings += _semantics(p, selected, collective, root, topology, metrics)
+    return _report(file, p, findings, selected, metrics, coll_name)
+
+
+def _fit(coll: Collective, p: Program) -> Collective:
+    """Split the collective's chunks so that a rank's outputs fill the program's output buffer (a program
+    with nchunksperloop = 2N runs an N-chunk allgather in 2 parts per chunk)."""
+    if coll.chunk_factor != 1 or not p.nchunksperloop or not p.ngpus:
+        return coll
+    out = p.nchunksperloop // p.ngpus if p.coll in buffers.SPLIT_OUTPUT else p.nchunksperloop
+    wanted = max((len({coll.address[c] for c in coll.post_sets[r]}) for r in range(coll.ranks)), default=0)
+    if wanted and out % wanted == 0 and out // wanted > 1:
+        return coll.with_chunks(out // wanted)
+    return coll
+
+
+def _sizes_ok(p: Program, findings: list[Finding]) -> bool:
+    assert p.ngpus is not None and p.nchunksperloop is not None and p.nchannels is not None
+    if p.ngpus < 1 or p.nchunksperloop < 1 or p.nchannels < 1:
+        return False  # refused by the parse rules already
+    if p.ngpus > MAX_RANKS or p.nchunksperloop > MAX_CHUNKS or p.ngpus * p.nchunksperloop > MAX_LOCATIONS:
+        findings.append(Finding("limit", f"ngpus={p.ngpus}, nchunksperloop={p.nchunksperloop}: too large for a "
+                                "program the runtimes can hold (at most 4096 XML nodes per rank, int16_t offsets); "
+                                "not checked further", {"line": p.line}))
+        return False
+    return True
+
+
+def _semantics(p: Program, selected: frozenset[str], collective: Collective | str | None, root: int | None,
+               topology: Topology | None, metrics: dict[str, Any]) -> list[Finding]:
+    assert p.ngpus is not None and p.nchunksperloop is not None and p.nchannels is not None and p.coll is not None
+    out: list[Finding] = []
+    ranks: dict[int, Any] = {}
+    for g in p.gpus:
+        assert g.id is not None
+        if 0 <= g.id < p.ngpus and g.id not in ranks:
+            ranks[g.id] = g
+    tbs: list[TbInput] = []
+    per_rank = []
+    for rank in sorted(ranks):
+        g = ranks[rank]
+        rows = []
+        for index, tb in enumerate(g.tbs):
+            assert tb.id is not None and tb.send is not None and tb.recv is not None and tb.chan is not None
+            trans = tuple(lower(tb))
+            tbs.append(TbInput(rank, tb.id, tb.send, tb.recv, tb.chan, trans))
+            rows.append((index, tb.id, tb.send, tb.recv, tb.chan, list(trans)))
+        per_rank.append((rank, rows))
+    missing = [r for r in range(p.ngpus) if r not in ranks]
+    if missing:
+        out.append(Finding("missing-gpu", f"rank(s) {_few(missing)} have no <gpu> element: they run no thread block",
+                           {"line": p.line}, severity="info"))
+    _, conn_findings = connect(per_rank, p.nchannels)
+    out += conn_findings
+    out += _dependency_findings(tbs)
+    metrics["transmissions"] = sum(len(t.trans) for t in tbs)
+
+    # the expectation (postcondition) for this collective
+    geo_coll = p.coll
+    spec: Collective | None = None
+    why_unchecked = ""
+    if isinstance(collective, Collective):
+        spec = collective
+    elif isinstance(collective, str) and collective:
+        geo_coll = collective
+    if spec is None:
+        if geo_coll not in postconditions.BUILTIN:
+            why_unchecked = (f"coll={p.coll!r} has no known postcondition; give --collective SPEC to check one, "
+                             "only the structural checks (parse rules, connections, deadlock, races) were run")
+        elif geo_coll in postconditions.ROOTED and root is None:
+            why_unchecked = f"{geo_coll} needs --root to check its postcondition; only the structural checks were run"
+        elif geo_coll in postconditions.ROOTED and not 0 <= root < p.ngpus:  # type: ignore[operator]
+            why_unchecked = f"--root {root} is not a rank of this {p.ngpus}-rank program"
+        elif geo_coll not in postconditions.ROOTED and p.nchunksperloop % p.ngpus and (
+                geo_coll in buffers.SPLIT_INPUT | buffers.SPLIT_OUTPUT | {"alltoall"}):
+            out.append(Finding("postcondition", f"nchunksperloop={p.nchunksperloop} is not a multiple of ngpus="
+                               f"{p.ngpus}: {geo_coll} cannot be cut into equal per-rank shares", {"line": p.line}))
+            why_unchecked = "-"
+    if why_unchecked and why_unchecked != "-":
+        out.append(Finding("postcondition-unchecked", why_unchecked, {"line": p.line}, severity="warning"))
+
+    load_timing = None
+    if topology is not None:
+        if topology.ranks != p.ngpus:
+            out.append(Finding("topology", f"topology {topology.name!r} has {topology.ranks} ranks, the program "
+                               f"{p.ngpus}", {"line": p.line}))
+        else:
+            link_findings, load = topology_cost.link_load(tbs, topology, p.nchannels)
+            out += link_findings
+            metrics["links"] = topology_cost.load_metrics(load)
+            metrics["max_link_chunks"] = max((c for c, _ in load.values()), default=0)
+            load_timing = topology_cost.timing(topology, sorted(load))
+
+    capacity = CAPACITY.get(p.proto or "", 2)
+    modes = _modes(p, selected)
+    metrics["modes"] = ["in-place" if m else "out-of-place" for m in modes]
+    seen: set[tuple[str, str]] = set()
+    for first, in_place in enumerate(modes):
+        scratch = {r: (ranks[r].s_chunks or 0) for r in ranks}
+        geo = buffers.Geometry(geo_coll if geo_coll in postconditions.BUILTIN else "custom", p.ngpus,
+                               p.nchunksperloop, in_place, scratch)
+        exp = None
+        if not why_unchecked:
+            exp = postconditions.from_collective(geo, spec) if spec is not None else postconditions.builtin(geo, root)
+        initial = exp.initial if exp is not None else None
+        run = execute(tbs, geo, p.nchannels, capacity, initial)
+        metrics["messages"] = run.messages
+        run_findings = list(run.findings)
+        if run.deadlock:
+            free = execute(tbs, geo, p.nchannels, None, initial, data=False)
+            if free.deadlock:
+                run_findings.append(_deadlock(free.blocked, geo.mode, None, p.proto))
+            else:
+                run_findings.append(_deadlock(run.blocked, geo.mode, capacity, p.proto))
+        else:
+            if first == 0 and any(tr.cnt > 1 for t in tbs for tr in t.trans):
+                worst = execute(tbs, geo, p.nchannels, capacity, initial, data=False, per_chunk=True)
+                if worst.deadlock:
+                    f = _deadlock(worst.blocked, geo.mode, capacity, p.proto, per_chunk=True)
+                    run_findings.append(Finding("fifo-capacity", f.message, f.where, severity="warning"))
+        if not run.deadlock and first == 0 and load_timing is not None:
+            timed = execute(tbs, geo, p.nchannels, capacity, initial, data=False, timing=load_timing[0])
+            unit = load_timing[1]
+            metrics["estimate"] = {"time": round(timed.makespan, 6), "unit": unit}
+            if unit == "us":
+                metrics["estimate"]["chunk_bytes"] = topology_cost.DEFAULT_CHUNK_BYTES
+        if not run.deadlock and exp is not None:
+            post = postconditions.check(geo, exp, run.memory)
+            for code, message, rank in post[:MAX_LISTED]:
+                run_findings.append(Finding(code, message, {"mode": geo.mode, "gpu": rank}))
+            if len(post) > MAX_LISTED:
+                run_findings.append(Finding("postcondition", f"... and {len(post) - MAX_LISTED} more wrong output "
+                                            "chunks", {"mode": geo.mode}))
+        for f in run_findings:
+            key = (f.code, f.message)
+            if f.code == "deadlock" and any(k[0] == "deadlock" for k in seen):
+                continue  # deadlocks do not depend on the mode
+            if key not in seen:
+                seen.add(key)
+                out.append(f)
+    return out
+
+
+def _deadlock(blocked: list[tuple[int, int, int, int, str]], mode: str, capacity: int | None,
+              proto: str | None, per_chunk: bool = False) -> Finding:
+    first = blocked[0]
+    listing = "; ".join(f"gpu {r} tb {t} step {s} (line {ln}) {why}" for r, t, s, ln, why in blocked[:6])
+    more = f"; and {len(blocked) - 6} more" if len(blocked) > 6 else ""
+    if per_chunk:
+        kind = (f"when every chunk of a multi-chunk step is its own FIFO message (large buffers) and the {proto} "
+                f"FIFO holds {capacity} of them; with smaller buffers (one message per step) it completes")
+    elif capacity is None:
+        kind = "with unbounded FIFOs (it never completes whatever the order)"
+    else:
+        kind = (f"with the bounded FIFOs of the {proto} protocol ({capacity} messages per connection); it completes "
+                "only with unbounded FIFOs")
+    return Finding("deadlock", f"{'possible ' if per_chunk else ''}deadlock {kind}: {len(blocked)} thread block(s) blocked: {listing}{more}",
+                   {"gpu": first[0], "tb": first[1], "step": first[2], "line": first[3]})
+
+
+def _dependency_findings(tbs: list[TbInput]) -> list[Finding]:
+    out: list[Finding] = []
+    by_rank: dict[int, dict[int, tuple[Transmission, ...]]] = {}
+    for t in tbs:
+        by_rank.setdefault(t.rank, {})[t.tb_id] = t.trans
+    for t in tbs:
+        for tr in t.trans:
+            for depid, deps in tr.deps:
+                where = {"gpu": t.rank, "tb": t.tb_id, "step": tr.first, "line": tr.line}
+                target = by_rank[t.rank].get(depid)
+                if target is None:
+                    out.append(Finding("dependency", f"depid={depid}: gpu {t.rank} has no thread block {depid}", where))
+                    continue
+                hit = next((x for x in target if x.hasdep and x.counter >= deps), None)
+                if hit is None:
+                    out.append(Finding("dependency", f"waits for tb {depid} to reach step {deps}, but no transmission "
+                                       f"of tb {depid} at or after it sets its flag (hasdep=1): it waits forever",
+                                       where))
+                elif hit.last != deps:
+                    out.append(Finding("dependency", f"(depid={depid}, deps={deps}) is released by tb {depid} step "
+                                       f"{hit.last} (line {hit.line}), the first flagged step whose runtime step "
+                                       f"counter ({hit.counter}) reaches {deps}", where, severity="info"))
+    return out
+
+
+def _few(items: list[int]) -> str:
+    return ", ".join(map(str, items[:8])) + (f" and {len(items) - 8} more" if len(items) > 8 else "")
+
+
+def _report(file: str, p: Program, findings: list[Finding], selected: frozenset[str], metrics: dict[str, Any],
+            coll_name: str | None) -> Report:
+    accepted = {r: not any(r in f.rejects for f in findings) for r in RUNTIMES}
+    violations: list[Violation] = []
+    counts: dict[tuple[str, str], int] = {}
+    for f in findings:
+        where = {k: v for k, v in f.where.items() if v is not None}
+        if f.rejects:
+            hit = f.rejects & selected
+            if hit == selected:
+                severity, message = "error", f.message
+            elif hit:
+                severity = "warning"
+                message = f"{' and '.join(sorted(hit))} runtime refuses this file: {f.message}"
+            else:
+                severity, message = "info", f"({' and '.join(sorted(f.rejects))} only) {f.message}"
+            if len(f.rejects) == 1:
+                where["runtime"] = next(iter(f.rejects))
+        else:
+            severity, message = f.severity, f.message
+        key = (f.code, severity)
+        counts[key] = counts.get(key, 0) + 1
+        if counts[key] <= MAX_LISTED:
+            violations.append(Violation(f.code, message, severity, where))  # type: ignore[arg-type]
+    order = {"error": 0, "warning": 1, "info": 2}
+    violations.sort(key=lambda v: order[v.severity])  # stable: the checks' own order within a severity
+    for (code, severity), n in sorted(counts.items()):
+        if n > MAX_LISTED:  # the summary goes right after the last listed finding of its kind
+            last = max(i for i, v in enumerate(violations) if v.code == code and v.severity == severity)
+            violations.insert(last + 1, Violation(code, f"... and {n - MAX_LISTED} more {code} finding(s)",
+                                                  severity))  # type: ignore[arg-type]
+    if not any(accepted[r] for r in selected):
+        if not any(v.severity == "error" and v.code == "parse-rule" for v in violations):
+            refused = ", ".join(sorted(selected))
+            violations.insert(0, Violation("parse-rule", f"no runtime accepts this file (refused by: {refused}); "
+                                           "see the warnings", "error", {"line": p.line}))
+    return Report(file, coll_name, p.ngpus, accepted, violations, metrics)

@@ -1,0 +1,173 @@
+"""`smtcoll verify PATH...`: check MSCCL XML programs and step schedules (docs/verify.md).
+
+Exit codes: 0 every file verified; 1 some file is wrong or accepted by no runtime considered; 2 some input
+is unusable (unreadable, not XML, no `<algo>`, a bad schedule file) or the command line is wrong. When
+both happen, 2 wins: an unusable input means the run did not check everything it was asked to.
+"""
+
+from __future__ import annotations
+
+import enum
+import glob
+import os
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Annotated, Optional
+
+import click
+import typer
+
+from smtcoll import specs
+from smtcoll.check.program import check_program_file
+from smtcoll.check.report import Report, Violation
+from smtcoll.check.schedule import check_schedule_file
+from smtcoll.cli.app import Format, app, print_json
+from smtcoll.errors import EXIT_UNUSABLE, SmtcollError
+from smtcoll.model import Topology
+from smtcoll.msccl.reader import DEFAULT_MAX_BYTES
+
+EXIT_WRONG = 1
+PARALLEL_FROM = 8  # files; below this a process pool costs more than it saves
+SUFFIXES = (".xml", ".json")
+
+
+class Runtime(str, enum.Enum):
+    executor = "executor"
+    legacy = "legacy"
+    any = "any"
+
+
+def expand(paths: list[str]) -> list[str]:
+    """Files named, found under directories (recursively, *.xml and *.json) or matched by globs; sorted,
+    without duplicates. A path that matches nothing is kept, so that it is reported as unusable."""
+    found: set[str] = set()
+    for p in paths:
+        if os.path.isdir(p):
+            for root, _, files in os.walk(p):
+                found.update(os.path.join(root, f) for f in files if f.endswith(SUFFIXES))
+        elif os.path.exists(p):
+            found.add(p)
+        elif glob.has_magic(p):
+            for m in glob.glob(p, recursive=True):
+                if os.path.isdir(m):
+                    found.update(expand([m]))
+                else:
+                    found.add(m)
+        else:
+            found.add(p)
+    return sorted(found)
+
+
+def check_file(path: str, runtime: str, collective: str | None, root: int | None, topology: Topology | None,
+               max_bytes: int = DEFAULT_MAX_BYTES) -> Report:
+    """Check one file; never raises for bad input."""
+    try:
+        if path.endswith(".json"):
+            return check_schedule_file(path)
+        return check_program_file(path, runtime=runtime, collective=collective, root=root, topology=topology,
+                                  max_bytes=max_bytes)
+    except SmtcollError as e:
+        return Report(path, violations=[Violation("unusable", str(e), "error")], unusable=True)
+    except RecursionError:
+        return Report(path, violations=[Violation("unusable", f"{path}: structure nested too deeply", "error")],
+                      unusable=True)
+
+
+def _check_args(args: tuple[str, str, str | None, int | None, Topology | None, int]) -> Report:
+    return check_file(*args)
+
+
+def check_files(files: list[str], runtime: str = "any", collective: str | None = None, root: int | None = None,
+                topology: Topology | None = None, jobs: int | None = None,
+                max_bytes: int = DEFAULT_MAX_BYTES) -> list[Report]:
+    """Reports in the order of `files`; a process pool when there are many files and more than one core."""
+    args = [(f, runtime, collective, root, topology, max_bytes) for f in files]
+    workers = jobs if jobs is not None else min(os.cpu_count() or 1, 4)
+    if len(files) < PARALLEL_FROM or workers <= 1:
+        return [_check_args(a) for a in args]
+    # largest files first, one at a time, so that one big file does not finish last on a busy worker
+    order = sorted(range(len(files)), key=lambda i: -_size(files[i]))
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        done = list(pool.map(_check_args, [args[i] for i in order]))
+    out: list[Report] = [done[0]] * len(files)
+    for k, i in enumerate(order):
+        out[i] = done[k]
+    return out
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
+def exit_code(reports: list[Report]) -> int:
+    if any(r.verdict == "unusable" for r in reports):
+        return EXIT_UNUSABLE
+    if any(r.verdict == "error" for r in reports):
+        return EXIT_WRONG
+    return 0
+
+
+def format_text(reports: list[Report], verbose: bool = False) -> str:
+    lines: list[str] = []
+    for r in reports:
+        head = f"{r.file}: {r.verdict}"
+        facts = []
+        if r.collective:
+            facts.append(f"{r.collective}, {r.ranks} ranks")
+        if r.runtimes is not None:
+            facts.append("runtimes: " + ", ".join(f"{k} {'yes' if v else 'no'}" for k, v in sorted(r.runtimes.items())))
+        if facts:
+            head += f" ({'; '.join(facts)})"
+        lines.append(head)
+        for v in r.violations:
+            if v.severity == "info" and not verbose:
+                continue
+            place = v.place()
+            lines.append(f"  {v.severity:<7} {v.code}: {place + ': ' if place else ''}{v.message}")
+    counts = {k: sum(1 for r in reports if r.verdict == k) for k in ("ok", "error", "unusable")}
+    lines.append(f"{len(reports)} file(s): {counts['ok']} verified, {counts['error']} wrong, "
+                 f"{counts['unusable']} unusable")
+    return "\n".join(lines)
+
+
+@app.command("verify")
+def verify(
+    paths: Annotated[list[str], typer.Argument(help="MSCCL XML files, schedule JSON files, directories or globs")],
+    fmt: Annotated[Format, typer.Option("--format", "-f", help="text for people, json for scripts")] = Format.text,
+    topology: Annotated[Optional[str], typer.Option(help="map connections to links of this topology (a name or "
+                                                         ".toml) and estimate the time")] = None,
+    collective: Annotated[Optional[str], typer.Option(help="check the programs against this collective (a built-in "
+                                                           "name or a .toml spec) instead of their coll")] = None,
+    root: Annotated[Optional[int], typer.Option(help="root rank of broadcast, reduce, gather, scatter")] = None,
+    runtime: Annotated[str, typer.Option(help="the runtime that must accept the files: executor, legacy or any")] = "any",
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="also print informational findings")] = False,
+    jobs: Annotated[Optional[int], typer.Option(help="worker processes (default: up to 4, only for 8+ files)",
+                                                min=1)] = None,
+    max_bytes: Annotated[int, typer.Option(help="refuse XML files larger than this, before parsing them",
+                                           min=1)] = DEFAULT_MAX_BYTES,
+) -> None:
+    """Verify MSCCL XML programs and step schedules: exit 0 verified, 1 wrong, 2 unusable input."""
+    if runtime not in {r.value for r in Runtime}:
+        raise SmtcollError(f"--runtime {runtime!r}: expected executor, legacy or any")
+    files = expand(paths)
+    if not files:
+        raise SmtcollError("no .xml or .json files found in " + ", ".join(paths))
+    topo = specs.resolve_topology(topology) if topology else None
+    if collective is not None and not collective.endswith(".toml") and not Path(collective).is_file():
+        from smtcoll.check.postconditions import BUILTIN
+
+        if collective not in BUILTIN:
+            raise SmtcollError(f"--collective {collective!r}: not a built-in postcondition "
+                               f"({', '.join(sorted(BUILTIN))}) nor a .toml spec file")
+    reports = check_files(files, runtime, collective, root, topo, jobs, max_bytes)
+    if fmt is Format.json:
+        print_json([r.to_json() for r in reports])
+    else:
+        typer.echo(format_text(reports, verbose))
+    code = exit_code(reports)
+    if code:
+        # click's Exit: the guard in cli/app.py turns it into the process exit code (typer.Exit is not one here)
+        raise click.exceptions.Exit(code)

@@ -1,0 +1,119 @@
+"""An MSCCL XML algorithm as plain data: `Program` > `Gpu` > `ThreadBlock` > `Op` (one `<step>`).
+
+Every element keeps the line of its start tag so diagnostics can point at it. Integer attributes hold
+the value the runtimes would read (`strtol(s, NULL, 0)` truncated to `int`); a missing attribute is
+`None` and the reader records a finding for it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+RUNTIMES = ("executor", "legacy")
+
+# Step types and what the interpreter does with them (docs/msccl-xml.md 1.8).
+SEND_TYPES = frozenset({"s", "rcs", "rrs", "rrcs"})
+RECV_TYPES = frozenset({"r", "rcs", "rrs", "rrc", "rrcs"})
+READS_SRC = frozenset({"s", "rrs", "rrc", "rrcs", "cpy", "re"})
+WRITES_DST = frozenset({"r", "rcs", "rrc", "rrcs", "cpy", "re"})
+STEP_TYPES = frozenset({"s", "r", "rcs", "rrs", "rrc", "rrcs", "cpy", "re", "nop"})
+BUFFERS = ("i", "o", "s")
+
+STEP_ATTRS = ("s", "type", "srcbuf", "srcoff", "dstbuf", "dstoff", "cnt", "depid", "deps", "hasdep")
+
+
+@attrs.frozen
+class Finding:
+    """A fact found while reading or checking the rules of the runtimes.
+
+    `rejects` names the runtimes that refuse the file because of it (empty: no runtime refuses it, and
+    `severity` says how bad it is for the algorithm itself)."""
+
+    code: str
+    message: str
+    where: dict[str, Any] = attrs.field(factory=dict, converter=dict)
+    rejects: frozenset[str] = attrs.field(default=frozenset(), converter=frozenset)
+    severity: str = "error"
+
+
+@attrs.frozen
+class Op:
+    """One `<step>`: all ten attributes (None when missing) and the line of the element."""
+
+    s: int | None
+    type: str | None
+    srcbuf: str | None
+    srcoff: int | None
+    dstbuf: str | None
+    dstoff: int | None
+    cnt: int | None
+    depid: int | None
+    deps: int | None
+    hasdep: int | None
+    line: int = 0
+
+    @property
+    def sends(self) -> bool:
+        return self.type in SEND_TYPES
+
+    @property
+    def receives(self) -> bool:
+        return self.type in RECV_TYPES
+
+    @property
+    def complete(self) -> bool:
+        return None not in (self.s, self.type, self.srcbuf, self.srcoff, self.dstbuf, self.dstoff, self.cnt,
+                            self.depid, self.deps, self.hasdep)
+
+
+@attrs.frozen
+class ThreadBlock:
+    id: int | None
+    send: int | None
+    recv: int | None
+    chan: int | None
+    steps: tuple[Op, ...] = attrs.field(converter=tuple)
+    line: int = 0
+
+
+@attrs.frozen
+class Gpu:
+    id: int | None
+    i_chunks: int | None
+    o_chunks: int | None
+    s_chunks: int | None
+    tbs: tuple[ThreadBlock, ...] = attrs.field(converter=tuple)
+    line: int = 0
+    copies: int = 0  # TACCL/TE-CCL `<copy>` children: no runtime executes them
+
+
+@attrs.frozen
+class Program:
+    """The `<algo>` element. `outofplace`, `min_bytes`, `max_bytes` are None in the legacy dialect."""
+
+    name: str | None
+    proto: str | None
+    nchannels: int | None
+    nchunksperloop: int | None
+    ngpus: int | None
+    coll: str | None
+    inplace: int | None
+    outofplace: int | None
+    min_bytes: int | None
+    max_bytes: int | None
+    nthreads: int | None
+    redop: str | None
+    gpus: tuple[Gpu, ...] = attrs.field(converter=tuple)
+    line: int = 1
+    attributes: tuple[str, ...] = attrs.field(default=(), converter=tuple)  # names present on <algo>
+
+    @property
+    def steps(self) -> int:
+        return sum(len(tb.steps) for g in self.gpus for tb in g.tbs)
+
+    @property
+    def dialect(self) -> str:
+        """`executor` when the file carries the attributes only msccl-executor-nccl reads, else `legacy`."""
+        return "executor" if "outofplace" in self.attributes else "legacy"

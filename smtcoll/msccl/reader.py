@@ -1,0 +1,325 @@
+"""Reading MSCCL XML: a safe XML parse (defusedxml) plus the lexical rules of the runtimes' own readers.
+
+Two layers, because the runtimes do not use an XML library (docs/msccl-xml.md 1.2):
+
+1. `defusedxml` (expat) parses the file with DTDs, entities and external references forbidden, after a
+   size check, and builds the `Program` with the line of every element. A file it cannot parse, an empty
+   file or a root other than `<algo>` raises `InputError` (unusable input, exit code 2).
+2. A scan of the raw text applies the rules of the hand-written readers of both runtimes (no XML
+   declaration, no tab or text between elements, one-line tags with single spaces between double-quoted
+   attributes, at most 16 attributes, 255 characters per name or value). Their violations are findings
+   that reject the file for the runtimes concerned; the program is still read, like an XML library would.
+
+Integers are read like `strtol(s, NULL, 0)` into a C `int`: `0x10` is 16, `010` is 8, garbage is 0.
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+import os
+import re
+import xml.sax
+from typing import Any
+
+import attrs
+import defusedxml
+import defusedxml.expatreader
+
+from smtcoll.errors import InputError
+from smtcoll.msccl.program import RUNTIMES, Finding, Gpu, Op, Program, ThreadBlock
+
+DEFAULT_MAX_BYTES = 64 * 1024 * 1024
+MAX_DEPTH = 64  # the format has 4 levels; deeper nesting is refused before it costs anything
+MAX_ATTRS = 16  # MAX_ATTR_COUNT of both readers: further attributes are silently dropped
+MAX_STR = 255  # MAX_STR_LEN: longest attribute name or value
+BOTH = frozenset(RUNTIMES)
+
+INT_ATTRS = {
+    "algo": ("nchannels", "nchunksperloop", "ngpus", "inplace", "outofplace", "minBytes", "maxBytes", "nthreads"),
+    "gpu": ("id", "i_chunks", "o_chunks", "s_chunks"),
+    "tb": ("id", "send", "recv", "chan"),
+    "step": ("s", "srcoff", "dstoff", "cnt", "depid", "deps", "hasdep"),
+}
+INT64_ATTRS = frozenset({"minBytes", "maxBytes"})  # read with mscclXmlGetAttrInt64
+
+
+@attrs.frozen
+class ReadResult:
+    """The program as the runtimes would see it, and what the reader found on the way."""
+
+    program: Program
+    findings: tuple[Finding, ...] = attrs.field(converter=tuple)
+    size: int = 0
+
+
+# ---------------------------------------------------------------------------------------------------
+# strtol
+_STRTOL = re.compile(r"[ \t\n\v\f\r]*([+-]?)(0[xX][0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*)")
+
+
+@functools.lru_cache(maxsize=4096)
+def strtol(text: str, bits: int = 32) -> tuple[int, str | None]:
+    """The value `strtol(text, NULL, 0)` gives once stored in a signed integer of `bits` bits, and what
+    is unusual about the text: None (plain decimal), `hex`, `octal`, `garbage` (read as 0 or only its
+    leading number is read) or `overflow`."""
+    m = _STRTOL.match(text)
+    if not m:
+        return 0, "garbage"
+    sign, body = m.groups()
+    if body[:2] in ("0x", "0X"):
+        value, kind = int(body, 16), "hex"
+    elif len(body) > 1 and body[0] == "0":
+        value, kind = int(body, 8), "octal"
+    else:
+        value, kind = int(body), None
+    if sign == "-":
+        value = -value
+    if m.end() != len(text):
+        kind = "garbage"
+    long_max = 2**63 - 1
+    if value > long_max or value < -long_max - 1:  # strtol clamps to LONG_MIN/LONG_MAX
+        value, kind = (long_max if value > 0 else -long_max - 1), "overflow"
+    wrapped = (value + 2 ** (bits - 1)) % 2**bits - 2 ** (bits - 1)  # stored in an int / int64_t
+    if wrapped != value:
+        kind = "overflow"
+    return wrapped, kind
+
+
+# ---------------------------------------------------------------------------------------------------
+# lexical rules of the runtimes' readers
+_TOKEN = re.compile(r"<!--.*?-->|<[^<>]*>?", re.S)
+_TAG_OK = re.compile(r'</?[^\s<>/="\']+(?: [^\s<>/="\']+="[^"]*")*(?: ?/)? ?>')
+_ATTR = re.compile(r'([^\s<>/="\']+)\s*=\s*(?:"([^"]*)"|\'([^\']*)\')')
+_LONG = re.compile(r'"[^"<>]{%d,}"|[^\s<>="\']{%d,}\s*=' % (MAX_STR + 1, MAX_STR + 1))
+
+
+def lexical_findings(text: str) -> list[Finding]:
+    """Violations of the hand-written readers' rules, each with its line (both runtimes share them)."""
+    out: list[Finding] = []
+    seen: set[str] = set()
+
+    def add(kind: str, message: str, pos: int) -> None:
+        if kind in seen:  # the reader stops at the first error; report each kind once
+            return
+        seen.add(kind)
+        out.append(Finding("parse-rule", message, {"line": text.count("\n", 0, pos) + 1}, BOTH))
+
+    last = 0
+    tag_ok = _TAG_OK.fullmatch
+    for m in _TOKEN.finditer(text):
+        start = m.start()
+        if start != last:
+            between = text[last:start]
+            bad = between.strip(" \r\n")
+            if bad:
+                add("text", f"the runtimes' XML readers accept only spaces and newlines between elements; "
+                            f"found {bad[0]!r} (expecting '<')", last + between.index(bad[0]))
+        last = m.end()
+        tok = m.group()
+        if tag_ok(tok):
+            continue
+        if tok.startswith("<!--"):
+            continue
+        if tok.startswith("<?"):
+            add("decl", "XML declarations and processing instructions (<?...?>) are refused by the runtimes' "
+                        "readers (expected '>', got '?'); remove the <?xml ...?> line", start)
+        elif tok.startswith("<!"):
+            add("doctype", "declarations (<!...>) are refused by the runtimes' readers", start)
+        elif "\n" in tok or "\r" in tok:
+            add("multiline", "a tag spans several lines; the runtimes' readers need each tag on one line", start)
+        elif "\t" in tok:
+            add("tab", "a tab inside a tag; the runtimes' readers separate attributes by single spaces only", start)
+        elif any(a.group(3) is not None for a in _ATTR.finditer(tok)):
+            add("quote", "a single-quoted attribute value; the runtimes' readers scan values up to the next "
+                         "double quote", start)
+        else:
+            add("syntax", "the runtimes' readers need `name=\"value\"` attributes separated by single spaces",
+                start)
+    long = _LONG.search(text)
+    if long:
+        add("long", f"an attribute name or value is longer than {MAX_STR} characters (MAX_STR_LEN)", long.start())
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------
+# the safe XML parse
+class _Stop(Exception):
+    def __init__(self, message: str, line: int | None) -> None:
+        self.message, self.line = message, line
+
+
+class _Builder(xml.sax.ContentHandler):
+    """Builds the program from SAX events; keeps only what the runtimes would see."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.locator: Any = None
+        self.depth = 0
+        self.path: list[str] = []
+        self.findings: list[Finding] = []
+        self.algo: dict[str, Any] | None = None
+        self.gpus: list[dict[str, Any]] = []
+        self.gpu: dict[str, Any] | None = None
+        self.tb: dict[str, Any] | None = None
+        self.ignored: dict[str, int] = {}
+
+    def setDocumentLocator(self, locator: Any) -> None:  # noqa: N802 (SAX API)
+        self.locator = locator
+
+    def _line(self) -> int:
+        return self.locator.getLineNumber() if self.locator is not None else 0
+
+    def _attrs(self, tag: str, attributes: Any, line: int, where: dict[str, Any]) -> dict[str, Any]:
+        names = list(attributes.getNames())
+        if len(names) > MAX_ATTRS:
+            dropped = names[MAX_ATTRS:]
+            self.findings.append(Finding(
+                "attribute-dropped", f"<{tag}> has {len(names)} attributes; the runtimes keep the first "
+                f"{MAX_ATTRS} and silently drop {', '.join(dropped)}", {**where, "line": line}, severity="warning"))
+            names = names[:MAX_ATTRS]
+        out: dict[str, Any] = {"line": line, "_names": tuple(names)}
+        ints = INT_ATTRS.get(tag, ())
+        get = attributes.getValue
+        for name in names:
+            raw = get(name)
+            if name in ints:
+                value, kind = strtol(raw, 64 if name in INT64_ATTRS else 32)
+                if kind is not None:
+                    self._odd_integer(tag, name, raw, value, kind, {**where, "line": line})
+                out[name] = value
+            else:
+                out[name] = raw
+        return out
+
+    def _odd_integer(self, tag: str, name: str, raw: str, value: int, kind: str, where: dict[str, Any]) -> None:
+        if kind in ("garbage", "overflow"):
+            self.findings.append(Finding(
+                "bad-integer", f"<{tag}> {name}={raw[:40]!r} is not an integer the runtimes can hold; they read "
+                f"it as {value} (strtol into a C integer)", where))
+        else:
+            self.findings.append(Finding(
+                "integer-format", f"<{tag}> {name}={raw!r} is read as {kind}: the runtimes see {value}",
+                where, severity="warning"))
+
+    def startElement(self, name: str, attributes: Any) -> None:  # noqa: N802 (SAX API)
+        line = self._line()
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise _Stop(f"elements nested deeper than {MAX_DEPTH} levels; an MSCCL program has 4", line)
+        parent = self.path[-1] if self.path else None
+        self.path.append(name)
+        if parent is None:
+            if name != "algo":
+                raise _Stop(f"the root element is <{name[:40]}>, an MSCCL program has <algo>", line)
+            self.algo = self._attrs("algo", attributes, line, {})
+        elif parent == "algo" and name == "gpu":
+            self.gpu = self._attrs("gpu", attributes, line, {})
+            self.gpu["tbs"], self.gpu["copies"] = [], 0
+            self.gpus.append(self.gpu)
+        elif parent == "gpu" and name == "tb" and self.gpu is not None:
+            self.tb = self._attrs("tb", attributes, line, {"gpu": self.gpu.get("id")})
+            self.tb["steps"] = []
+            self.gpu["tbs"].append(self.tb)
+        elif parent == "tb" and name == "step" and self.tb is not None and self.gpu is not None:
+            where = {"gpu": self.gpu.get("id"), "tb": self.tb.get("id")}
+            self.tb["steps"].append(self._attrs("step", attributes, line, where))
+        elif parent == "gpu" and name == "copy" and self.gpu is not None:
+            self.gpu["copies"] += 1
+        else:
+            self.ignored[name] = self.ignored.get(name, 0) + 1
+            if self.ignored[name] == 1:
+                inside = f" inside <{parent}>" if parent else ""
+                self.findings.append(Finding(
+                    "ignored-element", f"<{name[:40]}>{inside} is not part of the format; the runtimes skip it",
+                    {"line": line}, severity="info"))
+
+    def endElement(self, name: str) -> None:  # noqa: N802 (SAX API)
+        self.depth -= 1
+        self.path.pop()
+        if name == "tb":
+            self.tb = None
+        elif name == "gpu":
+            self.gpu = None
+
+
+def _parse(data: bytes, path: str) -> _Builder:
+    builder = _Builder()
+    parser = defusedxml.expatreader.create_parser(forbid_dtd=True, forbid_entities=True, forbid_external=True)
+    parser.setContentHandler(builder)
+    parser.setFeature(xml.sax.handler.feature_external_ges, False)
+    try:
+        parser.parse(io.BytesIO(data))
+    except _Stop as e:
+        raise InputError(path, e.message, e.line) from None
+    except defusedxml.DTDForbidden:
+        raise InputError(path, "the file has a DTD (<!DOCTYPE>); refused: DTDs allow entity bombs and "
+                               "external references, and no MSCCL runtime reads them", builder._line()) from None
+    except defusedxml.EntitiesForbidden:
+        raise InputError(path, "the file declares entities; refused (entity expansion bombs)", builder._line()) from None
+    except defusedxml.ExternalReferenceForbidden:
+        raise InputError(path, "the file references an external resource; refused", builder._line()) from None
+    except defusedxml.DefusedXmlException as e:
+        raise InputError(path, f"refused: {e}") from None
+    except xml.sax.SAXParseException as e:
+        raise InputError(path, f"column {e.getColumnNumber()}: not well-formed XML: {e.getMessage()}",
+                         e.getLineNumber()) from None
+    except (RecursionError, MemoryError):
+        raise InputError(path, "the XML structure is too large or too deep") from None
+    if builder.algo is None:
+        raise InputError(path, "no root element: an MSCCL program has <algo>")
+    return builder
+
+
+def _int(d: dict[str, Any], key: str) -> int | None:
+    v = d.get(key)
+    return v if isinstance(v, int) else None
+
+
+def _str(d: dict[str, Any], key: str) -> str | None:
+    v = d.get(key)
+    return v if isinstance(v, str) else None
+
+
+def read_program_bytes(data: bytes, path: str = "<xml>") -> ReadResult:
+    """Parse the bytes of an MSCCL XML file; `InputError` when it is not a usable XML `<algo>` document."""
+    if not data.strip():
+        raise InputError(path, "empty file: an MSCCL program needs an <algo> element (the legacy runtime "
+                               "crashes on it, the executor refuses it)")
+    builder = _parse(data, path)
+    text = data.decode("utf-8", errors="replace")
+    findings = lexical_findings(text) + builder.findings
+    a = builder.algo
+    assert a is not None
+    gpus = []
+    for g in builder.gpus:
+        tbs = []
+        for t in g["tbs"]:
+            ops = [Op(_int(s, "s"), _str(s, "type"), _str(s, "srcbuf"), _int(s, "srcoff"), _str(s, "dstbuf"),
+                      _int(s, "dstoff"), _int(s, "cnt"), _int(s, "depid"), _int(s, "deps"), _int(s, "hasdep"),
+                      s["line"]) for s in t["steps"]]
+            tbs.append(ThreadBlock(_int(t, "id"), _int(t, "send"), _int(t, "recv"), _int(t, "chan"), ops,
+                                   t["line"]))
+        gpus.append(Gpu(_int(g, "id"), _int(g, "i_chunks"), _int(g, "o_chunks"), _int(g, "s_chunks"), tbs,
+                        g["line"], g["copies"]))
+    program = Program(
+        _str(a, "name"), _str(a, "proto"), _int(a, "nchannels"), _int(a, "nchunksperloop"), _int(a, "ngpus"),
+        _str(a, "coll"), _int(a, "inplace"), _int(a, "outofplace"), _int(a, "minBytes"), _int(a, "maxBytes"),
+        _int(a, "nthreads"), _str(a, "redop"), gpus, a["line"], a["_names"])
+    return ReadResult(program, findings, len(data))
+
+
+def read_program(path: str | os.PathLike[str], max_bytes: int = DEFAULT_MAX_BYTES) -> ReadResult:
+    """Read an MSCCL XML file, refusing files over `max_bytes` before parsing them."""
+    name = os.fspath(path)
+    try:
+        size = os.stat(name).st_size
+        if size > max_bytes:
+            raise InputError(name, f"file is {size} bytes; the limit is {max_bytes} (MSCCL programs are a few MB)")
+        with open(name, "rb") as f:
+            data = f.read(max_bytes + 1)
+    except OSError as e:
+        raise InputError(name, f"cannot read: {e.strerror or e}") from None
+    if len(data) > max_bytes:
+        raise InputError(name, f"file is over the limit of {max_bytes} bytes")
+    return read_program_bytes(data, name)
