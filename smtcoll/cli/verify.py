@@ -14,7 +14,6 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Annotated, Optional
 
-import click
 import typer
 
 from smtcoll import specs
@@ -169,5 +168,4 @@ def verify(
         typer.echo(format_text(reports, verbose))
     code = exit_code(reports)
     if code:
-        # click's Exit: the guard in cli/app.py turns it into the process exit code (typer.Exit is not one here)
-        raise click.exceptions.Exit(code)
+        raise typer.Exit(code)
