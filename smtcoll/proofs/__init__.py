@@ -5,3 +5,15 @@ A claim ("no schedule with at most S steps and R rounds") is proved by a bound w
 find unsatisfiable (`solvers`). `certificate` writes and checks the files.
 """
 
+from smtcoll.proofs.certificate import (
+    CheckResult,
+    ClaimRefuted,
+    NotProved,
+    certificate_files,
+    check_certificate,
+    write_certificate,
+)
+from smtcoll.proofs.claim import Claim
+
+__all__ = ["CheckResult", "Claim", "ClaimRefuted", "NotProved", "certificate_files", "check_certificate",
+           "write_certificate"]
