@@ -343,7 +343,7 @@ def lp_bound(topo: Topology, coll: Collective) -> Bound:
         holders.setdefault(c, set()).add(r)
     demands = [(c, r) for r, c in coll.post if r not in holders[c]]
     if not demands:
-        return Bound("lp", 0, "rounds", {}, "nothing to move")
+        return Bound("lp", 0, "rounds", {"lp_optimum": 0.0}, "nothing to move")
     links = list(topo.links)
     used = sorted({c for c, _ in demands})
     n_f = len(demands) * len(links)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from smtcoll.cli.app import Format, app, fail, print_json
+from smtcoll.cli.app import Format, app, print_json
+from smtcoll.errors import EXIT_UNUSABLE, InputError
 from smtcoll.proofs import certificate_files, check_certificate
 from smtcoll.proofs.certificate import DEFAULT_TIMEOUT_S
 
@@ -26,12 +28,12 @@ def check_command(
 ) -> None:
     """Re-check certificates: hashes, claims, witnesses recomputed, formulas regenerated and re-solved by
     z3 and cvc5. Exit 0: every claim holds; 1: a certificate is wrong; 2: unusable input."""
-    missing = [str(p) for p in paths if not p.exists()]
-    if missing:
-        raise fail(f"no such file or directory: {', '.join(missing)}")
+    for p in paths:
+        if not p.exists():
+            raise InputError(str(p), "no such file or directory")
     files = certificate_files(paths)
     if not files:
-        raise fail(f"no certificate (*.json) found in {', '.join(map(str, paths))}")
+        raise InputError(", ".join(map(str, paths)), "no certificate (*.json) found")
     results = []
     for f in files:
         r = check_certificate(f, timeout)
@@ -46,7 +48,8 @@ def check_command(
         counts = {v: sum(r.verdict == v for r in results) for v in ("ok", "wrong", "unusable")}
         typer.echo(f"{len(results)} certificate(s): {counts['ok']} ok, {counts['wrong']} wrong, "
                    f"{counts['unusable']} unusable")
+    # SystemExit, not typer.Exit: the exit code must survive any way the app is run
     if any(r.verdict == "wrong" for r in results):
-        raise typer.Exit(1)
+        sys.exit(1)
     if any(r.verdict == "unusable" for r in results):
-        raise typer.Exit(2)
+        sys.exit(EXIT_UNUSABLE)
