@@ -103,6 +103,10 @@ def write_certificate(claim: Claim, topology: Topology, collective: Collective, 
         smt_path = out / f"{name}.smt2"
         smt_path.write_text(enc.text)
         verdicts = solve_all(smt_path, timeout_s)
+        broken = [v for v in verdicts if v.verdict == "error"]
+        if broken:
+            smt_path.unlink()
+            raise SmtcollError("; ".join(f"{v.solver} could not run: {v.reason}" for v in broken))
         if any(v.verdict == "sat" for v in verdicts):
             smt_path.unlink()
             raise ClaimRefuted(f"the claim is false: {', '.join(v.solver for v in verdicts if v.verdict == 'sat')} "
