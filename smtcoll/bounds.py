@@ -27,7 +27,10 @@ import networkx as nx
 from smtcoll.errors import ModelError
 from smtcoll.model import Collective, Link, SwitchGroup, Topology
 
-EXHAUSTIVE_CUTS_UP_TO = 12  # ranks; beyond this the cut search is heuristic (still every bound is valid)
+# Every rank subset is tried up to this many ranks (up to the second with switch groups, whose cuts each
+# need a max-flow); beyond, the cut search is heuristic (every bound found is still valid).
+EXHAUSTIVE_CUTS_UP_TO = 12
+EXHAUSTIVE_SWITCHED_CUTS_UP_TO = 8
 LP_MAX_VARIABLES = 300_000
 _SOURCE, _SINK = ("source",), ("sink",)
 
@@ -265,11 +268,11 @@ def _receive_witness(topo: Topology, coll: Collective, r: int, net: nx.DiGraph |
 
 
 def candidate_cuts(topo: Topology) -> list[frozenset[int]]:
-    """All proper rank subsets up to EXHAUSTIVE_CUTS_UP_TO ranks; beyond, single ranks, balls of every
-    radius around every rank, and their complements."""
+    """All proper rank subsets of small topologies; beyond, single ranks, balls of every radius around
+    every rank, and their complements."""
     p = topo.ranks
     everyone = frozenset(range(p))
-    if p <= EXHAUSTIVE_CUTS_UP_TO:
+    if p <= (EXHAUSTIVE_SWITCHED_CUTS_UP_TO if topo.switches else EXHAUSTIVE_CUTS_UP_TO):
         return [frozenset(s) for k in range(1, p) for s in itertools.combinations(range(p), k)]
     cuts: set[frozenset[int]] = set()
     for r in range(p):
