@@ -10,6 +10,8 @@ import sys
 from smtcoll.cli.app import app, run_guarded
 from smtcoll.cli import info  # noqa: F401  (registers list, show)
 from smtcoll.cli import verify  # noqa: F401  (registers verify)
+from smtcoll.cli import bounds  # noqa: F401  (registers bounds)
+from smtcoll.cli import proof  # noqa: F401  (registers proof check)
 
 
 def main() -> None:

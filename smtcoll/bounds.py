@@ -1,0 +1,644 @@
+"""Lower bounds on steps, rounds, rounds per chunk, throughput and time, each with a witness.
+
+Every bound is a `Bound` whose `witness` holds what a reader needs to check it by hand: the chunk and
+rank farthest apart, the rank and the capacity into it, the cut (set of ranks, chunks that must cross,
+the links and switch groups crossing it). `check_witness` recomputes a bound from its witness alone,
+so a certificate (`smtcoll.proofs`) never trusts the numbers its writer recorded.
+
+Capacities respect switch groups: the topology becomes a flow network where each switch group is an
+edge `group.in -> group.out` of its capacity, and each link `s -> d` runs
+`s -> group1 -> group2 -> ... -> d` through the groups that bound it (a relaxation when a group has
+several sources and several destinations, so every capacity here is an upper bound, every bound a
+valid lower bound). Pure Python + networkx (+ scipy's linprog for the flow LP); never z3.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections import deque
+from collections.abc import Callable, Iterable
+from fractions import Fraction
+from typing import Any
+
+import attrs
+import networkx as nx
+
+from smtcoll.errors import ModelError
+from smtcoll.model import Collective, Link, SwitchGroup, Topology
+
+# Every rank subset is tried up to this many ranks (up to the second with switch groups, whose cuts each
+# need a max-flow); beyond, the cut search is heuristic (every bound found is still valid).
+EXHAUSTIVE_CUTS_UP_TO = 12
+EXHAUSTIVE_SWITCHED_CUTS_UP_TO = 8
+LP_MAX_VARIABLES = 300_000
+_SOURCE, _SINK = ("source",), ("sink",)
+
+
+@attrs.frozen
+class Bound:
+    """A lower bound (or, for throughput, an upper bound on algorithmic bandwidth) and its witness.
+    `value` is None when the bound does not apply (`note` says why)."""
+
+    name: str
+    value: int | float | None
+    unit: str
+    witness: dict[str, Any] = attrs.field(factory=dict)
+    note: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"value": self.value, "unit": self.unit, "witness": self.witness}
+        if self.note:
+            out["note"] = self.note
+        return out
+
+
+@attrs.frozen
+class Bounds:
+    """All bounds for one (topology, collective): `steps` (S), `rounds` (R, for the collective's C),
+    and the individual bounds they come from."""
+
+    topology: str
+    collective: str
+    ranks: int
+    chunks: int
+    steps: Bound
+    receive: Bound
+    cut: Bound
+    lp: Bound
+    rounds: Bound
+    rounds_per_chunk: Bound
+    throughput: Bound
+    time: Bound
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"topology": self.topology, "collective": self.collective, "ranks": self.ranks,
+                               "chunks": self.chunks}
+        for name in ("steps", "rounds", "receive", "cut", "lp", "rounds_per_chunk", "throughput", "time"):
+            out[name] = getattr(self, name).to_json()
+        return out
+
+
+# --- capacities ----------------------------------------------------------------------------------
+
+def _fraction_json(x: Fraction) -> float:
+    return round(float(x), 6)
+
+
+def flow_network(topo: Topology, link_cap: Callable[[Link], float] | None = None,
+                 group_cap: Callable[[SwitchGroup], float] | None = None) -> nx.DiGraph:
+    """Ranks are nodes `0..P-1`; switch group i adds nodes ("group", i, "in"/"out")."""
+    link_cap = link_cap or (lambda l: l.bandwidth)
+    group_cap = group_cap or (lambda g: g.bandwidth)
+    g = nx.DiGraph()
+    g.add_nodes_from(range(topo.ranks))
+    for i, grp in enumerate(topo.switches):
+        g.add_edge(("group", i, "in"), ("group", i, "out"), capacity=group_cap(grp), group=i)
+    for link in topo.links:
+        chain: list[Any] = [link.src]
+        for i in topo.switches_of(link.src, link.dst):
+            chain += [("group", i, "in"), ("group", i, "out")]
+        chain.append(link.dst)
+        cap = link_cap(link)
+        for a, b in zip(chain[0::2], chain[1::2], strict=True):
+            if g.has_edge(a, b):
+                g[a][b]["capacity"] += cap
+                g[a][b].setdefault("links", []).append((link.src, link.dst))
+            else:
+                g.add_edge(a, b, capacity=cap, links=[(link.src, link.dst)])
+    return g
+
+
+def cut_capacity(topo: Topology, inside: Iterable[int], net: nx.DiGraph | None = None) -> tuple[Any, dict]:
+    """The most that can enter the rank set `inside` per round from the other ranks, and the crossing
+    links and switch groups (whose capacities sum to it) as a witness."""
+    inside = set(inside)
+    if not topo.switches:  # no switch groups: the capacity is the sum over the links that enter
+        crossing = [l for l in topo.links if l.dst in inside and l.src not in inside]
+        return sum(l.bandwidth for l in crossing), {
+            "links": [{"src": l.src, "dst": l.dst, "capacity": l.bandwidth} for l in crossing], "switch_groups": []}
+    net = (net or flow_network(topo)).copy()
+    for r in range(topo.ranks):
+        if r in inside:
+            net.add_edge(r, _SINK)
+        else:
+            net.add_edge(_SOURCE, r)
+    value, (src_side, _) = nx.minimum_cut(net, _SOURCE, _SINK)
+    links, groups = [], []
+    for a in src_side:
+        for b, data in net[a].items():
+            if b in src_side or "capacity" not in data:
+                continue
+            if "group" in data:
+                grp = topo.switches[data["group"]]
+                groups.append({"group": grp.name or f"switches[{data['group']}]", "capacity": data["capacity"]})
+            else:
+                for s, d in data["links"]:
+                    links.append({"src": s, "dst": d, "capacity": _link_part(topo, net, a, b, s, d)})
+    links.sort(key=lambda x: (x["src"], x["dst"]))
+    groups.sort(key=lambda x: x["group"])
+    return value, {"links": links, "switch_groups": groups}
+
+
+def _link_part(topo: Topology, net: nx.DiGraph, a: Any, b: Any, s: int, d: int) -> Any:
+    # the capacity of one link's share of a network edge (edges shared by several links sum them)
+    total = net[a][b]["capacity"]
+    if len(net[a][b]["links"]) == 1:
+        return total
+    return total * topo.bandwidth(s, d) / sum(topo.bandwidth(x, y) for x, y in net[a][b]["links"])
+
+
+# --- what each rank must receive ---------------------------------------------------------------
+
+def _need(coll: Collective) -> dict[tuple[int, int], frozenset[int]]:
+    """(rank, address) -> the contributions the rank must end with there."""
+    need: dict[tuple[int, int], set[int]] = {}
+    for r, c in coll.post:
+        need.setdefault((r, coll.address[c]), set()).add(c)
+    return {k: frozenset(v) for k, v in need.items()}
+
+
+def _start(coll: Collective) -> dict[tuple[int, int], frozenset[int]]:
+    start: dict[tuple[int, int], set[int]] = {}
+    for r, c in coll.pre:
+        start.setdefault((r, coll.address[c]), set()).add(c)
+    return {k: frozenset(v) for k, v in start.items()}
+
+
+def must_receive_all(coll: Collective) -> list[list[int]]:
+    """Per rank, the addresses it must receive at least once: it needs a value there that it does
+    not start with."""
+    start = _start(coll)
+    out: list[list[int]] = [[] for _ in range(coll.ranks)]
+    for (r, a), need in sorted(_need(coll).items()):
+        if start.get((r, a), frozenset()) != need:
+            out[r].append(a)
+    return out
+
+
+def must_receive(coll: Collective, rank: int) -> list[int]:
+    return must_receive_all(coll)[rank]
+
+
+def must_enter(coll: Collective, inside: Iterable[int]) -> list[int]:
+    """Addresses that must cross into the rank set at least once: some rank inside needs a
+    contribution that only ranks outside hold at the start."""
+    inside = set(inside)
+    held_inside = {c for r, c in coll.pre if r in inside}
+    return sorted({coll.address[c] for r, c in coll.post if r in inside and c not in held_inside})
+
+
+# --- steps: distance ---------------------------------------------------------------------------
+
+def _bfs(topo: Topology, sources: Iterable[int]) -> tuple[dict[int, int], dict[int, int]]:
+    dist = {s: 0 for s in sources}
+    parent: dict[int, int] = {}
+    queue = deque(sorted(dist))
+    while queue:
+        u = queue.popleft()
+        for v in topo.out_neighbors(u):
+            if v not in dist:
+                dist[v], parent[v] = dist[u] + 1, u
+                queue.append(v)
+    return dist, parent
+
+
+def distance_bound(topo: Topology, coll: Collective) -> Bound:
+    """Steps >= the hops from the nearest initial holder of a chunk to a rank that needs it."""
+    holders: dict[int, list[int]] = {}
+    for r, c in coll.pre:
+        holders.setdefault(c, []).append(r)
+    best: tuple[int, int, int] | None = None  # (distance, -chunk, -rank) maximized
+    cache: dict[tuple[int, ...], dict[int, int]] = {}
+    for r, c in coll.post:
+        key = tuple(holders[c])
+        if key not in cache:
+            cache[key] = _bfs(topo, key)[0]
+        d = cache[key].get(r)
+        if d is None:
+            w = {"chunk": c, "rank": r, "holders": list(key), "distance": None}
+            return Bound("steps", None, "steps", w, f"rank {r} cannot be reached from the holders of chunk {c}: "
+                                                  "no schedule exists")
+        cand = (d, -c, -r)
+        if best is None or cand > best:
+            best = cand
+    if best is None:
+        return Bound("steps", 0, "steps", {}, "nothing to move")
+    d, c, r = best[0], -best[1], -best[2]
+    return Bound("steps", d, "steps", _distance_witness(topo, holders[c], c, r, d))
+
+
+def _distance_witness(topo: Topology, holders: list[int], c: int, r: int, d: int) -> dict[str, Any]:
+    _, parent = _bfs(topo, holders)
+    path = [r]
+    while path[-1] not in holders:
+        path.append(parent[path[-1]])
+    return {"chunk": c, "rank": r, "holders": sorted(holders), "distance": d, "shortest_path": path[::-1]}
+
+
+# --- rounds: receive capacity and cuts ----------------------------------------------------------
+
+def receive_bound(topo: Topology, coll: Collective, net: nx.DiGraph | None = None) -> Bound:
+    """Rounds >= ceil(k / b) for the rank that must receive k chunks through in-links and switch
+    in-ports of total capacity b chunks per round (= steps when each step has one round)."""
+    net = net or flow_network(topo)
+    best: tuple[Fraction, int] | None = None
+    needs = must_receive_all(coll)
+    for r in range(coll.ranks):
+        k = len(needs[r])
+        if not k:
+            continue
+        b, _ = cut_capacity(topo, [r], net)
+        ratio = Fraction(k, b) if b else Fraction(10**18)
+        if best is None or ratio > best[0]:
+            best = (ratio, r)
+    if best is None:
+        return Bound("receive", 0, "rounds", {}, "no rank must receive anything")
+    ratio, r = best
+    w = _receive_witness(topo, coll, r, net)
+    if w["capacity"] == 0:
+        return Bound("receive", None, "rounds", w, f"rank {r} must receive but has no way in: no schedule exists")
+    return Bound("receive", math.ceil(ratio), "rounds", w)
+
+
+def _receive_witness(topo: Topology, coll: Collective, r: int, net: nx.DiGraph | None = None) -> dict[str, Any]:
+    need = must_receive(coll, r)
+    b, crossing = cut_capacity(topo, [r], net)
+    return {"rank": r, "must_receive": len(need), "addresses": need, "capacity": b, **crossing}
+
+
+def candidate_cuts(topo: Topology) -> list[frozenset[int]]:
+    """All proper rank subsets of small topologies; beyond, single ranks, balls of every radius around
+    every rank, and their complements."""
+    p = topo.ranks
+    everyone = frozenset(range(p))
+    if p <= (EXHAUSTIVE_SWITCHED_CUTS_UP_TO if topo.switches else EXHAUSTIVE_CUTS_UP_TO):
+        return [frozenset(s) for k in range(1, p) for s in itertools.combinations(range(p), k)]
+    cuts: set[frozenset[int]] = set()
+    for r in range(p):
+        dist, _ = _bfs(topo, [r])
+        for radius in range(max(dist.values()) + 1):
+            ball = frozenset(v for v, d in dist.items() if d <= radius)
+            if ball != everyone:
+                cuts.add(ball)
+                cuts.add(everyone - ball)
+    return sorted(cuts, key=lambda s: (len(s), sorted(s)))
+
+
+def cut_bound(topo: Topology, coll: Collective, net: nx.DiGraph | None = None) -> Bound:
+    """Rounds >= ceil(d / b) for the rank set into which d chunks must cross through capacity b per
+    round. The witness is the set, the chunks (addresses) and the crossing links and groups."""
+    net = net or flow_network(topo)
+    plain = not topo.switches
+    best: tuple[Fraction, frozenset[int]] | None = None
+    needers: dict[int, int] = {}
+    holders: dict[int, int] = {}
+    for r, c in coll.post:
+        needers[c] = needers.get(c, 0) | 1 << r
+    for r, c in coll.pre:
+        holders[c] = holders.get(c, 0) | 1 << r
+    per_address = [(coll.address[c], m, holders.get(c, 0)) for c, m in sorted(needers.items())]
+    for inside in candidate_cuts(topo):
+        mask = sum(1 << r for r in inside)
+        # must_enter(coll, inside), with bit masks: the cut search is the hot loop on large topologies
+        d = len({a for a, need, held in per_address if need & mask and not held & mask})
+        if not d:
+            continue
+        if plain:
+            b = sum(l.bandwidth for l in topo.links if l.dst in inside and l.src not in inside)
+        else:
+            b, _ = cut_capacity(topo, inside, net)
+        if b == 0:
+            return Bound("cut", None, "rounds", cut_witness(topo, coll, inside, net),
+                         "data must enter a set of ranks that no link enters: no schedule exists")
+        ratio = Fraction(d, b)
+        if best is None or ratio > best[0]:
+            best = (ratio, inside)
+    if best is None:
+        return Bound("cut", 0, "rounds", {}, "no data must cross any cut")
+    w = cut_witness(topo, coll, best[1], net)
+    return Bound("cut", math.ceil(best[0]), "rounds", w)
+
+
+def cut_witness(topo: Topology, coll: Collective, inside: Iterable[int], net: nx.DiGraph | None = None) -> dict:
+    inside = sorted(set(inside))
+    addrs = must_enter(coll, inside)
+    b, crossing = cut_capacity(topo, inside, net)
+    ratio = Fraction(len(addrs), b) if b else None
+    return {"inside": inside, "must_enter": len(addrs), "addresses": addrs, "capacity": b,
+            "rounds_per_chunk": None if ratio is None else str(ratio / coll.chunk_factor), **crossing}
+
+
+# --- rounds: multi-commodity flow LP -----------------------------------------------------------
+
+def lp_bound(topo: Topology, coll: Collective) -> Bound:
+    """Rounds >= the optimum T of the multicast multi-commodity flow LP: for every chunk c and rank r
+    that needs it, one unit of flow from c's holders to r; link e carries y[c,e] >= every such flow of c;
+    sum_c y[c,e] <= bandwidth(e) * T, and likewise per switch group. (Non-combining collectives only.)"""
+    if coll.is_combining:
+        return Bound("lp", None, "rounds", {}, "not computed for combining collectives")
+    import numpy as np
+    from scipy.optimize import linprog
+    from scipy.sparse import coo_matrix
+
+    holders: dict[int, set[int]] = {}
+    for r, c in coll.pre:
+        holders.setdefault(c, set()).add(r)
+    demands = [(c, r) for r, c in coll.post if r not in holders[c]]
+    if not demands:
+        return Bound("lp", 0, "rounds", {"lp_optimum": 0.0}, "nothing to move")
+    links = list(topo.links)
+    used = sorted({c for c, _ in demands})
+    n_f = len(demands) * len(links)
+    n_y = len(used) * len(links)
+    if n_f + n_y > LP_MAX_VARIABLES:
+        return Bound("lp", None, "rounds", {}, f"not computed: {n_f + n_y} variables (limit {LP_MAX_VARIABLES})")
+    yi = {c: i for i, c in enumerate(used)}
+    t_var = n_f + n_y
+    f = lambda k, e: k * len(links) + e  # noqa: E731
+    y = lambda c, e: n_f + yi[c] * len(links) + e  # noqa: E731
+    eq_rows, eq_cols, eq_vals, b_eq = [], [], [], []
+    row = 0
+    for k, (c, r) in enumerate(demands):
+        for v in range(topo.ranks):
+            if v in holders[c]:
+                continue
+            for e, l in enumerate(links):
+                if l.dst == v:
+                    eq_rows.append(row), eq_cols.append(f(k, e)), eq_vals.append(1.0)
+                if l.src == v:
+                    eq_rows.append(row), eq_cols.append(f(k, e)), eq_vals.append(-1.0)
+            b_eq.append(1.0 if v == r else 0.0)
+            row += 1
+    ub_rows, ub_cols, ub_vals, b_ub = [], [], [], []
+    row = 0
+    for k, (c, _) in enumerate(demands):
+        for e in range(len(links)):
+            ub_rows += [row, row]
+            ub_cols += [f(k, e), y(c, e)]
+            ub_vals += [1.0, -1.0]
+            b_ub.append(0.0)
+            row += 1
+    for e, l in enumerate(links):
+        for c in used:
+            ub_rows.append(row), ub_cols.append(y(c, e)), ub_vals.append(1.0)
+        ub_rows.append(row), ub_cols.append(t_var), ub_vals.append(-float(l.bandwidth))
+        b_ub.append(0.0)
+        row += 1
+    for grp in topo.switches:
+        members = [e for e, l in enumerate(links) if l.src in grp.srcs and l.dst in grp.dsts]
+        for e in members:
+            for c in used:
+                ub_rows.append(row), ub_cols.append(y(c, e)), ub_vals.append(1.0)
+        ub_rows.append(row), ub_cols.append(t_var), ub_vals.append(-float(grp.bandwidth))
+        b_ub.append(0.0)
+        row += 1
+    n = t_var + 1
+    cost = np.zeros(n)
+    cost[t_var] = 1.0
+    a_eq = coo_matrix((eq_vals, (eq_rows, eq_cols)), shape=(len(b_eq), n)).tocsr()
+    a_ub = coo_matrix((ub_vals, (ub_rows, ub_cols)), shape=(len(b_ub), n)).tocsr()
+    res = linprog(cost, A_ub=a_ub, b_ub=b_ub, A_eq=a_eq, b_eq=b_eq, bounds=(0, None), method="highs")
+    if res.status == 2:
+        return Bound("lp", None, "rounds", {}, "the flow LP is infeasible: some rank cannot be reached")
+    if res.status != 0:
+        return Bound("lp", None, "rounds", {}, f"LP solver gave no answer: {res.message}")
+    t = float(res.fun)
+    w = {"lp_optimum": round(t, 6), "demands": len(demands), "variables": n, "solver": "scipy HiGHS",
+         "rounds_per_chunk": round(t / coll.chunk_factor, 6)}
+    return Bound("lp", math.ceil(t - 1e-6), "rounds", w, "re-solve the LP to check (no hand witness)")
+
+
+# --- throughput: ForestColl's cut formula -------------------------------------------------------
+
+def unit_speed(topo: Topology, gbps_per_unit: float | None = None) -> float | None:
+    """GB/s of one unit of bandwidth: the override, else the fastest link's gbps / bandwidth."""
+    if gbps_per_unit is not None:
+        return gbps_per_unit
+    speeds = [l.gbps / l.bandwidth for l in topo.links if l.gbps]
+    return max(speeds) if speeds else None
+
+
+def gb_capacities(topo: Topology, gbps_per_unit: float | None) -> tuple[Callable, Callable, str]:
+    """Link and switch-group capacities in GB/s: `bandwidth * gbps_per_unit` when overridden, else the
+    link's own gbps; a switch group gets bandwidth times the per-unit speed of the links it bounds.
+    Without any speed the unit is "chunks per round"."""
+    if gbps_per_unit is None and not any(l.gbps for l in topo.links):
+        return (lambda l: l.bandwidth), (lambda g: g.bandwidth), "chunks/round"
+    if gbps_per_unit is not None:
+        return (lambda l: l.bandwidth * gbps_per_unit), (lambda g: g.bandwidth * gbps_per_unit), "GB/s"
+    fallback = unit_speed(topo)
+
+    def link_cap(l: Link) -> float:
+        return l.gbps if l.gbps else l.bandwidth * fallback
+
+    def group_cap(g: SwitchGroup) -> float:
+        speeds = [link_cap(l) / l.bandwidth for l in topo.links if l.src in g.srcs and l.dst in g.dsts]
+        return g.bandwidth * (max(speeds) if speeds else fallback)
+
+    return link_cap, group_cap, "GB/s"
+
+
+def _allgather_like(coll: Collective) -> str | None:
+    """'allgather' when every rank starts with an equal share of distinct chunks and ends with all;
+    'reducescatter' for its dual. Otherwise None (the cut formula is for these two)."""
+    n = coll.ranks
+    if not coll.is_combining:
+        shares = [len(s) for s in coll.pre_sets]
+        if (len(coll.pre) == coll.chunks and len(set(shares)) == 1 and shares[0] > 0
+                and len(coll.post) == n * coll.chunks):
+            return "allgather"
+        return None
+    if coll.name == "reducescatter":
+        return "reducescatter"
+    return None
+
+
+def throughput_bound(topo: Topology, coll: Collective, gbps_per_unit: float | None = None) -> Bound:
+    """Allgather algorithmic bandwidth (output bytes / time) <= min over rank sets A that lack some
+    rank of N * B+(A) / |A|, B+(A) the capacity out of A (every chunk of A must leave A); found with
+    max-flow and Dinkelbach's iteration as in ForestColl. ReduceScatter: the same on the reversed
+    topology."""
+    kind = _allgather_like(coll)
+    if kind is None:
+        return Bound("throughput", None, "GB/s", {}, "the cut formula applies to Allgather and ReduceScatter")
+    net_topo = topo if kind == "allgather" else topo.reversed()
+    link_cap, group_cap, unit = gb_capacities(net_topo, gbps_per_unit)
+    net = flow_network(net_topo, link_cap, group_cap)
+    n = topo.ranks
+    # start from the best single-rank-complement cut: A = all ranks but v (v must receive N-1 shares)
+    x, witness_set = None, None
+    for v in range(n):
+        inside = [u for u in range(n) if u != v]
+        b = _out_capacity(net, inside)
+        cand = b / (n - 1)
+        if x is None or cand < x - 1e-12:
+            x, witness_set = cand, inside
+    for _ in range(100):
+        improved = False
+        for v in range(n):
+            g = net.copy()
+            for u in range(n):
+                g.add_edge(_SOURCE, u, capacity=x)
+            value, (side, _) = nx.minimum_cut(g, _SOURCE, v)
+            if value < n * x * (1 - 1e-9):
+                inside = sorted(u for u in side if isinstance(u, int))
+                b = _out_capacity(net, inside)
+                x, witness_set, improved = b / len(inside), inside, True
+                break
+        if not improved:
+            break
+    b = _out_capacity(net, witness_set)
+    crossing = _crossing(net_topo, net, witness_set)
+    w = {"collective": kind, "ranks": n, "sending_side": witness_set, "shares_that_must_leave": len(witness_set),
+         "capacity_out": round(b, 6), "unit": unit, "formula": "N * capacity_out / shares_that_must_leave",
+         **crossing}
+    if kind == "reducescatter":
+        w["note"] = "computed on the reversed topology (ReduceScatter is the dual of Allgather)"
+    return Bound("throughput", round(n * b / len(witness_set), 6), f"{unit} algorithmic bandwidth", w,
+                 "an upper bound: no algorithm beats it")
+
+
+def _out_capacity(net: nx.DiGraph, inside: Iterable[int]) -> float:
+    inside = set(inside)
+    if all(isinstance(v, int) for v in net.nodes):  # no switch groups: sum the links that leave
+        return sum(d["capacity"] for a, b, d in net.edges(data=True) if a in inside and b not in inside)
+    g = net.copy()
+    for u in [v for v in g.nodes if isinstance(v, int)]:
+        g.add_edge(_SOURCE, u) if u in inside else g.add_edge(u, _SINK)
+    return nx.maximum_flow_value(g, _SOURCE, _SINK)
+
+
+def _crossing(topo: Topology, net: nx.DiGraph, inside: list[int]) -> dict:
+    g = net.copy()
+    for u in range(topo.ranks):
+        g.add_edge(_SOURCE, u) if u in inside else g.add_edge(u, _SINK)
+    _, (side, _) = nx.minimum_cut(g, _SOURCE, _SINK)
+    links, groups = [], []
+    for a in side:
+        for b, data in g[a].items():
+            if b in side or "capacity" not in data:
+                continue
+            if "group" in data:
+                grp = topo.switches[data["group"]]
+                groups.append({"group": grp.name or f"switches[{data['group']}]", "capacity": round(data["capacity"], 6)})
+            else:
+                links += [{"src": s, "dst": d, "capacity": round(_link_part(topo, g, a, b, s, d), 6)}
+                          for s, d in data["links"]]
+    links.sort(key=lambda x: (x["src"], x["dst"]))
+    groups.sort(key=lambda x: x["group"])
+    return {"links": links, "switch_groups": groups}
+
+
+# --- time ----------------------------------------------------------------------------------------
+
+def time_bound(topo: Topology, coll: Collective, steps: Bound, rounds: Bound, size: int | None,
+               gbps_per_unit: float | None = None, alpha_us: float | None = None) -> Bound:
+    """k-synchronous alpha-beta time >= S_min * alpha + R_min * chunk_bytes / unit_speed, with the
+    smallest link alpha, the fastest per-unit link speed, and chunk_bytes = size / (addresses in the
+    largest per-rank output)."""
+    if size is None:
+        return Bound("time", None, "us", {}, "give --size BYTES")
+    speed = unit_speed(topo, gbps_per_unit)
+    alphas = [l.alpha_us for l in topo.links if l.alpha_us is not None]
+    alpha = alpha_us if alpha_us is not None else (min(alphas) if alphas else None)
+    if speed is None or alpha is None or steps.value is None or rounds.value is None:
+        return Bound("time", None, "us", {}, "the topology has no timing (give --gbps-per-unit and --alpha-us)"
+                     if speed is None or alpha is None else "no schedule exists")
+    out_addrs = max(len({coll.address[c] for c in s}) for s in coll.post_sets)
+    chunk_bytes = size / max(1, out_addrs)
+    beta_us = chunk_bytes / (speed * 1e3)  # GB/s = 1e3 bytes per microsecond
+    value = steps.value * alpha + rounds.value * beta_us
+    w = {"steps": steps.value, "alpha_us": alpha, "rounds": rounds.value, "chunk_bytes": round(chunk_bytes, 6),
+         "gbps_per_unit": round(speed, 6), "round_us": round(beta_us, 6),
+         "formula": "steps * alpha_us + rounds * chunk_bytes / (gbps_per_unit * 1e3)"}
+    return Bound("time", round(value, 6), "us", w)
+
+
+# --- all together --------------------------------------------------------------------------------
+
+def lower_bounds(topo: Topology, coll: Collective, size: int | None = None, gbps_per_unit: float | None = None,
+                 alpha_us: float | None = None, lp: bool = True) -> Bounds:
+    """Every bound for the collective as given (its chunk factor C is the instance's C)."""
+    if topo.ranks != coll.ranks:
+        raise ModelError("collective", f"has {coll.ranks} ranks but the topology has {topo.ranks}")
+    net = flow_network(topo)
+    steps = distance_bound(topo, coll)
+    receive = receive_bound(topo, coll, net)
+    cut = cut_bound(topo, coll, net)
+    lpb = lp_bound(topo, coll) if lp else Bound("lp", None, "rounds", {}, "not computed (--no-lp)")
+    rounds = best_rounds(steps, receive, cut, lpb)
+    rpc = _rounds_per_chunk(cut, lpb, coll)
+    thr = throughput_bound(topo, coll, gbps_per_unit)
+    t = time_bound(topo, coll, steps, rounds, size, gbps_per_unit, alpha_us)
+    return Bounds(topo.name, coll.name, coll.ranks, coll.chunk_factor, steps, receive, cut, lpb, rounds, rpc, thr, t)
+
+
+def best_rounds(steps: Bound, *others: Bound) -> Bound:
+    """Rounds >= steps (every step has a round) and >= each rounds bound; the witness names the best."""
+    if any(b.value is None and b.note.endswith("no schedule exists") for b in (steps, *others)):
+        return Bound("rounds", None, "rounds", {}, "no schedule exists")
+    cands = [(b.value, b.name) for b in (steps, *others) if b.value is not None]
+    value, name = max(cands, key=lambda x: (x[0], x[1] != "steps"))
+    return Bound("rounds", value, "rounds", {"from": name},
+                 "total rounds for this chunk count; also the steps when each step has one round")
+
+
+def _rounds_per_chunk(cut: Bound, lpb: Bound, coll: Collective) -> Bound:
+    cands = []
+    if cut.value:
+        cands.append((Fraction(cut.witness["must_enter"], 1) / Fraction(cut.witness["capacity"]) / coll.chunk_factor,
+                      "cut"))
+    if lpb.value and (not cands or lpb.witness["lp_optimum"] > float(cands[0][0] * coll.chunk_factor) + 1e-6):
+        # the LP only where it is tighter than the cut beyond rounding (its optimum is a float)
+        cands = [(Fraction(lpb.witness["lp_optimum"]).limit_denominator(10**6) / coll.chunk_factor, "lp")]
+    if not cands:
+        return Bound("rounds_per_chunk", None, "rounds per chunk", {}, "no bound applies")
+    value, name = cands[0]
+    return Bound("rounds_per_chunk", _fraction_json(value), "rounds per chunk", {"from": name, "exact": str(value)},
+                 "R/C of any schedule, for any C")
+
+
+def min_steps(topo: Topology, coll: Collective) -> int | None:
+    """The least steps any schedule needs (None: no schedule exists). Cheap: one BFS per chunk."""
+    return distance_bound(topo, coll).value
+
+
+def min_rounds(topo: Topology, coll: Collective) -> int | None:
+    """The least total rounds for the collective's chunk count (receive, cut and distance bounds)."""
+    net = flow_network(topo)
+    steps = distance_bound(topo, coll)
+    return best_rounds(steps, receive_bound(topo, coll, net), cut_bound(topo, coll, net)).value
+
+
+# --- witnesses re-checked from scratch (used by `smtcoll proof check`) ---------------------------
+
+def check_witness(kind: str, witness: dict[str, Any], topo: Topology, coll: Collective) -> int | None:
+    """Recompute the bound a witness proves, from the topology, the collective and the witness's
+    choice only (its chunk and rank, its rank, or its set of ranks); its recorded numbers are ignored.
+    Returns the proved lower bound (steps for 'steps', rounds otherwise), or raises ModelError."""
+    try:
+        if kind == "steps":
+            c, r = int(witness["chunk"]), int(witness["rank"])
+            if (r, c) not in set(coll.post):
+                raise ModelError("witness", f"rank {r} does not need chunk {c}")
+            holders = [h for h, x in coll.pre if x == c]
+            dist, _ = _bfs(topo, holders)
+            return dist.get(r, 10**9)
+        if kind == "receive":
+            r = int(witness["rank"])
+            if not 0 <= r < topo.ranks:
+                raise ModelError("witness", f"rank {r} out of range")
+            k = len(must_receive(coll, r))
+            b, _ = cut_capacity(topo, [r])
+            return 10**9 if b == 0 and k else (math.ceil(Fraction(k, b)) if k else 0)
+        if kind == "cut":
+            inside = sorted({int(x) for x in witness["inside"]})
+            if not inside or len(inside) >= topo.ranks or not all(0 <= x < topo.ranks for x in inside):
+                raise ModelError("witness", "the cut must be a non-empty proper subset of the ranks")
+            d = len(must_enter(coll, inside))
+            b, _ = cut_capacity(topo, inside)
+            return 10**9 if b == 0 and d else (math.ceil(Fraction(d, b)) if d else 0)
+    except (KeyError, TypeError, ValueError) as e:
+        raise ModelError("witness", f"malformed {kind} witness: {e}") from None
+    raise ModelError("witness", f"unknown bound kind {kind!r} (expected steps, receive or cut)")

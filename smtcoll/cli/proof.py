@@ -1,0 +1,55 @@
+"""`smtcoll proof check`: re-check certificates without trusting whoever wrote them."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from smtcoll.cli.app import Format, app, print_json
+from smtcoll.errors import EXIT_UNUSABLE, InputError
+from smtcoll.proofs import certificate_files, check_certificate
+from smtcoll.proofs.certificate import DEFAULT_TIMEOUT_S
+
+proof_app = typer.Typer(help="Optimality certificates: re-check them.", no_args_is_help=True)
+app.add_typer(proof_app, name="proof")
+
+FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="text for people, json for scripts")]
+
+
+@proof_app.command("check")
+def check_command(
+    paths: Annotated[list[Path], typer.Argument(help="certificate files (.json) or directories of them")],
+    timeout: Annotated[float, typer.Option(help="time limit per solver per formula, in seconds", min=1.0)]
+    = DEFAULT_TIMEOUT_S,
+    fmt: FormatOpt = Format.text,
+) -> None:
+    """Re-check certificates: hashes, claims, witnesses recomputed, formulas regenerated and re-solved by
+    z3 and cvc5. Exit 0: every claim holds; 1: a certificate is wrong; 2: unusable input."""
+    for p in paths:
+        if not p.exists():
+            raise InputError(str(p), "no such file or directory")
+    files = certificate_files(paths)
+    if not files:
+        raise InputError(", ".join(map(str, paths)), "no certificate (*.json) found")
+    results = []
+    for f in files:
+        r = check_certificate(f, timeout)
+        results.append(r)
+        if fmt is Format.text:
+            typer.echo(f"{r.verdict}: {r.file}" + (f": {r.claim}" if r.claim else ""))
+            for m in r.messages:
+                typer.echo(f"  {m}")
+    if fmt is Format.json:
+        print_json([r.to_json() for r in results])
+    else:
+        counts = {v: sum(r.verdict == v for r in results) for v in ("ok", "wrong", "unusable")}
+        typer.echo(f"{len(results)} certificate(s): {counts['ok']} ok, {counts['wrong']} wrong, "
+                   f"{counts['unusable']} unusable")
+    # SystemExit, not typer.Exit: the exit code must survive any way the app is run
+    if any(r.verdict == "wrong" for r in results):
+        sys.exit(1)
+    if any(r.verdict == "unusable" for r in results):
+        sys.exit(EXIT_UNUSABLE)

@@ -1,0 +1,82 @@
+"""Running an SMT-LIB2 file through z3 and through cvc5, two independent solvers, with a time limit."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import attrs
+
+SOLVER_NAMES = ("z3", "cvc5")
+
+
+@attrs.frozen
+class Verdict:
+    """`verdict` is sat, unsat, unknown (time limit or incomplete) or error (the solver could not run)."""
+
+    solver: str
+    version: str
+    verdict: str
+    seconds: float = 0.0
+    reason: str = ""
+
+    def to_json(self, timing: bool = True) -> dict[str, object]:
+        out: dict[str, object] = {"solver": self.solver, "version": self.version, "verdict": self.verdict}
+        if timing:
+            out["seconds"] = round(self.seconds, 3)
+        if self.reason:
+            out["reason"] = self.reason
+        return out
+
+
+def solve_z3(path: Path, timeout_s: float) -> Verdict:
+    try:
+        import z3
+    except ImportError:
+        return Verdict("z3", "", "error", reason="z3 is not installed (pip install z3-solver)")
+    start = time.perf_counter()
+    try:
+        solver = z3.Solver()
+        solver.set("timeout", max(1, int(timeout_s * 1000)))
+        solver.from_file(str(path))
+        result = solver.check()
+    except z3.Z3Exception as e:
+        return Verdict("z3", z3.get_version_string(), "error", time.perf_counter() - start, f"z3 rejects the file: {e}")
+    reason = solver.reason_unknown() if result == z3.unknown else ""
+    return Verdict("z3", z3.get_version_string(), str(result), time.perf_counter() - start, reason)
+
+
+def solve_cvc5(path: Path, timeout_s: float) -> Verdict:
+    try:
+        import cvc5
+    except ImportError:
+        return Verdict("cvc5", "", "error", reason="cvc5 is not installed (pip install 'smtcoll[proofs]' or cvc5)")
+    start = time.perf_counter()
+    solver = cvc5.Solver(cvc5.TermManager())
+    version = solver.getVersion()
+    version = version.decode() if isinstance(version, bytes) else str(version)
+    try:
+        solver.setOption("tlimit-per", str(max(1, int(timeout_s * 1000))))
+        parser = cvc5.InputParser(solver)
+        parser.setFileInput(cvc5.InputLanguage.SMT_LIB_2_6, str(path))
+        symbols = parser.getSymbolManager()
+        output = ""
+        while True:
+            command = parser.nextCommand()
+            if command.isNull():
+                break
+            output += command.invoke(solver, symbols)
+    except Exception as e:  # noqa: BLE001  (cvc5 raises its own RuntimeError subclasses for bad input)
+        return Verdict("cvc5", version, "error", time.perf_counter() - start, f"cvc5 rejects the file: {e}")
+    words = output.split()
+    verdict = words[-1] if words and words[-1] in ("sat", "unsat") else "unknown"
+    reason = output.strip() if verdict == "unknown" else ""
+    return Verdict("cvc5", version, verdict, time.perf_counter() - start, reason)
+
+
+SOLVERS: dict[str, Callable[[Path, float], Verdict]] = {"z3": solve_z3, "cvc5": solve_cvc5}
+
+
+def solve_all(path: Path, timeout_s: float) -> list[Verdict]:
+    return [SOLVERS[name](path, timeout_s) for name in SOLVER_NAMES]

@@ -1,0 +1,190 @@
+"""Lower bounds: the step counts and ForestColl's throughput numbers of peers.md, witnesses a reader can
+check, and soundness (no schedule the checker accepts beats a bound)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from random_schedules import accepted_schedules
+
+from smtcoll import library
+from smtcoll.bounds import check_witness, lower_bounds, min_rounds, min_steps, throughput_bound
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "smtcoll", *args], capture_output=True, text=True, cwd=ROOT,
+                          timeout=300)
+
+
+def bounds(topology: str, collective: str, nodes: int = 1, **kw):
+    topo = library.topology(topology, nodes)
+    coll = library.collective(collective, topo.ranks, kw.pop("root", None), kw.pop("chunks", 1))
+    return topo, coll, lower_bounds(topo, coll, **kw)
+
+
+# --- peers.md: step counts -------------------------------------------------------------------------
+
+def test_star8_allgather_needs_7_steps_of_one_round():
+    _, _, b = bounds("star:8", "allgather")
+    assert b.rounds.value == 7 and b.receive.value == 7
+    w = b.receive.witness
+    assert w["rank"] != 0 and w["must_receive"] == 7 and w["capacity"] == 1
+    assert w["links"] == [{"src": 0, "dst": w["rank"], "capacity": 1}]
+
+
+def test_hub_and_spoke8_allgather_needs_7_through_its_switch_port():
+    _, _, b = bounds("hub-and-spoke:8", "allgather")
+    assert b.steps.value == 1 and b.rounds.value == 7
+    assert [g["capacity"] for g in b.receive.witness["switch_groups"]] == [1]
+
+
+def test_line8_alltoall_needs_16_rounds_through_the_middle_link():
+    _, _, b = bounds("line:8", "alltoall")
+    assert b.rounds.value == 16 and b.cut.value == 16
+    w = b.cut.witness
+    assert w["must_enter"] == 16 and w["capacity"] == 1
+    assert w["inside"] in ([0, 1, 2, 3], [4, 5, 6, 7])
+
+
+def test_torus4x4_allgather_needs_4_steps():
+    _, _, b = bounds("torus2d:4x4", "allgather")
+    assert b.steps.value == 4
+    w = b.steps.witness
+    assert w["distance"] == 4 and len(w["shortest_path"]) == 5
+    assert w["shortest_path"][0] in w["holders"] and w["shortest_path"][-1] == w["rank"]
+
+
+def test_dgx1_allgather():
+    _, _, b = bounds("dgx1", "allgather", chunks=6)
+    assert b.steps.value == 2 and b.rounds.value == 7
+    assert b.rounds_per_chunk.witness["exact"] == "7/6"
+    assert b.lp.value == 7
+
+
+def test_ring8_alltoall_needs_8_rounds_by_the_flow_lp():
+    _, _, b = bounds("ring:8", "alltoall")
+    assert b.lp.value == 8  # 128 chunk-hops over 16 directed links (peers.md)
+
+
+def test_min_steps_and_rounds_for_synthesis():
+    topo, coll = library.topology("star:8"), library.collective("allgather", 8)
+    assert min_steps(topo, coll) == 2 and min_rounds(topo, coll) == 7
+    disconnected = library.topology("line:4").compose(1)
+    assert min_steps(disconnected, library.collective("allgather", 4)) == 3
+
+
+# --- peers.md: ForestColl's Allgather throughput ----------------------------------------------------
+
+@pytest.mark.parametrize("topology,nodes,gbps,expected", [
+    ("dgx1", 1, None, 171.4), ("torus2d:4x4", 1, 50.0, 213.3), ("mesh2d:4x4", 1, 50.0, 106.7),
+    ("a100", 2, None, 346.7),
+])
+def test_forestcoll_throughput(topology, nodes, gbps, expected):
+    topo = library.topology(topology, nodes)
+    b = throughput_bound(topo, library.collective("allgather", topo.ranks), gbps)
+    assert round(b.value, 1) == expected
+    w = b.witness
+    crossing = sum(x["capacity"] for x in w["links"]) + sum(x["capacity"] for x in w["switch_groups"])
+    assert crossing == pytest.approx(w["capacity_out"])
+    assert b.value == pytest.approx(topo.ranks * w["capacity_out"] / w["shares_that_must_leave"])
+
+
+def test_a100_two_nodes_bottleneck_is_one_gpu_nvswitch_plus_nic():
+    topo = library.topology("a100", 2)
+    w = throughput_bound(topo, library.collective("allgather", 16)).witness
+    assert sorted(g["capacity"] for g in w["switch_groups"]) == [25.0, 300.0] and w["shares_that_must_leave"] == 15
+
+
+def test_reducescatter_throughput_is_allgathers_on_the_reversed_topology():
+    topo = library.topology("dgx1")
+    assert round(throughput_bound(topo, library.collective("reducescatter", 8)).value, 1) == 171.4
+
+
+def test_throughput_does_not_apply_to_alltoall():
+    b = throughput_bound(library.topology("dgx1"), library.collective("alltoall", 8))
+    assert b.value is None and "Allgather" in b.note
+
+
+@pytest.mark.slow
+def test_forestcoll_torus16x16():
+    topo = library.topology("torus2d:16x16")
+    assert round(throughput_bound(topo, library.collective("allgather", 256), 50.0).value, 1) == 200.8
+
+
+# --- time --------------------------------------------------------------------------------------------
+
+def test_time_bound_is_alpha_beta_of_the_least_steps_and_rounds():
+    _, _, b = bounds("dgx1", "allgather", chunks=6, size=8 * 6 * 1000)
+    w = b.time.witness
+    assert w["steps"] == 2 and w["rounds"] == 7 and w["alpha_us"] == 0.7 and w["gbps_per_unit"] == 25.0
+    assert w["chunk_bytes"] == 1000  # 48 chunks in one rank's output buffer
+    assert b.time.value == pytest.approx(2 * 0.7 + 7 * 1000 / 25e3)
+
+
+def test_time_needs_a_size_and_timing():
+    _, _, b = bounds("ring:4", "allgather", size=1000)
+    assert b.time.value is None and "--gbps-per-unit" in b.time.note
+    _, _, b = bounds("ring:4", "allgather", size=1000, gbps_per_unit=10.0, alpha_us=1.0)
+    assert b.time.value == pytest.approx(2 * 1.0 + 2 * 250 / 10e3)
+
+
+# --- witnesses and soundness ---------------------------------------------------------------------
+
+def test_witnesses_recheck():
+    for name, coll_name in (("torus2d:4x4", "allgather"), ("line:8", "alltoall"), ("star:8", "allgather"),
+                            ("dgx2", "allgather"), ("dgx1", "allreduce")):
+        topo, coll, b = bounds(name, coll_name, lp=False)
+        for kind in ("steps", "receive", "cut"):
+            bound = getattr(b, kind)
+            assert check_witness(kind, bound.witness, topo, coll) == bound.value, (name, kind)
+
+
+def test_unreachable_rank_means_no_schedule():
+    topo = library.topology("line:3")
+    from smtcoll.model import Topology
+    cut = Topology("cut", 3, [l for l in topo.links if (l.src, l.dst) != (1, 2)])
+    b = lower_bounds(cut, library.collective("allgather", 3))
+    assert b.steps.value is None and "no schedule exists" in b.steps.note
+    assert b.rounds.value is None
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(accepted_schedules(max_ranks=4, max_steps=3))
+def test_no_accepted_schedule_beats_a_bound(schedule):
+    b = lower_bounds(schedule.topology, schedule.collective)
+    assert len(schedule.steps) >= b.steps.value
+    assert schedule.rounds >= b.rounds.value
+    if b.lp.value is not None:
+        assert schedule.rounds >= b.lp.witness["lp_optimum"] - 1e-6
+
+
+# --- CLI -------------------------------------------------------------------------------------------
+
+def test_cli_json_contract():
+    out = cli("bounds", "-t", "dgx1", "-c", "allgather", "--chunks", "6", "--size", "48000", "--format", "json")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    for key in ("steps", "rounds", "receive", "cut", "lp", "rounds_per_chunk", "throughput", "time"):
+        assert set(data[key]) >= {"value", "unit", "witness"}, key
+    assert data["steps"]["value"] == 2 and data["rounds"]["value"] == 7 and data["chunks"] == 6
+    assert data["throughput"]["value"] == pytest.approx(171.428571)
+
+
+def test_cli_gbps_override_and_text():
+    out = cli("bounds", "-t", "torus2d:4x4", "-c", "allgather", "--gbps-per-unit", "50")
+    assert out.returncode == 0, out.stderr
+    assert "<= 213.333333 GB/s" in out.stdout and "steps:" in out.stdout and "4 hop(s) away" in out.stdout
+
+
+def test_cli_bad_input():
+    out = cli("bounds", "-t", "nosuch", "-c", "allgather")
+    assert out.returncode == 2 and "unknown topology" in out.stderr and "Traceback" not in out.stderr
+    out = cli("bounds", "-t", "dgx1", "-c", "gather", "--root", "9")
+    assert out.returncode == 2 and "root" in out.stderr and "Traceback" not in out.stderr
