@@ -562,7 +562,8 @@ def lower(schedule: Schedule, options: LowerOptions = LowerOptions()) -> Lowered
         verify_collective = coll.with_chunks(count) if count > 1 else attrs.evolve(coll, chunk_factor=max(2, coll.chunk_factor))
     stats = {"thread_blocks": sum(len(g.tbs) for g in gpus), "steps": program.steps, "max_tb_steps": max_steps,
              "scratch_chunks": max((g.s_chunks or 0) for g in gpus), "transfers": len(items),
-             "nops": sum(1 for g in gpus for t in g.tbs for s in t.steps if s.type == "nop")}
+             "nops": sum(1 for g in gpus for t in g.tbs for s in t.steps if s.type == "nop"),
+             "fused": sum(1 for g in gpus for t in g.tbs for s in t.steps if s.type in ("rcs", "rrs", "rrcs"))}
     return Lowered(program, layout, targets, verify_collective, stats)
 
 
