@@ -21,7 +21,7 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 
 import attrs
 
@@ -29,7 +29,7 @@ from smtcoll.check.schedule import check_schedule
 from smtcoll.errors import SmtcollError
 from smtcoll.model import Schedule
 from smtcoll.msccl.layout import SPLIT_INPUT, SPLIT_OUTPUT, Layout, recognize
-from smtcoll.msccl.program import Gpu, Op, Program, ThreadBlock
+from smtcoll.msccl.program import READS_SRC, RECV_TYPES, WRITES_DST, Gpu, Op, Program, ThreadBlock
 from smtcoll.msccl.writer import safe_name
 
 MODES = ("outofplace", "inplace", "both")
@@ -41,6 +41,7 @@ MAX_STEPS = {"executor": 64, "legacy": 256}
 MAX_TBS = {"executor": 1024, "legacy": 216}
 MAX_DEPID = 127  # depid is an int8_t
 LEGACY_DEFAULT_MAX_BYTES = 1 << 27
+CAPACITY = {"Simple": 2, "LL": 8, "LL128": 8}  # messages a connection's FIFO holds (NCCL_STEPS / slots per message)
 # coll spelling per runtime; None: that runtime has no such collective
 SPELLING = {
     "allgather": ("allgather", "allgather"), "alltoall": ("alltoall", "alltoall"),
@@ -110,6 +111,7 @@ class LOp:
     deps: list[LOp] = attrs.field(factory=list)
     hasdep: bool = False
     partner: LOp | None = None  # the other side of a message; its location fills the informational fields
+    peers: tuple[int, int] | None = None  # (send, recv) of its thread block, when fusion paired two peers
 
 
 # --- options and runtimes ---------------------------------------------------------------------------
@@ -217,8 +219,8 @@ class _Aliasing:
         return loc
 
 
-def _plan(schedule: Schedule, layout: Layout, items: list[Transfer], modes: list[bool]) -> tuple[list[LOp], dict[int, int]]:
-    """Base-level operations (instance 0) and the scratch slots each rank needs."""
+def _plan(schedule: Schedule, layout: Layout, items: list[Transfer], modes: list[bool]) -> list[LOp]:
+    """Base-level operations (instance 0); scratch locations are value ids until `_allocate_scratch`."""
     coll = schedule.collective
     combining = coll.is_combining
     alias = _Aliasing(layout)
@@ -288,7 +290,8 @@ def _plan(schedule: Schedule, layout: Layout, items: list[Transfer], modes: list
             key = (x.dst, x.addr)
             dst = home_of(key)
             kind, src = ("rrc", cur[key]) if x.action == "add" else ("r", None)
-            recv = LOp(x.dst, (t, 2, x.index), kind, -1, x.src, src, dst, partner=send)
+            # receives follow the order their messages are sent in (one FIFO per connection)
+            recv = LOp(x.dst, (t, 2, *send.time), kind, -1, x.src, src, dst, partner=send)
             send.partner = recv
             ops.append(recv)
             cur[key] = dst
@@ -305,10 +308,10 @@ def _plan(schedule: Schedule, layout: Layout, items: list[Transfer], modes: list
         if not all(alias.phys(m, r, src) == alias.phys(m, r, out_loc[key]) for m in modes):
             ops.append(LOp(r, (steps, 3, seq), "cpy", -1, -1, src, out_loc[key]))
             seq += 1
-    return _allocate_scratch(ops, steps)
+    return ops
 
 
-def _allocate_scratch(ops: list[LOp], steps: int) -> tuple[list[LOp], dict[int, int]]:
+def _allocate_scratch(ops: list[LOp]) -> tuple[list[LOp], dict[int, int]]:
     """Give scratch values slots: a slot is reused once the previous value's last reader ran in an
     earlier step (greedy by first write, optimal for intervals)."""
     span: dict[tuple[int, int], list[int]] = {}
@@ -342,6 +345,82 @@ def _allocate_scratch(ops: list[LOp], steps: int) -> tuple[list[LOp], dict[int, 
 
 
 
+# --- fusion ---------------------------------------------------------------------------------------------
+
+def _fuse(ops: list[LOp], capacity: int) -> list[LOp]:
+    """Fuse a receive with the send that forwards the received value in the next step: `r`+`s` -> `rcs`,
+    `rrc`+`s` -> `rrcs`, or `rrs` when the sum lives in scratch and nothing else ever reads it.
+
+    The forward then leaves as soon as the value arrives, one step early: sound because it is the last
+    write of that location before the send. Both operations must share a thread block, so a rank's
+    send peer p and receive peer q are paired (greedily, most fusable forwards first) into one
+    thread block (send=p, recv=q) holding every send to p and every receive from q. To stay free of
+    deadlock with bounded FIFOs, a pair is used only when no step moves more than half a FIFO on either
+    connection (a send then never waits for a receive its own thread block has not reached)."""
+    per_step: dict[tuple[int, int], Counter[int]] = defaultdict(Counter)  # (src, dst) -> step -> messages
+    writes: dict[tuple[int, Loc], list[LOp]] = defaultdict(list)
+    reads: dict[tuple[int, Loc], list[LOp]] = defaultdict(list)
+    arrivals: dict[tuple[int, int, Loc], list[LOp]] = defaultdict(list)
+    for op in ops:
+        if op.type == "s":
+            per_step[(op.rank, op.send)][op.time[0]] += 1
+        if op.type in ("s", "rrc", "cpy") and op.src is not None:
+            reads[(op.rank, op.src)].append(op)
+        if op.type in ("r", "rrc", "cpy") and op.dst is not None:
+            writes[(op.rank, op.dst)].append(op)
+            if op.type != "cpy":
+                arrivals[(op.rank, op.time[0], op.dst)].append(op)
+    light = {conn for conn, steps in per_step.items() if max(steps.values()) * 2 <= capacity}
+    candidates: dict[tuple[int, int, int], list[tuple[LOp, LOp]]] = defaultdict(list)
+    for op in ops:
+        if op.type not in ("r", "rrc") or op.dst is None:
+            continue
+        key = (op.rank, op.dst)
+        step = op.time[0]
+        if any(w is not op and w.time[0] == step and w.time > op.time for w in writes[key]):
+            continue  # not the last write of the step
+        later = [x for x in reads[key] if x.time > op.time]
+        if not later or later[0].type != "s" or later[0].time[0] != step + 1:
+            continue
+        fwd = later[0]
+        first = min(arrivals.get((fwd.send, step + 1, fwd.partner.dst), []), key=lambda x: x.time, default=None)
+        if first is not fwd.partner:
+            continue  # it arrives early, so it must stay the first of that step's arrivals at that location
+        if (op.rank, fwd.send) not in light or (op.recv, op.rank) not in light:
+            continue
+        candidates[(op.rank, fwd.send, op.recv)].append((op, fwd))
+    # pair peers, most fusable forwards first
+    send_pair: dict[tuple[int, int], int] = {}  # (rank, send peer) -> receive peer of its thread block
+    recv_pair: dict[tuple[int, int], int] = {}
+    for (rank, p, q), _ in sorted(candidates.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+        if (rank, p) not in send_pair and (rank, q) not in recv_pair:
+            send_pair[(rank, p)], recv_pair[(rank, q)] = q, p
+    dropped: set[int] = set()
+    for (rank, p), q in sorted(send_pair.items()):
+        for recv, fwd in candidates[(rank, p, q)]:
+            key = (recv.rank, recv.dst)
+            others = [x for x in reads[key] if x is not fwd and x.time > recv.time]
+            others += [w for w in writes[key] if w.time > recv.time]
+            if recv.type == "r":
+                recv.type = "rcs"
+            elif key[1][0] == "s" and not others:
+                recv.type, recv.dst = "rrs", None
+            else:
+                recv.type = "rrcs"
+            recv.send = p
+            target = fwd.partner
+            assert target is not None
+            target.partner = recv
+            target.time = (target.time[0], 2, *recv.time)
+            dropped.add(id(fwd))
+    for op in ops:
+        if op.type == "s" and (op.rank, op.send) in send_pair:
+            op.peers = (op.send, send_pair[(op.rank, op.send)])
+        elif op.type in RECV_TYPES and (op.rank, op.recv) in recv_pair:
+            op.peers = (recv_pair[(op.rank, op.recv)], op.recv)
+    return [op for op in ops if id(op) not in dropped]
+
+
 # --- instances, thread blocks, dependencies ------------------------------------------------------------
 
 def _instances(ops: list[LOp], count: int) -> list[LOp]:
@@ -356,7 +435,8 @@ def _instances(ops: list[LOp], count: int) -> list[LOp]:
 
     for k in range(count):
         for op in ops:
-            new = LOp(op.rank, op.time, op.type, op.send, op.recv, move(op.src, k), move(op.dst, k), k)
+            new = LOp(op.rank, op.time, op.type, op.send, op.recv, move(op.src, k), move(op.dst, k), k,
+                      peers=op.peers)
             copies[(id(op), k)] = new
             out.append(new)
     for k in range(count):
@@ -377,6 +457,8 @@ class _Tb:
 
 
 def _tb_of(op: LOp) -> _Tb:
+    if op.peers is not None:
+        return _Tb(op.instance, *op.peers)
     if op.type == "s":
         return _Tb(op.instance, op.send, -1)
     if op.type in ("r", "rrc"):
@@ -397,8 +479,8 @@ def _dependencies(ops: list[LOp], alias: _Aliasing, modes: list[bool]) -> None:
         known: dict[int, dict[int, int]] = {}  # id(op) -> tb -> highest position known complete after op
         tail: dict[int, LOp] = {}  # tb -> last op placed so far
         for op in mine:
-            reads = [op.src] if op.type in ("s", "rrc", "cpy") else []
-            writes = [op.dst] if op.type in ("r", "rrc", "cpy") else []
+            reads = [op.src] if op.type in READS_SRC else []
+            writes = [op.dst] if op.type in WRITES_DST else []
             phys_r = {alias.phys(m, rank, loc) for loc in reads for m in modes if loc is not None}
             phys_w = {alias.phys(m, rank, loc) for loc in writes for m in modes if loc is not None}
             wanted: list[LOp] = []
@@ -512,7 +594,10 @@ def lower(schedule: Schedule, options: LowerOptions = LowerOptions()) -> Lowered
                           "runtime; give a positive value or --runtime executor")
     modes = {"outofplace": [False], "inplace": [True], "both": [False, True]}[options.mode]
     items = transfers(schedule)
-    base, scratch = _plan(schedule, layout, items, modes)
+    base = _plan(schedule, layout, items, modes)
+    if options.fuse:
+        base = _fuse(base, CAPACITY[options.protocol])
+    base, scratch = _allocate_scratch(base)
     ops = _instances(base, count)
     by_rank = _assign_tbs(ops)
     alias = _Aliasing(_scaled(layout, count))
