@@ -311,3 +311,18 @@ def test_custom_collective_cannot_go_to_the_executor(tmp_path: Path) -> None:
     assert _cli("lower", str(tmp_path / "odd.json"), "-o", str(tmp_path / "odd.xml")).returncode == 0
     with pytest.raises(SmtcollError):
         lower(schedule, LowerOptions(instances=0))
+
+
+def test_chains_are_fused(tmp_path: Path) -> None:
+    """A reduce along a line forwards the partial sum with `rrs`; an allreduce there with `rrcs`/`rcs`."""
+    topo = library.topology("line:3")
+    reduce = Schedule(topo, library.collective("reduce", 3, root=2), [Step(1, [Send(0, 0, 1)]), Step(1, [Send(0, 1, 2)])])
+    lowered, _ = lower_and_verify(reduce, tmp_path)
+    assert [s.type for t in lowered.program.gpus[1].tbs for s in t.steps] == ["rrs"]
+    allreduce = Schedule(topo, library.collective("allreduce", 3), [Step(1, [Send(0, 0, 1)]), Step(1, [Send(0, 1, 2)]),
+                                                                    Step(1, [Send(0, 2, 1)]), Step(1, [Send(0, 1, 0)])])
+    lowered, _ = lower_and_verify(allreduce, tmp_path, mode="both")
+    types = Counter(s.type for g in lowered.program.gpus for t in g.tbs for s in t.steps)
+    assert types["rrcs"] == 2 and types["rcs"] == 1
+    unfused, _ = lower_and_verify(allreduce, tmp_path, fuse=False)
+    assert unfused.stats["fused"] == 0 and unfused.stats["steps"] > lowered.stats["steps"]

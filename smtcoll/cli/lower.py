@@ -13,6 +13,7 @@ import tempfile
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
+import attrs
 import typer
 
 from smtcoll.check.program import check_program_file
@@ -20,6 +21,7 @@ from smtcoll.check.report import Report
 from smtcoll.cli.app import Format, app, print_json
 from smtcoll.errors import InputError
 from smtcoll.formats import load_schedule
+from smtcoll.model import Schedule
 from smtcoll.msccl.lower import Lowered, LowerOptions, lower
 from smtcoll.msccl.writer import write_program
 
@@ -61,6 +63,34 @@ def _write(path: Path, text: str) -> None:
         raise InputError(str(path), f"cannot write: {e.strerror or e}") from None
 
 
+def lower_to_file(schedule: Schedule, output: Path, options: LowerOptions = LowerOptions(),
+                  verify: bool = True) -> tuple[dict[str, Any], Report | None]:
+    """Lower `schedule`, verify the program (unless `verify` is False) and write it to `output` only when
+    it verifies. Returns the JSON summary of `smtcoll lower` and the checker's report. Raises
+    `RejectedSchedule` (exit 1) or `CannotLower` (exit 2); `smtcoll synth --xml` can call this too."""
+    lowered = lower(schedule, options)
+    text = write_program(lowered.program)
+    report: Report | None = None
+    ok = True
+    if verify:
+        with tempfile.TemporaryDirectory(prefix="smtcoll-lower-") as tmp:
+            probe = Path(tmp) / "algo.xml"
+            probe.write_text(text)
+            ok, report = verify_lowered(lowered, probe)
+        report = attrs.evolve(report, file=str(output))
+    if ok:
+        _write(Path(output), text)
+    result: dict[str, Any] = {
+        "file": str(output), "schedule": schedule.name, "written": ok, "collective": lowered.layout.kind,
+        "coll": lowered.program.coll, "ranks": lowered.program.ngpus, "root": lowered.layout.root,
+        "runtimes": list(lowered.runtimes), "mode": options.mode, "instances": options.instances,
+        "protocol": options.protocol, "nchunksperloop": lowered.program.nchunksperloop,
+        "nchannels": lowered.program.nchannels, "stats": lowered.stats, "verified": None if report is None else ok,
+        "report": None if report is None else report.to_json(),
+    }
+    return result, report
+
+
 @app.command("lower")
 def lower_command(
     schedule: Annotated[Path, typer.Argument(help="a step schedule (smtcoll, SCCL or TACCL JSON)")],
@@ -86,34 +116,14 @@ def lower_command(
 ) -> None:
     """Lower a step schedule to MSCCL XML: exit 0 written, 1 rejected or not verified, 2 unusable input."""
     mode = "both" if inplace and outofplace else "inplace" if inplace else "outofplace"
-    sched = load_schedule(schedule)
     options = LowerOptions(instances, protocol.value, runtime.value, mode, min_bytes, max_bytes, fuse, name)
-    lowered = lower(sched, options)
-    text = write_program(lowered.program)
-    report: Report | None = None
-    ok = True
-    if verify:
-        with tempfile.TemporaryDirectory(prefix="smtcoll-lower-") as tmp:
-            probe = Path(tmp) / "algo.xml"
-            probe.write_text(text)
-            ok, report = verify_lowered(lowered, probe)
-        report = Report(str(output), report.collective, report.ranks, report.runtimes, report.violations,
-                        report.metrics, report.unusable)
-    if ok:
-        _write(output, text)
-    result: dict[str, Any] = {
-        "file": str(output), "schedule": str(schedule), "written": ok, "collective": lowered.layout.kind,
-        "coll": lowered.program.coll, "ranks": lowered.program.ngpus, "root": lowered.layout.root,
-        "runtimes": list(lowered.runtimes), "mode": mode, "instances": instances, "protocol": protocol.value,
-        "nchunksperloop": lowered.program.nchunksperloop, "nchannels": lowered.program.nchannels,
-        "stats": lowered.stats, "verified": None if report is None else ok,
-        "report": None if report is None else report.to_json(),
-    }
+    result, report = lower_to_file(load_schedule(schedule), output, options, verify)
+    result["schedule"] = str(schedule)
     if fmt is Format.json:
         print_json(result)
     else:
         _print_text(result, report)
-    if not ok:
+    if not result["written"]:
         raise typer.Exit(EXIT_WRONG)
 
 
