@@ -411,14 +411,29 @@ def _fuse(ops: list[LOp], capacity: int) -> list[LOp]:
             target = fwd.partner
             assert target is not None
             target.partner = recv
-            target.time = (target.time[0], 2, *recv.time)
             dropped.add(id(fwd))
     for op in ops:
         if op.type == "s" and (op.rank, op.send) in send_pair:
             op.peers = (op.send, send_pair[(op.rank, op.send)])
         elif op.type in RECV_TYPES and (op.rank, op.recv) in recv_pair:
             op.peers = (recv_pair[(op.rank, op.recv)], op.recv)
-    return [op for op in ops if id(op) not in dropped]
+    kept = [op for op in ops if id(op) not in dropped]
+    # a receive follows its message's send time; chains of fused forwards move several of them
+    final: dict[int, tuple[int, ...]] = {}
+
+    def time_of(op: LOp) -> tuple[int, ...]:
+        if id(op) not in final:
+            if op.type in RECV_TYPES and op.partner is not None:
+                final[id(op)] = (op.time[0], 2, *time_of(op.partner))
+            else:
+                final[id(op)] = op.time
+        return final[id(op)]
+
+    for op in sorted(kept, key=lambda o: o.time[0]):
+        time_of(op)
+    for op in kept:
+        op.time = final[id(op)]
+    return kept
 
 
 # --- instances, thread blocks, dependencies ------------------------------------------------------------
