@@ -467,9 +467,6 @@ class _Tb:
     send: int
     recv: int
 
-    def key(self) -> tuple[int, int, int]:
-        return (self.instance, self.send, self.recv)
-
 
 def _tb_of(op: LOp) -> _Tb:
     if op.peers is not None:
@@ -538,14 +535,11 @@ def _assign_tbs(ops: list[LOp]) -> dict[int, list[tuple[_Tb, list[LOp]]]]:
         groups[op.rank][_tb_of(op)].append(op)
     out: dict[int, list[tuple[_Tb, list[LOp]]]] = {}
     for rank, tbs in groups.items():
-        for direction, peers in (("send", {t.send for t in tbs if t.send >= 0}),
-                                 ("receive", {t.recv for t in tbs if t.recv >= 0})):
-            per_instance = max((sum(1 for t in tbs if (t.send if direction == "send" else t.recv) >= 0
-                                    and t.instance == k) for k in {t.instance for t in tbs}), default=0)
-            if per_instance > TBS_PER_CHANNEL:
-                raise CannotLower(f"rank {rank} would {direction} on {per_instance} connections in one channel; "
-                                  f"the runtimes allow {TBS_PER_CHANNEL} {direction} thread blocks per channel")
-            del peers
+        for direction, peer_of in (("send", lambda t: t.send), ("receive", lambda t: t.recv)):
+            per_channel = Counter(t.instance for t in tbs if peer_of(t) >= 0)
+            if per_channel and max(per_channel.values()) > TBS_PER_CHANNEL:
+                raise CannotLower(f"rank {rank} would {direction} on {max(per_channel.values())} connections in one "
+                                  f"channel; the runtimes allow {TBS_PER_CHANNEL} {direction} thread blocks per channel")
         ordered = sorted(tbs, key=lambda t: (t.instance, t.send < 0, t.send, t.recv))
         listing = []
         for i, tb in enumerate(ordered):
@@ -555,10 +549,6 @@ def _assign_tbs(ops: list[LOp]) -> dict[int, list[tuple[_Tb, list[LOp]]]]:
             listing.append((tb, mine))
         out[rank] = listing
     return out
-
-
-def _nop() -> Op:
-    return Op(0, "nop", "i", -1, "o", -1, 0, -1, -1, 0)
 
 
 def _xml_steps(mine: list[LOp], index_of: dict[int, int]) -> list[Op]:
