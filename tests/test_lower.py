@@ -340,3 +340,27 @@ def test_chains_of_fused_forwards_keep_fifo_order(tmp_path: Path) -> None:
     for protocol in ("Simple", "LL"):
         lowered, _ = lower_and_verify(schedule, tmp_path, protocol=protocol)
     assert lowered.stats["fused"] > 0
+
+
+@needs_sccl
+def test_a_program_that_does_not_verify_is_not_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """If lowering ever produced a wrong program, `lower_to_file` would refuse to write it (the
+    MSCCL_ALGO_DIR of the executor is poisoned by one bad file)."""
+    import attrs
+
+    import smtcoll.cli.lower as cli_lower
+
+    real = cli_lower.lower
+
+    def broken(schedule: Schedule, options: LowerOptions):  # drop the last step of rank 0's first thread block
+        lowered = real(schedule, options)
+        g = lowered.program.gpus[0]
+        tb = attrs.evolve(g.tbs[0], steps=g.tbs[0].steps[:-1])
+        gpus = (attrs.evolve(g, tbs=(tb, *g.tbs[1:])), *lowered.program.gpus[1:])
+        return attrs.evolve(lowered, program=attrs.evolve(lowered.program, gpus=gpus))
+
+    monkeypatch.setattr(cli_lower, "lower", broken)
+    out = tmp_path / "ag.xml"
+    result, report = cli_lower.lower_to_file(load_schedule(SCCL / "Allgather.n8-DGX1-steps2.msccl.json"), out)
+    assert result["written"] is False and result["verified"] is False and not out.exists()
+    assert report is not None and report.verdict == "error"
