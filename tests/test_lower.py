@@ -364,3 +364,17 @@ def test_a_program_that_does_not_verify_is_not_written(tmp_path: Path, monkeypat
     result, report = cli_lower.lower_to_file(load_schedule(SCCL / "Allgather.n8-DGX1-steps2.msccl.json"), out)
     assert result["written"] is False and result["verified"] is False and not out.exists()
     assert report is not None and report.verdict == "error"
+
+
+@needs_sccl
+def test_many_local_copies_spread_over_thread_blocks(tmp_path: Path) -> None:
+    """In-place alltoall stages 56 chunks per rank in scratch and copies them at the end: on one thread
+    block that would exceed the executor's 64 steps, so copies run on several (in parallel)."""
+    s = load_schedule(SCCL / "Alltoall.n8-DGX1-steps3.msccl.json")
+    c = 8
+    steps = [Step(st.rounds * c, [Send(x.chunk * c + j, x.src, x.dst) for x in st.sends for j in range(c)])
+             for st in s.steps]
+    big = Schedule(s.topology, s.collective.with_chunks(c), steps, "alltoall-c8")
+    lowered, _ = lower_and_verify(big, tmp_path, mode="inplace")
+    local = [t for t in lowered.program.gpus[0].tbs if t.send == -1 and t.recv == -1]
+    assert len(local) >= 4 and lowered.stats["max_tb_steps"] <= 64

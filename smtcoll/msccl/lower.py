@@ -11,7 +11,7 @@
    written before the end: the value is staged in scratch and copied at the end.
 5. Thread blocks: per rank and instance, one sending tb per peer and one receiving tb per peer (one tb
    per connection and FIFO), `rcs`/`rrcs`/`rrs` fusing a forward into the receiving tb when the same
-   value goes on to exactly one peer in the next step, local copies on a tb of their own.
+   value goes on to exactly one peer in the next step, local copies on tbs of their own (16 at most each).
 6. Dependencies: per rank, in step order, read-after-write, write-after-read and write-after-write on
    the physical locations of every declared mode (aliasing included), reduced to the ones not already
    implied by program order or by earlier waits; extra ones become `nop` chains, targets get `hasdep`.
@@ -40,6 +40,7 @@ MAX_CHANNELS = 32  # chan must stay below MAXCHANNELS
 MAX_STEPS = {"executor": 64, "legacy": 256}
 MAX_TBS = {"executor": 1024, "legacy": 216}
 MAX_DEPID = 127  # depid is an int8_t
+COPIES_PER_TB = 16
 LEGACY_DEFAULT_MAX_BYTES = 1 << 27
 CAPACITY = {"Simple": 2, "LL": 8, "LL128": 8}  # messages a connection's FIFO holds (NCCL_STEPS / slots per message)
 # coll spelling per runtime; None: that runtime has no such collective
@@ -112,6 +113,7 @@ class LOp:
     hasdep: bool = False
     partner: LOp | None = None  # the other side of a message; its location fills the informational fields
     peers: tuple[int, int] | None = None  # (send, recv) of its thread block, when fusion paired two peers
+    local: tuple[int, int] = (0, 0)  # which local-copy thread block a `cpy` runs on
 
 
 # --- options and runtimes ---------------------------------------------------------------------------
@@ -262,7 +264,7 @@ def _plan(schedule: Schedule, layout: Layout, items: list[Transfer], modes: list
     ops: list[LOp] = []
     cur: dict[tuple[int, int], Loc] = dict(in_loc)
     at_out: set[tuple[int, int]] = set()
-    seq = 0
+    seq: Counter[tuple[int, int]] = Counter()  # (rank, phase) -> local copies so far
     for key in sorted(out_loc):
         r = key[0]
         if key not in in_loc:
@@ -271,13 +273,13 @@ def _plan(schedule: Schedule, layout: Layout, items: list[Transfer], modes: list
         if key in unsafe:
             if key not in received:  # stage it, the output slot may only be written at the end
                 dst = home_of(key)
-                ops.append(LOp(r, (-1, 0, seq), "cpy", -1, -1, src, dst))
+                ops.append(_copy(r, (-1, 0, seq[(r, 0)]), src, dst))
                 cur[key] = dst
-                seq += 1
+                seq[(r, 0)] += 1
         elif not combining:
             if not (len(modes) == 1 and modes[0] and same(r, src, out_loc[key])):
-                ops.append(LOp(r, (-1, 0, seq), "cpy", -1, -1, src, out_loc[key]))
-                seq += 1
+                ops.append(_copy(r, (-1, 0, seq[(r, 0)]), src, out_loc[key]))
+                seq[(r, 0)] += 1
             at_out.add(key)
     by_step: dict[int, list[Transfer]] = defaultdict(list)
     for x in items:
@@ -297,7 +299,6 @@ def _plan(schedule: Schedule, layout: Layout, items: list[Transfer], modes: list
             cur[key] = dst
             if not combining and key in out_loc and dst == out_loc[key]:
                 at_out.add(key)
-    seq = 0
     for key in sorted(out_loc):
         if key in at_out:
             continue
@@ -306,9 +307,17 @@ def _plan(schedule: Schedule, layout: Layout, items: list[Transfer], modes: list
         if src is None:
             raise CannotLower(f"rank {r} never holds address {key[1]} (the schedule checker should have said so)")
         if not all(alias.phys(m, r, src) == alias.phys(m, r, out_loc[key]) for m in modes):
-            ops.append(LOp(r, (steps, 3, seq), "cpy", -1, -1, src, out_loc[key]))
-            seq += 1
+            ops.append(_copy(r, (steps, 3, seq[(r, 1)]), src, out_loc[key]))
+            seq[(r, 1)] += 1
     return ops
+
+
+def _copy(rank: int, time: tuple[int, ...], src: Loc, dst: Loc) -> LOp:
+    """A local copy. Copies run on thread blocks of their own, at most `COPIES_PER_TB` each (they run in
+    parallel, and a thread block stays within the executor's 64 steps): the first copies of the run
+    (time[0] < 0) and the last ones on separate thread blocks."""
+    phase = 0 if time[0] < 0 else 1
+    return LOp(rank, time, "cpy", -1, -1, src, dst, local=(phase, time[2] // COPIES_PER_TB))
 
 
 def _allocate_scratch(ops: list[LOp]) -> tuple[list[LOp], dict[int, int]]:
@@ -451,7 +460,7 @@ def _instances(ops: list[LOp], count: int) -> list[LOp]:
     for k in range(count):
         for op in ops:
             new = LOp(op.rank, op.time, op.type, op.send, op.recv, move(op.src, k), move(op.dst, k), k,
-                      peers=op.peers)
+                      peers=op.peers, local=op.local)
             copies[(id(op), k)] = new
             out.append(new)
     for k in range(count):
@@ -466,6 +475,7 @@ class _Tb:
     instance: int
     send: int
     recv: int
+    local: tuple[int, int] = (0, 0)
 
 
 def _tb_of(op: LOp) -> _Tb:
@@ -475,7 +485,7 @@ def _tb_of(op: LOp) -> _Tb:
         return _Tb(op.instance, op.send, -1)
     if op.type in ("r", "rrc"):
         return _Tb(op.instance, -1, op.recv)
-    return _Tb(op.instance, -1, -1)
+    return _Tb(op.instance, -1, -1, op.local)
 
 
 def _dependencies(ops: list[LOp], alias: _Aliasing, modes: list[bool]) -> None:
@@ -540,7 +550,7 @@ def _assign_tbs(ops: list[LOp]) -> dict[int, list[tuple[_Tb, list[LOp]]]]:
             if per_channel and max(per_channel.values()) > TBS_PER_CHANNEL:
                 raise CannotLower(f"rank {rank} would {direction} on {max(per_channel.values())} connections in one "
                                   f"channel; the runtimes allow {TBS_PER_CHANNEL} {direction} thread blocks per channel")
-        ordered = sorted(tbs, key=lambda t: (t.instance, t.send < 0, t.send, t.recv))
+        ordered = sorted(tbs, key=lambda t: (t.instance, t.send < 0, t.send, t.recv, t.local))
         listing = []
         for i, tb in enumerate(ordered):
             mine = sorted(tbs[tb], key=lambda o: o.time)
