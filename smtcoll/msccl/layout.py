@@ -1,0 +1,141 @@
+"""Where a collective's chunks live in the MSCCL buffers of each rank (msccl-xml.md 1.6-1.7).
+
+A schedule's collective is matched, up to a renaming of its addresses, against the built-in collectives
+whose chunk geometry the runtimes define (allgather, alltoall, reducescatter, allreduce, broadcast,
+reduce, gather, scatter). Two addresses are interchangeable when they have the same *signature*: the
+multiset of (precondition ranks, postcondition ranks) of their contributions; addresses of equal
+signature are paired in increasing order. A match fixes the buffer index of every (rank, address):
+
+| kind | nchunksperloop | input of rank r | output of rank q |
+|---|---|---|---|
+| allgather, gather | N*C | i[j] = address r*C+j | o[r*C+j] (every q / the root) |
+| alltoall | N*C | i[d*C+j] = chunk r->d, piece j | o[s*C+j] = chunk s->q, piece j |
+| reducescatter | N*C | i[d*C+j] = its share of address d*C+j | o[j] = address q*C+j |
+| allreduce, reduce | C | i[j] = its share of address j | o[j] (every q / the root) |
+| broadcast | C | i[j] on the root | o[j] |
+| scatter | N*C | i[q*C+j] on the root | o[j] = address q*C+j |
+
+Any other collective is `custom` (legacy runtime only): a rank's input holds the distinct addresses of
+its precondition chunks in increasing order, its output those of its postcondition chunks, the same
+convention `smtcoll verify --collective SPEC` uses.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import attrs
+
+from smtcoll import library
+from smtcoll.model import Collective
+
+KINDS = ("allgather", "alltoall", "reducescatter", "allreduce", "broadcast", "reduce", "gather", "scatter")
+ROOTED = frozenset({"broadcast", "reduce", "gather", "scatter"})
+SPLIT_INPUT = frozenset({"allgather", "gather"})  # input holds C/N chunks
+SPLIT_OUTPUT = frozenset({"reducescatter", "scatter"})  # output holds C/N chunks
+
+
+@attrs.frozen
+class Layout:
+    """Buffer indices of a collective on every rank, before instances are interleaved."""
+
+    kind: str  # one of KINDS or "custom"
+    ranks: int
+    root: int | None
+    nchunks: int  # nchunksperloop
+    in_pos: dict[tuple[int, int], int]  # (rank, address) -> index in i
+    out_pos: dict[tuple[int, int], int]  # (rank, address) -> index in o
+
+    @property
+    def in_chunks(self) -> int:
+        return self.nchunks // self.ranks if self.kind in SPLIT_INPUT else self.nchunks
+
+    @property
+    def out_chunks(self) -> int:
+        return self.nchunks // self.ranks if self.kind in SPLIT_OUTPUT else self.nchunks
+
+
+def _signatures(coll: Collective) -> dict[int, tuple]:
+    pre: dict[int, list[int]] = {}
+    post: dict[int, list[int]] = {}
+    for r, c in coll.pre:
+        pre.setdefault(c, []).append(r)
+    for r, c in coll.post:
+        post.setdefault(c, []).append(r)
+    return {a: tuple(sorted((tuple(pre.get(c, ())), tuple(post.get(c, ()))) for c in cs))
+            for a, cs in coll.contributions.items()}
+
+
+def _match(coll: Collective, ref: Collective) -> dict[int, int] | None:
+    """address of `coll` -> address of `ref`, when the two are the same collective up to that renaming."""
+    if coll.ranks != ref.ranks or coll.chunks != ref.chunks or len(coll.addresses) != len(ref.addresses):
+        return None
+    mine, theirs = _signatures(coll), _signatures(ref)
+    if Counter(mine.values()) != Counter(theirs.values()):
+        return None
+    groups: dict[tuple, list[int]] = {}
+    for a in sorted(theirs):
+        groups.setdefault(theirs[a], []).append(a)
+    out: dict[int, int] = {}
+    taken: Counter[tuple] = Counter()
+    for a in sorted(mine):
+        sig = mine[a]
+        out[a] = groups[sig][taken[sig]]
+        taken[sig] += 1
+    return out
+
+
+def _roots(coll: Collective) -> list[int]:
+    """Ranks that can be the root: they hold or receive chunk 0."""
+    return sorted({r for r, c in coll.pre if c == 0} | {r for r, c in coll.post if c == 0})
+
+
+def _positions(kind: str, ranks: int, chunks: int, ref_address: int, rank: int, side: str) -> int:
+    """Index of reference address `ref_address` in buffer `side` ('i' or 'o') of `rank`."""
+    n, c, x = ranks, chunks, ref_address
+    if kind in ("allgather", "gather"):
+        return x % c if side == "i" else x
+    if kind == "alltoall":  # x = (s*N + d)*C + j
+        pair, j = divmod(x, c)
+        s, d = divmod(pair, n)
+        return d * c + j if side == "i" else s * c + j
+    if kind == "reducescatter":  # x = d*C + j
+        return x if side == "i" else x % c
+    if kind == "scatter":  # x = q*C + j
+        return x if side == "i" else x % c
+    return x  # allreduce, reduce, broadcast: x = j
+
+
+def recognize(coll: Collective) -> Layout:
+    """The layout of `coll`: a built-in kind when it matches one, else `custom`."""
+    n = coll.ranks
+    for kind in KINDS:
+        spec = library.COLLECTIVES[kind]
+        for root in (_roots(coll) if kind in ROOTED else [None]):
+            per_piece = library.collective(kind, n, root, 1).chunks
+            if coll.chunks % per_piece:
+                continue
+            c = coll.chunks // per_piece
+            ref = spec.instantiate(n, root, c)
+            amap = _match(coll, ref)
+            if amap is None:
+                continue
+            in_pos = {(r, coll.address[ch]): _positions(kind, n, c, amap[coll.address[ch]], r, "i")
+                      for r, ch in coll.pre}
+            out_pos = {(r, coll.address[ch]): _positions(kind, n, c, amap[coll.address[ch]], r, "o")
+                       for r, ch in coll.post}
+            nchunks = c if kind in ("allreduce", "reduce", "broadcast") else n * c
+            return Layout(kind, n, root, nchunks, in_pos, out_pos)
+    return custom_layout(coll)
+
+
+def custom_layout(coll: Collective) -> Layout:
+    in_pos: dict[tuple[int, int], int] = {}
+    out_pos: dict[tuple[int, int], int] = {}
+    for r in range(coll.ranks):
+        for pos, a in enumerate(sorted({coll.address[c] for c in coll.pre_sets[r]})):
+            in_pos[(r, a)] = pos
+        for pos, a in enumerate(sorted({coll.address[c] for c in coll.post_sets[r]})):
+            out_pos[(r, a)] = pos
+    size = max([1, *(p + 1 for p in in_pos.values()), *(p + 1 for p in out_pos.values())])
+    return Layout("custom", coll.ranks, None, size, in_pos, out_pos)
