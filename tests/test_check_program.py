@@ -399,3 +399,19 @@ def test_no_race_reported_means_the_order_does_not_matter(tmp_path: Path) -> Non
             racy_seen += racy
             assert racy or same, (name, k)
     assert racy_seen  # the variants did produce races
+
+
+def test_custom_collective_with_unused_output_slots_is_not_split(tmp_path):
+    """A `--collective` whose ranks use fewer output slots than nchunksperloop is taken as it is (regression:
+    it used to be split to fill the output buffer and then failed its own postcondition)."""
+    from smtcoll import library
+    from smtcoll.model import Collective, Schedule, Send, Step
+    from smtcoll.msccl.lower import LowerOptions, lower
+    from smtcoll.msccl.writer import write_program
+
+    coll = Collective("c2", 2, 2, [(0, 0), (0, 1)], [(1, 1)], [0, 1])
+    lowered = lower(Schedule(library.topology("line:2"), coll, [Step(1, [Send(1, 0, 1)])]), LowerOptions())
+    path = tmp_path / "c2.xml"
+    path.write_text(write_program(lowered.program))
+    report = check_program_file(path, runtime="legacy", collective=coll)
+    assert report.verdict == "ok", [v.message for v in report.violations]

@@ -90,14 +90,23 @@ def check_program(result: ReadResult, file: str, *, runtime: str = "any", collec
 
 
 def _fit(coll: Collective, p: Program) -> Collective:
-    """Split the collective's chunks so that a rank's outputs fill the program's output buffer (a program
-    with nchunksperloop = 2N runs an N-chunk allgather in 2 parts per chunk)."""
+    """Split the collective's chunks so that ranks' inputs and outputs fill the program's buffers (a program
+    with nchunksperloop = 2N runs an N-chunk allgather in 2 parts per chunk). Split only when input and
+    output agree on the factor: a rank may leave buffer slots unused, so a mismatch means no split."""
     if coll.chunk_factor != 1 or not p.nchunksperloop or not p.ngpus:
         return coll
-    out = p.nchunksperloop // p.ngpus if p.coll in buffers.SPLIT_OUTPUT else p.nchunksperloop
-    wanted = max((len({coll.address[c] for c in coll.post_sets[r]}) for r in range(coll.ranks)), default=0)
-    if wanted and out % wanted == 0 and out // wanted > 1:
-        return coll.with_chunks(out // wanted)
+    size_in = p.nchunksperloop // p.ngpus if p.coll in buffers.SPLIT_INPUT else p.nchunksperloop
+    size_out = p.nchunksperloop // p.ngpus if p.coll in buffers.SPLIT_OUTPUT else p.nchunksperloop
+
+    def widest(sets: tuple[frozenset[int], ...]) -> int:
+        return max((len({coll.address[c] for c in s}) for s in sets), default=0)
+
+    w_in, w_out = widest(coll.pre_sets), widest(coll.post_sets)
+    if not w_in or not w_out or size_in % w_in or size_out % w_out:
+        return coll
+    factor = size_out // w_out
+    if factor > 1 and size_in // w_in == factor:
+        return coll.with_chunks(factor)
     return coll
 
 
