@@ -9,6 +9,7 @@ import sys
 
 from smtcoll.cli.app import app, run_guarded
 from smtcoll.cli import info  # noqa: F401  (registers list, show)
+from smtcoll.cli import synth  # noqa: F401  (registers synth)
 
 
 def main() -> None:

@@ -74,13 +74,14 @@ class Encoding:
 
     def __init__(self, topo: Topology, coll: Collective, steps: int, rounds: int | None = None,
                  *, tree: bool = False, no_resend: bool = True, symmetry: bool = True, implied: bool = True,
-                 seed: int = 0) -> None:
+                 unbounded: bool = False, seed: int = 0) -> None:
         self.topo, self.coll, self.steps = topo, coll, steps
         self.rounds = steps if rounds is None else rounds
         if self.rounds < steps:
             raise ValueError("rounds < steps")
         self.combining = coll.is_combining
         self.tree = tree
+        self.unbounded = unbounded  # no bandwidth constraints (for "any number of rounds")
         # a fresh context per instance: z3's search depends on term ids, so sharing the global context
         # would make the result depend on what was solved before in the same process
         self.ctx = z3.Context()
@@ -176,7 +177,7 @@ class Encoding:
                         h[c, v, s] = hv
 
         # bandwidth: links and switch groups, scaled by the step's rounds
-        for s in range(1, S + 1):
+        for s in range(1, S + 1 if not self.unbounded else 1):
             lits = self.extra[s - 1]
             load: dict[tuple[int, int], list[z3.BoolRef]] = {}
             for (a, u, v, t), xv in x.items():
