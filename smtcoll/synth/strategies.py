@@ -331,15 +331,21 @@ def pareto(topo: Topology, base: Collective, max_chunks: int = 6, max_steps: int
                     why += f", not below {_q(best)}"
                 pruned.append(Point(S, None, C, "infeasible", why))
                 continue
-            res = solver.solve(S, hi, C)
-            if res.verdict == "unknown":
-                return timed_out(f"time limit at {S} steps, {C} chunk(s), {hi} rounds")
-            if res.verdict == "unsat":
-                pruned.append(Point(S, hi, C, "infeasible", f"unsat with at most {hi} rounds"))
+            # the bound first (a sat there ends this column and often the search), then the most rounds
+            # that would still improve (an unsat there rules out the whole column: more rounds never hurt)
+            found, R = None, None
+            for probe in ([lo, hi] if lo < hi else [hi]):
+                res = solver.solve(S, probe, C)
+                if res.verdict == "unknown":
+                    return timed_out(f"time limit at {S} steps, {C} chunk(s), {probe} rounds")
+                if res.verdict == "sat":
+                    found, R = res.schedule, res.schedule.rounds
+                    break
+                pruned.append(Point(S, probe, C, "infeasible", f"unsat with at most {probe} rounds"))
+                lo = probe + 1
+            if found is None:
                 continue
-            # descend: fewer rounds for this C until unsat or the bound
-            found = res.schedule
-            R = found.rounds
+            # between: fewer rounds for this C until unsat
             while R - 1 >= lo:
                 more = solver.solve(S, R - 1, C)
                 if more.verdict == "unknown":
@@ -348,9 +354,6 @@ def pareto(topo: Topology, base: Collective, max_chunks: int = 6, max_steps: int
                     pruned.append(Point(S, R - 1, C, "infeasible", f"unsat with at most {R - 1} rounds"))
                     break
                 found, R = more.schedule, more.schedule.rounds
-            else:
-                if R > S:
-                    pruned.append(Point(S, R - 1, C, "infeasible", f"bound: rounds >= {lo}"))
             q = Fraction(R, C)
             if best is None or q < best:
                 best = q
@@ -358,6 +361,18 @@ def pareto(topo: Topology, base: Collective, max_chunks: int = 6, max_steps: int
             if best <= q_lb:
                 break
         if improved is not None:
+            # the same rounds/chunk with fewer chunks is the simpler schedule: look for it
+            q = Fraction(improved.rounds, improved.chunks)
+            for C in range(q.denominator, improved.chunks, q.denominator):
+                R = q.numerator * (C // q.denominator)
+                res = solver.solve(S, R, C)
+                if res.verdict == "sat":
+                    improved = Point(S, res.schedule.rounds, C, "found", schedule=res.schedule)
+                    break
+                if res.verdict == "unknown":
+                    return timed_out(f"time limit at {S} steps, {C} chunk(s), {R} rounds")
+                pruned.append(Point(S, R, C, "infeasible", f"unsat with at most {R} rounds (same rounds/chunk, "
+                                                            "fewer chunks)"))
             points.append(improved)
             best_point = improved
         if best is not None and best <= q_lb:
