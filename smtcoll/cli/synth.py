@@ -104,7 +104,9 @@ def synth(
         print_json(result.to_json())
     else:
         _text(result, topo.name, base.name, output if schedule is not None else None)
-    raise typer.Exit(EXIT[result.status])
+    # sys.exit, not typer.Exit: the guard in cli/app.py runs click with standalone_mode=False, where
+    # click returns an Exit's code instead of raising it, and the code would be lost
+    sys.exit(EXIT[result.status])
 
 
 def _text(result: SynthResult, topo: str, coll: str, output: Path | None) -> None:

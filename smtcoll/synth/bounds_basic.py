@@ -38,9 +38,9 @@ class Bounds:
     def rounds(self, chunks: int) -> int:
         return math.ceil(self.rounds_per_chunk.value * chunks)
 
-    def least_steps(self, one_round_per_step: bool = True) -> Bound:
+    def least_steps(self, one_round_per_step: bool = True, chunks: int = 1) -> Bound:
         """The best bound on the steps; with one round per step the rounds bound applies too."""
-        r = self.rounds(1)
+        r = self.rounds(chunks)
         if one_round_per_step and r > self.steps.value:
             return Bound(r, self.rounds_per_chunk.why)
         return self.steps

@@ -22,6 +22,8 @@ from smtcoll.model import Collective, Schedule, Step, Topology
 from smtcoll.synth.bounds_basic import Bounds, bounds
 from smtcoll.synth.combining import compose, dual_collective, reverse_schedule
 from smtcoll.synth.encoding import Encoding, Outcome
+from smtcoll.synth.greedy import greedy_schedule
+from smtcoll.synth.translation import TranslationEncoding, applicable
 from smtcoll.synth.result import Attempt, Point, SynthResult
 
 Progress = Callable[[Attempt], None]
@@ -87,6 +89,11 @@ class InstanceSolver:
                     and (cap is None or cap >= rounds) and (cap is None or cap - rounds <= 2):
                 return enc
         coll = self.collective(chunks)
+        if kind == "translation":
+            enc = TranslationEncoding(self.topo, coll, applicable(self.topo, coll), steps,
+                                      steps if rounds is None else rounds)
+            self._enc[kind, steps, rounds, chunks] = enc
+            return enc
         if kind == "dual":
             dual, _ = dual_collective(coll)
             enc = Encoding(self.topo.reversed(), dual, steps, rounds, tree=True, unbounded=rounds is None)
@@ -103,6 +110,8 @@ class InstanceSolver:
         kinds = ["direct"]
         if coll.is_combining and dual_collective(coll) is not None:
             kinds = ["dual", "direct"]
+        elif rounds is not None and applicable(self.topo, coll) is not None:
+            kinds = ["translation", "direct"]
         for kind in kinds:
             if self.clock.expired():
                 self._record(steps, rounds, chunks, "timeout", 0.0, kind)
@@ -121,10 +130,10 @@ class InstanceSolver:
             if out.verdict == "unknown":
                 self._record(steps, rounds, chunks, "timeout", seconds, kind)
                 return Outcome("unknown", None, seconds)
+            # only the exact encoding may answer unsat; the others are shapes tried first
+            self._record(steps, rounds, chunks, "unsat" if kind == "direct" else "no-shape", seconds, kind)
             if kind == "direct":
-                self._record(steps, rounds, chunks, "unsat", seconds, kind)
                 return out
-            self._record(steps, rounds, chunks, "unsat", seconds, kind)
         return Outcome("unsat", None, 0.0)
 
     def _record(self, steps: int, rounds: int | None, chunks: int, verdict: str, seconds: float, kind: str) -> None:
@@ -134,9 +143,10 @@ class InstanceSolver:
             self.progress(a)
 
 
-def _bound_json(b: Bounds, one_round: bool) -> dict:
+def _bound_json(b: Bounds, one_round: bool, chunks: int = 1) -> dict:
     q = b.rounds_per_chunk.value
-    return {"steps": int(b.least_steps(one_round).value), "steps_why": b.least_steps(one_round).why,
+    steps = b.least_steps(one_round, chunks)
+    return {"steps": int(steps.value), "steps_why": steps.why,
             "rounds_per_chunk": round(float(q), 6), "rounds_per_chunk_exact": str(q),
             "rounds_per_chunk_why": b.rounds_per_chunk.why}
 
@@ -150,7 +160,7 @@ def instance(topo: Topology, base: Collective, steps: int, rounds: int | None, c
     coll = solver.collective(chunks)
     b = bounds(topo, coll)
     R = steps if rounds is None else rounds
-    lb = _bound_json(b, rounds is None)
+    lb = _bound_json(b, rounds is None, chunks)
     why = _infeasible_by_bound(b, steps, R, chunks)
     if why:
         return SynthResult("infeasible", None, "instance", lb, [], pruned=[Point(steps, R, chunks, "infeasible", why)],
@@ -195,9 +205,9 @@ def least_steps(topo: Topology, base: Collective, rounds: int | None = None, chu
     solver = InstanceSolver(topo, base, clock, progress)
     coll = solver.collective(chunks)
     b = bounds(topo, coll)
-    lbj = _bound_json(b, rounds is None)
+    lbj = _bound_json(b, rounds is None, chunks)
     if rounds is None:
-        start = int(b.least_steps(True).value)
+        start = int(b.least_steps(True, chunks).value)
     else:
         start = int(b.steps.value)
     start = max(start, 1)
@@ -210,16 +220,28 @@ def least_steps(topo: Topology, base: Collective, rounds: int | None = None, chu
                                f"{rounds} rounds ({why})", seconds=_secs(clock))
     pruned = []
     if start > 1:
-        pruned.append(Point(start - 1, None, chunks, "infeasible", f"bound: {b.least_steps(rounds is None).why}"))
+        pruned.append(Point(start - 1, None, chunks, "infeasible", f"bound: {b.least_steps(rounds is None, chunks).why}"))
+    # a greedy schedule caps the search: an extra step never hurts, so only fewer steps need the solver
+    greedy = None
+    if rounds is None:
+        t0 = time.process_time()
+        greedy = greedy_schedule(topo, coll, top)
+        if greedy is not None:
+            greedy = _checked(greedy)
+            top = min(top, len(greedy.steps))
+            solver._record(len(greedy.steps), len(greedy.steps), chunks, "sat", time.process_time() - t0, "greedy")
     for S in range(start, top + 1):
         R = S if rounds is None else rounds
-        out = solver.solve(S, R, chunks)
+        if greedy is not None and S == len(greedy.steps):
+            out = Outcome("sat", greedy, 0.0, greedy.rounds)
+        else:
+            out = solver.solve(S, R, chunks)
         if out.verdict == "sat":
             sched = out.schedule
             if S == start:
-                why = f"lower bound: {b.least_steps(rounds is None).why}"
+                why = f"lower bound: {b.least_steps(rounds is None, chunks).why}"
             else:
-                why = f"unsat for {start}..{S - 1} steps" + (f"; below {start}: {b.least_steps(rounds is None).why}"
+                why = f"unsat for {start}..{S - 1} steps" + (f"; below {start}: {b.least_steps(rounds is None, chunks).why}"
                                                               if start > 1 else "")
             optimal = {"steps": S, "proved": True, "why": why}
             variants = _allreduce_variants(topo, base, chunks, sched, clock, progress) if rounds is None else ()
@@ -227,9 +249,11 @@ def least_steps(topo: Topology, base: Collective, rounds: int | None = None, chu
                                [Point(S, sched.rounds, chunks, "found")], pruned, optimal, variants,
                                seconds=_secs(clock))
         if out.verdict == "unknown":
-            return SynthResult("timeout", None, "least-steps", lbj, solver.attempts, [], pruned,
-                               {"steps_at_least": S, "proved": False},
-                               message=f"time limit: no schedule with fewer than {S} steps; {S} undecided",
+            known = f"; best known: {len(greedy.steps)} steps (greedy)" if greedy is not None else ""
+            return SynthResult("timeout", greedy, "least-steps", lbj, solver.attempts, [], pruned,
+                               {"steps_at_least": S, "steps_at_most": len(greedy.steps) if greedy else None,
+                                "proved": False},
+                               message=f"time limit: no schedule with fewer than {S} steps; {S} undecided{known}",
                                seconds=_secs(clock))
         pruned.append(Point(S, R, chunks, "infeasible", "unsat"))
     return SynthResult("infeasible", None, "least-steps", lbj, solver.attempts, [], pruned,
