@@ -43,12 +43,15 @@ def test_star_allgather_starts_at_the_receive_bound() -> None:
     assert "receive capacity" in r.optimal["why"]
 
 
-def test_ring_allgather_proves_steps_below_by_unsat_or_bound() -> None:
-    r = _least("ring:4", "alltoall")
-    assert r.status == "found"
-    b = bounds(library.topology("ring:4"), library.collective("alltoall", 4))
-    assert len(r.schedule.steps) >= b.least_steps().value
-    assert all(a.verdict == "unsat" for a in r.attempts[:-1]) and r.attempts[-1].verdict == "sat"
+@pytest.mark.parametrize("topo, coll", [("ring:4", "alltoall"), ("ring:8", "allreduce"), ("line:4", "alltoall")])
+def test_every_step_count_below_is_proved_impossible(topo: str, coll: str) -> None:
+    r = _least(topo, coll)
+    assert r.status == "found" and r.optimal["proved"]
+    b = bounds(library.topology(topo), library.collective(coll, library.topology(topo).ranks))
+    found = len(r.schedule.steps)
+    exact_unsat = {a.steps for a in r.attempts if a.method == "direct" and a.verdict == "unsat"}
+    for s in range(1, found):
+        assert s < b.least_steps().value or s in exact_unsat
 
 
 def test_bounds_match_the_known_cuts() -> None:
