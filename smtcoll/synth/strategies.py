@@ -23,7 +23,7 @@ from smtcoll.synth.bounds_basic import Bounds, bounds
 from smtcoll.synth.combining import compose, dual_collective, reverse_schedule
 from smtcoll.synth.encoding import Encoding, Outcome
 from smtcoll.synth.greedy import greedy_schedule
-from smtcoll.synth.translation import TranslationEncoding, applicable
+from smtcoll.synth.symmetry import SymmetricEncoding, applicable
 from smtcoll.synth.result import Attempt, Point, SynthResult
 
 Progress = Callable[[Attempt], None]
@@ -82,6 +82,11 @@ class InstanceSolver:
     def collective(self, chunks: int) -> Collective:
         return self.base.with_chunks(chunks)
 
+    def _group(self, coll: Collective) -> list[list[int]] | None:
+        if not hasattr(self, "_groups"):
+            self._groups = applicable(self.topo, coll)
+        return self._groups
+
     def _encoding(self, kind: str, steps: int, rounds: int | None, chunks: int, cap: int | None) -> Encoding:
         # reuse an encoding whose rounds cap covers the question (the rounds are assumptions)
         for (k, s, c_ap, c), enc in self._enc.items():
@@ -90,8 +95,8 @@ class InstanceSolver:
                 return enc
         rounds = None if rounds is None else max(rounds, cap or 0)
         coll = self.collective(chunks)
-        if kind == "translation":
-            enc = TranslationEncoding(self.topo, coll, applicable(self.topo, coll), steps,
+        if kind == "symmetric":
+            enc = SymmetricEncoding(self.topo, coll, self._group(coll), steps,
                                       steps if rounds is None else rounds)
             self._enc[kind, steps, rounds, chunks] = enc
             return enc
@@ -117,8 +122,8 @@ class InstanceSolver:
         kinds = ["direct"]
         if coll.is_combining and dual_collective(coll) is not None:
             kinds = ["dual", "direct"]
-        elif rounds is not None and applicable(self.topo, coll) is not None:
-            kinds = ["translation", "direct"]
+        elif rounds is not None and self._group(coll) is not None:
+            kinds = ["symmetric", "direct"]
         elif rounds is not None and _single_needers(coll):
             kinds = ["shortest", "direct"]
         for kind in kinds:
