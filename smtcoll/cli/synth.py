@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import enum
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -18,7 +19,6 @@ from smtcoll.cli.app import Format, app, print_json
 from smtcoll.errors import ModelError
 from smtcoll.formats import save_schedule
 from smtcoll.model import Schedule
-from smtcoll.synth import strategies
 from smtcoll.synth.result import Attempt, SynthResult
 
 EXIT = {"found": 0, "infeasible": 1, "timeout": 3}
@@ -30,7 +30,7 @@ class Strategy(str, enum.Enum):
     pareto = "pareto"
 
 
-def _progress() -> strategies.Progress | None:
+def _progress() -> Callable[[Attempt], None] | None:
     """One line per solver question on stderr, only for a person watching a terminal."""
     if not sys.stderr.isatty():
         return None
@@ -86,6 +86,8 @@ def synth(
     base = specs.resolve_collective(collective, topo.ranks, root, 1)
     if base.ranks != topo.ranks:
         raise ModelError("collective", f"has {base.ranks} ranks but topology {topo.name} has {topo.ranks}")
+    from smtcoll.synth import strategies  # z3: imported only when synthesizing, not for other commands
+
     progress = _progress()
     if chosen is Strategy.instance:
         result = strategies.instance(topo, base, steps, rounds, chunks, timeout, progress)
