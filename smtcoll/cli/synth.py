@@ -41,8 +41,8 @@ def _progress() -> Callable[[Attempt], None] | None:
 
     def show(a: Attempt) -> None:
         rounds = "any" if a.rounds is None else str(a.rounds)
-        console.print(f"  steps {a.steps:>3}  rounds <= {rounds:>4}  chunks {a.chunks:>2}  [{a.method:<6}]  "
-                      f"[{colors.get(a.verdict, 'white')}]{a.verdict:<7}[/]  {a.seconds:7.2f} s")
+        console.print(f"  steps {a.steps:>3}  rounds <= {rounds:>4}  chunks {a.chunks:>2}  {a.method:<9}  "
+                      f"[{colors.get(a.verdict, 'white')}]{a.verdict:<8}[/]  {a.seconds:7.2f} s")
 
     return show
 

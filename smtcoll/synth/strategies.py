@@ -412,6 +412,9 @@ def pareto(topo: Topology, base: Collective, max_chunks: int = 6, max_steps: int
             q = Fraction(improved.rounds, improved.chunks)
             for C in range(q.denominator, improved.chunks, q.denominator):
                 R = q.numerator * (C // q.denominator)
+                if R < max(S, b.rounds(C)):
+                    pruned.append(Point(S, R, C, "infeasible", f"bound: rounds >= {max(S, b.rounds(C))}"))
+                    continue
                 res = solver.solve(S, R, C)
                 if res.verdict == "sat":
                     improved = Point(S, res.schedule.rounds, C, "found", schedule=res.schedule)
