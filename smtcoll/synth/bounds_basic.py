@@ -11,7 +11,7 @@
 
 The rounds bounds are rounds per chunk (a Fraction): with the collective split in C, every count scales
 by C, so R >= ceil(bound * C); with one round per step they bound the steps too. For combining
-collectives only the distance bound is used here (partial sums change the counting).
+collectives partial sums change the counting: only one value per address has to enter (or leave) a rank.
 """
 
 from __future__ import annotations
@@ -101,9 +101,18 @@ def rounds_bound(topo: Topology, coll: Collective) -> Bound:
         elif count and not cap:
             best, why = Fraction(10**9), f"{what}: {count} chunk(s) but no capacity"
 
-    if coll.is_combining:
-        return Bound(best, "no capacity bound for combining collectives here")
     P = coll.ranks
+    if coll.is_combining:
+        # a rank needing a contribution it lacks receives at least one value of that address; a rank
+        # holding a contribution needed elsewhere sends at least one value of that address
+        for v in range(P):
+            k = len({coll.address[c] for c in coll.post_sets[v] if c not in coll.pre_sets[v]})
+            consider(k, _in_capacity(topo, v), f"receive capacity of rank {v} (one value per address)")
+        for u in range(P):
+            k = len({coll.address[c] for c in coll.pre_sets[u]
+                     if any(c in coll.post_sets[w] for w in range(P) if w != u)})
+            consider(k, _out_capacity(topo, u), f"send capacity of rank {u} (one value per address)")
+        return Bound(best, why if best else "none")
     for v in range(P):
         k = sum(1 for c in coll.post_sets[v] if c not in coll.pre_sets[v])
         consider(k, _in_capacity(topo, v), f"receive capacity of rank {v}")
