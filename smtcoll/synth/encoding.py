@@ -31,10 +31,10 @@ import math
 import time
 from collections.abc import Iterator, Sequence
 
-import attrs
 import z3
 
 from smtcoll.model import Collective, Schedule, Send, Step, Topology
+from smtcoll.synth.result import Outcome
 
 INF = 1 << 30
 NO_LIMIT_S = 2_000_000  # the solver timeout (seconds) used when no time limit is given
@@ -86,16 +86,6 @@ def _dist_matrix(topo: Topology) -> list[list[int]]:
         for t, k in row.items():
             d[s][t] = k
     return d
-
-
-@attrs.frozen
-class Outcome:
-    """One solver call: `sat`, `unsat` or `unknown` (time limit), the schedule when sat."""
-
-    verdict: str
-    schedule: Schedule | None
-    seconds: float
-    rounds: int | None = None
 
 
 class Encoding:

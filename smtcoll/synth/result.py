@@ -13,6 +13,16 @@ Status = Literal["found", "infeasible", "timeout"]
 
 
 @attrs.frozen
+class Outcome:
+    """One solver call: `sat`, `unsat` or `unknown` (time limit), the schedule when sat."""
+
+    verdict: str
+    schedule: Schedule | None
+    seconds: float
+    rounds: int | None = None
+
+
+@attrs.frozen
 class Attempt:
     """One solver question: is there a schedule with `steps` steps, at most `rounds` rounds (None: any
     number) and the collective split in `chunks`? `verdict` is sat, unsat or timeout."""

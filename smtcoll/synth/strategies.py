@@ -21,10 +21,9 @@ from smtcoll.errors import SmtcollError
 from smtcoll.model import Collective, Schedule, Step, Topology
 from smtcoll.synth.bounds_basic import Bounds, bounds
 from smtcoll.synth.combining import compose, dual_collective, reverse_schedule
-from smtcoll.synth.encoding import Encoding, Outcome
 from smtcoll.synth.greedy import greedy_schedule
 from smtcoll.synth.symmetry import SymmetricEncoding, applicable
-from smtcoll.synth.result import Attempt, Point, SynthResult
+from smtcoll.synth.result import Attempt, Outcome, Point, SynthResult
 
 Progress = Callable[[Attempt], None]
 
@@ -87,7 +86,7 @@ class InstanceSolver:
             self._groups = applicable(self.topo, coll)
         return self._groups
 
-    def _encoding(self, kind: str, steps: int, rounds: int | None, chunks: int, cap: int | None) -> Encoding:
+    def _encoding(self, kind: str, steps: int, rounds: int | None, chunks: int, cap: int | None):
         # reuse an encoding whose rounds cap covers the question (the rounds are assumptions)
         for (k, s, c_ap, c), enc in self._enc.items():
             if k == kind and s == steps and c == chunks and (c_ap is None) == (rounds is None) \
@@ -100,6 +99,9 @@ class InstanceSolver:
                                       steps if rounds is None else rounds)
             self._enc[kind, steps, rounds, chunks] = enc
             return enc
+        # z3 is imported only when a question needs the solver (bounds and the greedy answer many alone)
+        from smtcoll.synth.encoding import Encoding
+
         if kind == "dual":
             dual, _ = dual_collective(coll)
             enc = Encoding(self.topo.reversed(), dual, steps, rounds, tree=True, unbounded=rounds is None)

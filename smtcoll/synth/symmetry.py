@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 
 from smtcoll.model import Collective, Schedule, Send, Step, Topology
-from smtcoll.synth.encoding import Encoding, Outcome
+from smtcoll.synth.result import Outcome
 
 _NAME = re.compile(r"^(ring|torus2d|torus3d):(\d+(?:x\d+)*)$")
 MAX_AUTOMORPHISMS = 64  # enumerated with networkx before giving up on the whole group
@@ -134,6 +134,8 @@ class SymmetricEncoding:
             for p in group:
                 orbit_of[p[l.src], p[l.dst]] = len(orbits)
             orbits.append(l.bandwidth)
+        from smtcoll.synth.encoding import Encoding  # z3 only when a solver is needed
+
         self.enc = Encoding(topo, sub, steps, rounds, unbounded=True, phase=phase)
         enc = self.enc
         for s in range(1, steps + 1):
