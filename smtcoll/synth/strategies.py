@@ -76,7 +76,7 @@ class InstanceSolver:
     def __init__(self, topo: Topology, base: Collective, clock: Clock, progress: Progress | None = None) -> None:
         self.topo, self.base, self.clock, self.progress = topo, base, clock, progress
         self.attempts: list[Attempt] = []
-        self._enc: dict[tuple, Encoding] = {}
+        self._enc: dict[tuple, object] = {}  # Encoding or SymmetricEncoding, by (kind, steps, cap, chunks)
 
     def collective(self, chunks: int) -> Collective:
         return self.base.with_chunks(chunks)
@@ -130,7 +130,7 @@ class InstanceSolver:
             kinds = ["shortest", "direct"]
         for kind in kinds:
             if self.clock.expired():
-                self._record(steps, rounds, chunks, "timeout", 0.0, kind)
+                self.record(steps, rounds, chunks, "timeout", 0.0, kind)
                 return Outcome("unknown", None, 0.0)
             t0 = time.process_time()
             enc = self._encoding(kind, steps, rounds, chunks, cap)
@@ -141,18 +141,18 @@ class InstanceSolver:
                 if kind == "dual":
                     sched = reverse_schedule(sched, self.topo, coll, dual_collective(coll)[1])
                 sched = _checked(tight_rounds(sched))
-                self._record(steps, rounds, chunks, "sat", seconds, kind)
+                self.record(steps, rounds, chunks, "sat", seconds, kind)
                 return Outcome("sat", sched, seconds, sched.rounds)
             if out.verdict == "unknown":
-                self._record(steps, rounds, chunks, "timeout", seconds, kind)
+                self.record(steps, rounds, chunks, "timeout", seconds, kind)
                 return Outcome("unknown", None, seconds)
             # only the exact encoding may answer unsat; the others are shapes tried first
-            self._record(steps, rounds, chunks, "unsat" if kind == "direct" else "no-shape", seconds, kind)
+            self.record(steps, rounds, chunks, "unsat" if kind == "direct" else "no-shape", seconds, kind)
             if kind == "direct":
                 return out
         return Outcome("unsat", None, 0.0)
 
-    def _record(self, steps: int, rounds: int | None, chunks: int, verdict: str, seconds: float, kind: str) -> None:
+    def record(self, steps: int, rounds: int | None, chunks: int, verdict: str, seconds: float, kind: str) -> None:
         a = Attempt(steps, rounds, chunks, verdict, seconds, kind)
         self.attempts.append(a)
         if self.progress:
@@ -254,7 +254,7 @@ def least_steps(topo: Topology, base: Collective, rounds: int | None = None, chu
         if greedy is not None:
             greedy = _checked(greedy)
             top = min(top, len(greedy.steps))
-            solver._record(len(greedy.steps), len(greedy.steps), chunks, "sat", time.process_time() - t0, "greedy")
+            solver.record(len(greedy.steps), len(greedy.steps), chunks, "sat", time.process_time() - t0, "greedy")
     for S in range(start, top + 1):
         R = S if rounds is None else rounds
         if greedy is not None and S == len(greedy.steps):
