@@ -69,3 +69,15 @@ def test_allreduce_with_chunks_instance() -> None:
     r = strategies.instance(t, library.collective("allreduce", 4), 3, 6, 2)
     assert r.status == "found"
     assert check_schedule(r.schedule).verdict == "ok"
+
+
+@pytest.mark.parametrize("topo", ["line:4", "star:4", "ring:5", "hypercube:2"])
+@pytest.mark.parametrize("coll, root", [("broadcast", 1), ("reduce", 2), ("scatter", 0), ("gather", 3),
+                                        ("allgather", None), ("alltoall", None), ("reducescatter", None),
+                                        ("allreduce", None)])
+def test_every_builtin_collective_is_synthesized_and_checked(topo: str, coll: str, root: int | None) -> None:
+    t = library.topology(topo)
+    r = strategies.least_steps(t, library.collective(coll, t.ranks, root))
+    assert r.status == "found"
+    assert r.optimal["proved"]
+    assert check_schedule(r.schedule).verdict == "ok"
