@@ -1,1 +1,1 @@
-"""Synthesis with Z3 (the only package besides proofs that imports z3)."""
+"""Synthesis: the Z3 encodings and the search strategies (with `proofs/`, the only z3 importer)."""

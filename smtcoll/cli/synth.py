@@ -1,0 +1,145 @@
+"""`smtcoll synth`: step-optimal schedules and the latency/bandwidth frontier, with the proof status.
+
+Exit codes (DESIGN.md): 0 found, 1 proved that none exists within the bounds, 2 unusable input,
+3 time limit (the best schedule and the bounds known so far are still reported and written).
+"""
+
+from __future__ import annotations
+
+import enum
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from smtcoll import specs
+from smtcoll.cli.app import Format, app, print_json
+from smtcoll.errors import ModelError
+from smtcoll.formats import save_schedule
+from smtcoll.model import Schedule
+from smtcoll.synth.result import Attempt, SynthResult
+
+EXIT = {"found": 0, "infeasible": 1, "timeout": 3}
+
+
+class Strategy(str, enum.Enum):
+    instance = "instance"
+    least_steps = "least-steps"
+    pareto = "pareto"
+
+
+def _progress() -> Callable[[Attempt], None] | None:
+    """One line per solver question on stderr, only for a person watching a terminal."""
+    if not sys.stderr.isatty():
+        return None
+    from rich.console import Console
+
+    console = Console(stderr=True, highlight=False)
+    colors = {"sat": "green", "unsat": "yellow", "timeout": "red"}
+
+    def show(a: Attempt) -> None:
+        rounds = "any" if a.rounds is None else str(a.rounds)
+        console.print(f"  steps {a.steps:>3}  rounds <= {rounds:>4}  chunks {a.chunks:>2}  {a.method:<9}  "
+                      f"[{colors.get(a.verdict, 'white')}]{a.verdict:<8}[/]  {a.seconds:7.2f} s")
+
+    return show
+
+
+@app.command("synth")
+def synth(
+    topology: Annotated[str, typer.Option("--topology", "-t", help="a built-in name (dgx1, ring:8) or a .toml file")],
+    collective: Annotated[str, typer.Option("--collective", "-c", help="a built-in name (allgather) or a .toml file")],
+    root: Annotated[Optional[int], typer.Option(help="root rank of a rooted collective")] = None,
+    chunks: Annotated[int, typer.Option(help="split every chunk in C (instance, least-steps)")] = 1,
+    steps: Annotated[Optional[int], typer.Option(help="steps S (instance strategy)")] = None,
+    rounds: Annotated[Optional[int], typer.Option(help="rounds R in all (default: one per step)")] = None,
+    strategy: Annotated[Optional[Strategy], typer.Option(
+        help="instance (with --steps), least-steps (default) or pareto")] = None,
+    max_steps: Annotated[Optional[int], typer.Option(help="least-steps/pareto: give up above this many steps "
+                                                          "(default: lower bound + 2 * ranks)")] = None,
+    max_chunks: Annotated[int, typer.Option(help="pareto: the most chunks per input to consider")] = 6,
+    timeout: Annotated[Optional[float], typer.Option(help="time limit in seconds (exit 3 when reached)")] = None,
+    nodes: Annotated[int, typer.Option(help="compose this many nodes through the NIC model")] = 1,
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="write the schedule (JSON) here")] = None,
+    fmt: Annotated[Format, typer.Option("--format", "-f", help="text for people, json for scripts")] = Format.text,
+) -> None:
+    """Synthesize a schedule with the fewest steps, one instance, or the whole Pareto frontier."""
+    for name, value, low in (("--chunks", chunks, 1), ("--steps", steps, 1), ("--rounds", rounds, 1),
+                             ("--max-steps", max_steps, 1), ("--max-chunks", max_chunks, 1), ("--nodes", nodes, 1)):
+        if value is not None and value < low:
+            raise ModelError(name, f"must be >= {low}, got {value}")
+    if timeout is not None and timeout <= 0:
+        raise ModelError("--timeout", f"must be > 0, got {timeout}")
+    chosen = strategy or (Strategy.instance if steps is not None else Strategy.least_steps)
+    if chosen is Strategy.instance and steps is None:
+        raise ModelError("--steps", "the instance strategy needs --steps S")
+    if chosen is not Strategy.instance and steps is not None:
+        raise ModelError("--steps", f"applies to the instance strategy only, not {chosen.value}")
+    if chosen is Strategy.pareto and (chunks != 1 or rounds is not None):
+        raise ModelError("--chunks/--rounds", "pareto searches every rounds and chunks count itself; "
+                                              "bound it with --max-chunks and --max-steps")
+    if rounds is not None and steps is not None and rounds < steps:
+        raise ModelError("--rounds", f"= {rounds}: rounds must be >= steps ({steps})")
+    topo = specs.resolve_topology(topology, nodes)
+    base = specs.resolve_collective(collective, topo.ranks, root, 1)
+    if base.ranks != topo.ranks:
+        raise ModelError("collective", f"has {base.ranks} ranks but topology {topo.name} has {topo.ranks}")
+    from smtcoll.synth import strategies  # z3: imported only when synthesizing, not for other commands
+
+    progress = _progress()
+    if chosen is Strategy.instance:
+        result = strategies.instance(topo, base, steps, rounds, chunks, timeout, progress)
+    elif chosen is Strategy.least_steps:
+        result = strategies.least_steps(topo, base, rounds, chunks, max_steps, timeout, progress)
+    else:
+        result = strategies.pareto(topo, base, max_chunks, max_steps, timeout, progress)
+    schedule = result.schedule
+    if schedule is not None:
+        schedule = Schedule(schedule.topology, schedule.collective, schedule.steps,
+                            f"{base.name} on {topo.name}: {len(schedule.steps)} steps, {schedule.rounds} rounds, "
+                            f"{schedule.collective.chunk_factor} chunk(s)")
+        if output is not None:
+            save_schedule(schedule, output)
+    if fmt is Format.json:
+        print_json(result.to_json())
+    else:
+        _text(result, topo.name, base.name, output if schedule is not None else None)
+    # sys.exit, not typer.Exit: the guard in cli/app.py runs click with standalone_mode=False, where
+    # click returns an Exit's code instead of raising it, and the code would be lost
+    sys.exit(EXIT[result.status])
+
+
+def _text(result: SynthResult, topo: str, coll: str, output: Path | None) -> None:
+    echo = typer.echo
+    lb = result.lower_bound
+    s = result.schedule
+    if result.status == "found" and s is not None:
+        echo(f"found: {coll} on {topo}: {len(s.steps)} steps, {s.rounds} rounds, {s.collective.chunk_factor} "
+             f"chunk(s) ({sum(len(x.sends) for x in s.steps)} sends); accepted by the checker")
+    else:
+        echo(f"{result.status}: {result.message}")
+    if result.optimal.get("why"):
+        echo(f"optimal: {result.optimal['steps']} steps ({result.optimal['why']})")
+    echo(f"lower bounds: {lb['steps']} steps ({lb['steps_why']}); rounds/chunk >= {lb['rounds_per_chunk_exact']} "
+         f"({lb['rounds_per_chunk_why']})")
+    if result.strategy == "pareto":
+        echo("Pareto frontier (steps, rounds, chunks, rounds/chunk):" if result.points else "no Pareto point")
+        for p in result.points:
+            echo(f"  ({p.steps}, {p.rounds}, {p.chunks})  {p.rounds / p.chunks:.4g}")
+        echo(f"pruned ({len(result.pruned)}), each with its reason:")
+        for p in result.pruned:
+            what = f"steps {p.steps}" + (f", chunks {p.chunks}" if p.chunks else "") + \
+                   (f", rounds <= {p.rounds}" if p.rounds is not None else "")
+            echo(f"  {what}: {p.why}")
+    for v in result.variants:
+        if "steps" in v:
+            echo(f"variant {v['method']}: {v['steps']} steps, {v['rounds']} rounds")
+        else:
+            echo(f"variant {v['method']}: {v.get('status')} {v.get('why', '')}".rstrip())
+    if result.status == "found" and s is not None and result.message:
+        echo(result.message)
+    if output is not None:
+        echo(f"schedule written to {output}")
+    echo(f"{len(result.attempts)} solver call(s), {result.seconds:.2f} s")

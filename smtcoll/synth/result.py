@@ -1,0 +1,97 @@
+"""What a synthesis run returns: every instance tried, the Pareto points, and why the rest was pruned."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Any, Literal
+
+import attrs
+
+from smtcoll.model import Schedule
+
+Status = Literal["found", "infeasible", "timeout"]
+
+
+@attrs.frozen
+class Outcome:
+    """One solver call: `sat`, `unsat` or `unknown` (time limit), the schedule when sat."""
+
+    verdict: str
+    schedule: Schedule | None
+    seconds: float
+    rounds: int | None = None
+
+
+@attrs.frozen
+class Attempt:
+    """One solver question: is there a schedule with `steps` steps, at most `rounds` rounds (None: any
+    number) and the collective split in `chunks`? `verdict` is sat, unsat or timeout."""
+
+    steps: int
+    rounds: int | None
+    chunks: int
+    verdict: str
+    seconds: float
+    method: str = "direct"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"steps": self.steps, "rounds": self.rounds, "chunks": self.chunks, "verdict": self.verdict,
+                "method": self.method, "seconds": round(self.seconds, 3)}
+
+
+@attrs.frozen
+class Point:
+    """A (steps, rounds, chunks) point: found (with a schedule), or pruned with the reason."""
+
+    steps: int
+    rounds: int | None
+    chunks: int
+    status: str  # found | infeasible | timeout
+    why: str = ""
+    schedule: Schedule | None = attrs.field(default=None, eq=False, repr=False)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"steps": self.steps, "rounds": self.rounds, "chunks": self.chunks}
+        if self.rounds is not None:
+            out["rounds_per_chunk"] = _ratio(Fraction(self.rounds, self.chunks))
+        out["status"] = self.status
+        if self.why:
+            out["why"] = self.why
+        return out
+
+
+@attrs.frozen
+class SynthResult:
+    status: Status
+    schedule: Schedule | None
+    strategy: str
+    lower_bound: dict[str, Any]
+    attempts: tuple[Attempt, ...] = attrs.field(converter=tuple)
+    points: tuple[Point, ...] = attrs.field(converter=tuple, default=())
+    pruned: tuple[Point, ...] = attrs.field(converter=tuple, default=())
+    optimal: dict[str, Any] = attrs.field(factory=dict)
+    variants: tuple[dict[str, Any], ...] = attrs.field(converter=tuple, default=())
+    message: str = ""
+    seconds: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        s = self.schedule
+        return {
+            "status": self.status,
+            "strategy": self.strategy,
+            "steps": len(s.steps) if s else None,
+            "rounds": s.rounds if s else None,
+            "chunks": s.collective.chunk_factor if s else None,
+            "optimal": self.optimal,
+            "lower_bound": self.lower_bound,
+            "points": [p.to_json() for p in self.points],
+            "pruned": [p.to_json() for p in self.pruned],
+            "variants": list(self.variants),
+            "attempts": [a.to_json() for a in self.attempts],
+            "message": self.message,
+            "seconds": round(self.seconds, 3),
+        }
+
+
+def _ratio(q: Fraction) -> float:
+    return round(float(q), 6)

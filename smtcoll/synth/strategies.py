@@ -1,0 +1,444 @@
+"""Search strategies over instances: one instance, the least steps, and the (steps, rounds/chunk) frontier.
+
+Every claim of impossibility comes from an UNSAT answer of an exact encoding or from a bound in
+`bounds_basic`, using only facts that are proved (docs/synth.md):
+- more rounds never hurt: a schedule with R rounds is one with R' > R (pad a step);
+- an extra step never hurts: (S, R, C) feasible gives (S+1, R+1, C) (add an empty one-round step);
+- fewer chunks never hurt the steps: (S, R, C) feasible gives (S, R, 1) (keep piece 0 of every chunk);
+- a schedule has R >= S, so with at most C_max chunks its rounds per chunk is >= S / C_max.
+Every schedule returned was first accepted by the independent checker.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from fractions import Fraction
+
+from smtcoll.check.schedule import check_schedule
+from smtcoll.errors import SmtcollError
+from smtcoll.model import Collective, Schedule, Step, Topology
+from smtcoll.synth.bounds_basic import Bounds, bounds
+from smtcoll.synth.combining import compose, dual_collective, reverse_schedule
+from smtcoll.synth.greedy import greedy_schedule
+from smtcoll.synth.symmetry import SymmetricEncoding, applicable
+from smtcoll.synth.result import Attempt, Outcome, Point, SynthResult
+
+Progress = Callable[[Attempt], None]
+
+
+class SynthBug(SmtcollError):
+    """The checker rejected a schedule the synthesizer produced: never returned to the user."""
+
+
+def tight_rounds(schedule: Schedule) -> Schedule:
+    """The same sends with each step's rounds lowered to the fewest its loads need."""
+    topo = schedule.topology
+    steps = []
+    for step in schedule.steps:
+        load: dict[tuple[int, int], int] = {}
+        for s in step.sends:
+            load[s.src, s.dst] = load.get((s.src, s.dst), 0) + 1
+        need = 1
+        for (u, v), n in load.items():
+            need = max(need, math.ceil(n / topo.bandwidth(u, v)))
+        for g in topo.switches:
+            n = sum(k for (u, v), k in load.items() if u in g.srcs and v in g.dsts)
+            need = max(need, math.ceil(n / g.bandwidth))
+        steps.append(Step(need, step.sends))
+    return Schedule(schedule.topology, schedule.collective, steps, schedule.name)
+
+
+def _checked(schedule: Schedule) -> Schedule:
+    report = check_schedule(schedule)
+    if report.verdict != "ok":
+        first = report.errors[0]
+        raise SynthBug(f"internal error: the synthesizer produced a schedule the checker rejects "
+                       f"({first.code} at {first.place() or 'end'}: {first.message}); please report this")
+    return schedule
+
+
+class Clock:
+    def __init__(self, timeout: float | None) -> None:
+        self.start = time.monotonic()
+        self.deadline = None if timeout is None else self.start + timeout
+
+    def expired(self) -> bool:
+        return self.deadline is not None and time.monotonic() >= self.deadline
+
+
+class InstanceSolver:
+    """Answers (steps, rounds, chunks) questions for one topology and collective, keeping encodings for
+    repeated questions with fewer rounds. Combining collectives with a dual try the (fast, tree-shaped)
+    dual first; only the exact direct encoding may answer unsat."""
+
+    def __init__(self, topo: Topology, base: Collective, clock: Clock, progress: Progress | None = None) -> None:
+        self.topo, self.base, self.clock, self.progress = topo, base, clock, progress
+        self.attempts: list[Attempt] = []
+        self._enc: dict[tuple, object] = {}  # Encoding or SymmetricEncoding, by (kind, steps, cap, chunks)
+
+    def collective(self, chunks: int) -> Collective:
+        return self.base.with_chunks(chunks)
+
+    def _group(self, coll: Collective) -> list[list[int]] | None:
+        if not hasattr(self, "_groups"):
+            self._groups = applicable(self.topo, coll)
+        return self._groups
+
+    def _encoding(self, kind: str, steps: int, rounds: int | None, chunks: int, cap: int | None):
+        # reuse an encoding whose rounds cap covers the question (the rounds are assumptions)
+        for (k, s, c_ap, c), enc in self._enc.items():
+            if k == kind and s == steps and c == chunks and (c_ap is None) == (rounds is None) \
+                    and (c_ap is None or c_ap >= rounds):
+                return enc
+        rounds = None if rounds is None else max(rounds, cap or 0)
+        coll = self.collective(chunks)
+        if kind == "symmetric":
+            enc = SymmetricEncoding(self.topo, coll, self._group(coll), steps,
+                                      steps if rounds is None else rounds)
+            self._enc[kind, steps, rounds, chunks] = enc
+            return enc
+        # z3 is imported only when a question needs the solver (bounds and the greedy answer many alone)
+        from smtcoll.synth.encoding import Encoding
+
+        if kind == "dual":
+            dual, _ = dual_collective(coll)
+            enc = Encoding(self.topo.reversed(), dual, steps, rounds, tree=True, unbounded=rounds is None)
+        else:
+            # broadcast-like collectives (a chunk needed at many ranks): trying "send" first finds the
+            # tight schedules much faster (DGX-1 Allgather (3,7,6): 1.6 s instead of 4.2 s); it slows
+            # down the single-destination ones (Star(8) Alltoall 4.6 s instead of 0.6 s): measured
+            phase = None if _single_needers(coll) else "always_true"
+            enc = Encoding(self.topo, coll, steps, rounds, unbounded=rounds is None,
+                           progress_only=kind == "shortest", phase=phase)
+        self._enc[kind, steps, rounds, chunks] = enc
+        return enc
+
+    def solve(self, steps: int, rounds: int | None, chunks: int, cap: int | None = None) -> Outcome:
+        """Is there a schedule with `steps` steps, at most `rounds` rounds (None: any) and `chunks`?
+        `cap`: the most rounds later questions about (steps, chunks) may ask, to encode once."""
+        coll = self.collective(chunks)
+        if rounds is not None and rounds < steps:
+            return Outcome("unsat", None, 0.0)
+        kinds = ["direct"]
+        if coll.is_combining and dual_collective(coll) is not None:
+            kinds = ["dual", "direct"]
+        elif rounds is not None and self._group(coll) is not None:
+            kinds = ["symmetric", "direct"]
+        elif rounds is not None and _single_needers(coll):
+            kinds = ["shortest", "direct"]
+        for kind in kinds:
+            if self.clock.expired():
+                self.record(steps, rounds, chunks, "timeout", 0.0, kind)
+                return Outcome("unknown", None, 0.0)
+            t0 = time.process_time()
+            enc = self._encoding(kind, steps, rounds, chunks, cap)
+            out = enc.check(rounds, deadline=self.clock.deadline)
+            seconds = time.process_time() - t0
+            if out.verdict == "sat":
+                sched = out.schedule
+                if kind == "dual":
+                    sched = reverse_schedule(sched, self.topo, coll, dual_collective(coll)[1])
+                sched = _checked(tight_rounds(sched))
+                self.record(steps, rounds, chunks, "sat", seconds, kind)
+                return Outcome("sat", sched, seconds, sched.rounds)
+            if out.verdict == "unknown":
+                self.record(steps, rounds, chunks, "timeout", seconds, kind)
+                return Outcome("unknown", None, seconds)
+            # only the exact encoding may answer unsat; the others are shapes tried first
+            self.record(steps, rounds, chunks, "unsat" if kind == "direct" else "no-shape", seconds, kind)
+            if kind == "direct":
+                return out
+        return Outcome("unsat", None, 0.0)
+
+    def record(self, steps: int, rounds: int | None, chunks: int, verdict: str, seconds: float, kind: str) -> None:
+        a = Attempt(steps, rounds, chunks, verdict, seconds, kind)
+        self.attempts.append(a)
+        if self.progress:
+            self.progress(a)
+
+
+def _single_needers(coll: Collective) -> bool:
+    """Every chunk is needed by one rank (Alltoall, Gather, Scatter): routes along shortest paths are a
+    small shape worth trying before the exact encoding."""
+    needers: dict[int, set[int]] = {}
+    for r, c in coll.post:
+        needers.setdefault(c, set()).add(r)
+    return not coll.is_combining and all(len(v) == 1 for v in needers.values())
+
+
+def _bound_json(b: Bounds, one_round: bool, chunks: int = 1) -> dict:
+    q = b.rounds_per_chunk.value
+    steps = b.least_steps(one_round, chunks)
+    return {"steps": int(steps.value), "steps_why": steps.why,
+            "rounds_per_chunk": round(float(q), 6), "rounds_per_chunk_exact": str(q),
+            "rounds_per_chunk_why": b.rounds_per_chunk.why}
+
+
+# --- instance ------------------------------------------------------------------------------------
+
+def instance(topo: Topology, base: Collective, steps: int, rounds: int | None, chunks: int,
+             timeout: float | None = None, progress: Progress | None = None) -> SynthResult:
+    clock = Clock(timeout)
+    solver = InstanceSolver(topo, base, clock, progress)
+    coll = solver.collective(chunks)
+    b = bounds(topo, coll)
+    R = steps if rounds is None else rounds
+    lb = _bound_json(b, rounds is None, chunks)
+    why = _infeasible_by_bound(b, steps, R, chunks)
+    if why:
+        return SynthResult("infeasible", None, "instance", lb, [], pruned=[Point(steps, R, chunks, "infeasible", why)],
+                           message=f"proved: no schedule with {steps} steps and {R} rounds ({why})",
+                           seconds=_secs(clock))
+    out = solver.solve(steps, R, chunks)
+    if out.verdict == "sat":
+        p = Point(steps, out.schedule.rounds, chunks, "found", schedule=out.schedule)
+        return SynthResult("found", out.schedule, "instance", lb, solver.attempts, [p], seconds=_secs(clock))
+    if out.verdict == "unsat":
+        return SynthResult("infeasible", None, "instance", lb, solver.attempts,
+                           pruned=[Point(steps, R, chunks, "infeasible", "unsat")],
+                           message=f"proved: no schedule with {steps} steps and {R} rounds (unsat)",
+                           seconds=_secs(clock))
+    return SynthResult("timeout", None, "instance", lb, solver.attempts, message="time limit reached",
+                       seconds=_secs(clock))
+
+
+def _infeasible_by_bound(b: Bounds, steps: int, rounds: int, chunks: int) -> str:
+    if steps < b.steps.value:
+        return f"bound: {b.steps.why}"
+    if rounds < b.rounds(chunks):
+        return f"bound: {b.rounds_per_chunk.why} (at least {b.rounds(chunks)} rounds with {chunks} chunk(s))"
+    return ""
+
+
+def _secs(clock: Clock) -> float:
+    return time.monotonic() - clock.start
+
+
+# --- least steps ---------------------------------------------------------------------------------
+
+def default_max_steps(topo: Topology, lower: int) -> int:
+    return lower + 2 * topo.ranks
+
+
+def least_steps(topo: Topology, base: Collective, rounds: int | None = None, chunks: int = 1,
+                max_steps: int | None = None, timeout: float | None = None,
+                progress: Progress | None = None) -> SynthResult:
+    """Fewest steps (one round per step, or `rounds` rounds in all), starting at the best lower bound."""
+    clock = Clock(timeout)
+    solver = InstanceSolver(topo, base, clock, progress)
+    coll = solver.collective(chunks)
+    b = bounds(topo, coll)
+    lbj = _bound_json(b, rounds is None, chunks)
+    if rounds is None:
+        start = int(b.least_steps(True, chunks).value)
+    else:
+        start = int(b.steps.value)
+    start = max(start, 1)
+    top = max_steps if max_steps is not None else default_max_steps(topo, start)
+    if rounds is not None:
+        top = min(top, rounds)
+        if rounds < b.rounds(chunks):
+            why = f"bound: {b.rounds_per_chunk.why}"
+            return SynthResult("infeasible", None, "least-steps", lbj, [], message=f"proved: no schedule with "
+                               f"{rounds} rounds ({why})", seconds=_secs(clock))
+    pruned = []
+    if start > 1:
+        pruned.append(Point(start - 1, None, chunks, "infeasible", f"bound: {b.least_steps(rounds is None, chunks).why}"))
+    # a greedy schedule caps the search: an extra step never hurts, so only fewer steps need the solver
+    greedy = None
+    if rounds is None:
+        t0 = time.process_time()
+        greedy = greedy_schedule(topo, coll, top)
+        if greedy is not None:
+            greedy = _checked(greedy)
+            top = min(top, len(greedy.steps))
+            solver.record(len(greedy.steps), len(greedy.steps), chunks, "sat", time.process_time() - t0, "greedy")
+    for S in range(start, top + 1):
+        R = S if rounds is None else rounds
+        if greedy is not None and S == len(greedy.steps):
+            out = Outcome("sat", greedy, 0.0, greedy.rounds)
+        else:
+            out = solver.solve(S, R, chunks)
+        if out.verdict == "sat":
+            sched = out.schedule
+            if S == start:
+                why = f"lower bound: {b.least_steps(rounds is None, chunks).why}"
+            else:
+                why = f"unsat for {start}..{S - 1} steps" + (f"; below {start}: {b.least_steps(rounds is None, chunks).why}"
+                                                              if start > 1 else "")
+            optimal = {"steps": S, "proved": True, "why": why}
+            variants = _allreduce_variants(topo, base, chunks, sched, clock, progress) if rounds is None else ()
+            return SynthResult("found", sched, "least-steps", lbj, solver.attempts,
+                               [Point(S, sched.rounds, chunks, "found")], pruned, optimal, variants,
+                               seconds=_secs(clock))
+        if out.verdict == "unknown":
+            known = f"; best known: {len(greedy.steps)} steps (greedy)" if greedy is not None else ""
+            return SynthResult("timeout", greedy, "least-steps", lbj, solver.attempts, [], pruned,
+                               {"steps_at_least": S, "steps_at_most": len(greedy.steps) if greedy else None,
+                                "proved": False},
+                               message=f"time limit: no schedule with fewer than {S} steps; {S} undecided{known}",
+                               seconds=_secs(clock))
+        pruned.append(Point(S, R, chunks, "infeasible", "unsat"))
+    return SynthResult("infeasible", None, "least-steps", lbj, solver.attempts, [], pruned,
+                       {"steps_at_least": top + 1, "proved": True},
+                       message=f"proved: no schedule with at most {top} steps", seconds=_secs(clock))
+
+
+def _allreduce_variants(topo: Topology, base: Collective, chunks: int, direct: Schedule, clock: Clock,
+                        progress: Progress | None) -> tuple[dict, ...]:
+    """For Allreduce: the direct result next to ReduceScatter + Allgather (when chunks is a multiple of
+    the ranks), so the user sees which shape is better for this instance."""
+    if base.name != "allreduce" or not base.is_combining:
+        return ()
+    P = base.ranks
+    out = [{"method": "direct", "steps": len(direct.steps), "rounds": direct.rounds}]
+    if chunks % P:
+        out.append({"method": "reducescatter+allgather", "status": "not applicable",
+                    "why": f"needs --chunks to be a multiple of the ranks ({P})"})
+        return tuple(out)
+    from smtcoll import library
+
+    k = chunks // P
+    rs = least_steps(topo, library.collective("reducescatter", P), chunks=k,
+                     timeout=None if clock.deadline is None else max(0.1, clock.deadline - time.monotonic()),
+                     progress=progress)
+    ag = least_steps(topo, library.collective("allgather", P), chunks=k,
+                     timeout=None if clock.deadline is None else max(0.1, clock.deadline - time.monotonic()),
+                     progress=progress)
+    if rs.schedule is None or ag.schedule is None:
+        out.append({"method": "reducescatter+allgather", "status": "timeout"})
+        return tuple(out)
+    both = _checked(compose(rs.schedule, ag.schedule, direct.collective))
+    out.append({"method": "reducescatter+allgather", "steps": len(both.steps), "rounds": both.rounds,
+                "reducescatter_steps": len(rs.schedule.steps), "allgather_steps": len(ag.schedule.steps)})
+    return tuple(out)
+
+
+# --- pareto --------------------------------------------------------------------------------------
+
+def pareto(topo: Topology, base: Collective, max_chunks: int = 6, max_steps: int | None = None,
+           timeout: float | None = None, progress: Progress | None = None) -> SynthResult:
+    """Every Pareto-optimal (steps, rounds per chunk) point with at most `max_chunks` chunks."""
+    clock = Clock(timeout)
+    solver = InstanceSolver(topo, base, clock, progress)
+    b = bounds(topo, base)
+    q_lb = b.rounds_per_chunk.value
+    lbj = _bound_json(b, False)
+    points: list[Point] = []
+    pruned: list[Point] = []
+
+    def timed_out(msg: str) -> SynthResult:
+        return SynthResult("timeout", points[-1].schedule if points else None, "pareto", lbj, solver.attempts,
+                           points, pruned, _frontier_json(points, False), message=msg, seconds=_secs(clock))
+
+    # 1. the fewest steps with any rounds (C = 1 suffices: fewer chunks never hurt the steps)
+    S = max(1, int(b.steps.value))
+    if S > 1:
+        pruned.append(Point(S - 1, None, 1, "infeasible", f"bound: {b.steps.why} (any rounds, any chunks)"))
+    top = max_steps if max_steps is not None else default_max_steps(topo, S)
+    while True:
+        if S > top:
+            return SynthResult("infeasible", None, "pareto", lbj, solver.attempts, points, pruned,
+                               message=f"proved: no schedule with at most {top} steps", seconds=_secs(clock))
+        out = solver.solve(S, None, 1)
+        if out.verdict == "sat":
+            break
+        if out.verdict == "unknown":
+            return timed_out(f"time limit while deciding whether {S} steps are possible")
+        pruned.append(Point(S, None, 1, "infeasible", "unsat with any rounds (and so with any chunks)"))
+        S += 1
+    first = S
+    best: Fraction | None = None
+    best_point: Point | None = None
+    # rounds the unbounded schedule needs: a feasible cap for C = 1
+    r0 = out.schedule.rounds
+    while True:
+        if best is not None and Fraction(S, max_chunks) >= best:
+            pruned.append(Point(S, None, 0, "infeasible",
+                                f"dominated: every schedule with >= {S} steps has rounds/chunk >= {S}/{max_chunks} "
+                                f">= {_q(best)} (rounds >= steps, chunks <= {max_chunks})"))
+            break
+        if S > top:
+            pruned.append(Point(S, None, 0, "timeout", f"not searched: --max-steps {top}"))
+            break
+        improved: Point | None = None
+        order = sorted(range(1, max_chunks + 1), key=lambda c: (Fraction(b.rounds(c), c), c))
+        if S == first:
+            order = [1] + [c for c in order if c != 1]
+        for C in order:
+            lo = max(S, b.rounds(C))
+            if best is None:
+                hi = max(r0, lo)  # C = 1 at the first step count: the unbounded schedule's rounds
+            else:
+                hi = math.ceil(best * C) - 1  # the most rounds that still beat the best ratio
+            if hi < lo:
+                why = (f"bound: rounds >= {lo} ({'steps' if lo == S else b.rounds_per_chunk.why}), "
+                       f"so rounds/chunk >= {_q(Fraction(lo, C))}")
+                if best is not None:
+                    why += f", not below {_q(best)}"
+                pruned.append(Point(S, None, C, "infeasible", why))
+                continue
+            # the bound first (a sat there ends this column and often the search), then the most rounds
+            # that would still improve (an unsat there rules out the whole column: more rounds never hurt)
+            found, R = None, None
+            for probe in ([lo, hi] if lo < hi else [hi]):
+                res = solver.solve(S, probe, C, cap=hi if probe == hi else None)
+                if res.verdict == "unknown":
+                    return timed_out(f"time limit at {S} steps, {C} chunk(s), {probe} rounds")
+                if res.verdict == "sat":
+                    found, R = res.schedule, res.schedule.rounds
+                    break
+                pruned.append(Point(S, probe, C, "infeasible", f"unsat with at most {probe} rounds"))
+                lo = probe + 1
+            if found is None:
+                continue
+            # between: fewer rounds for this C until unsat
+            while R - 1 >= lo:
+                more = solver.solve(S, R - 1, C)
+                if more.verdict == "unknown":
+                    return timed_out(f"time limit at {S} steps, {C} chunk(s), {R - 1} rounds")
+                if more.verdict == "unsat":
+                    pruned.append(Point(S, R - 1, C, "infeasible", f"unsat with at most {R - 1} rounds"))
+                    break
+                found, R = more.schedule, more.schedule.rounds
+            q = Fraction(R, C)
+            if best is None or q < best:
+                best = q
+                improved = Point(S, R, C, "found", schedule=found)
+            if best <= q_lb:
+                break
+        if improved is not None:
+            # the same rounds/chunk with fewer chunks is the simpler schedule: look for it
+            q = Fraction(improved.rounds, improved.chunks)
+            for C in range(q.denominator, improved.chunks, q.denominator):
+                R = q.numerator * (C // q.denominator)
+                if R < max(S, b.rounds(C)):
+                    pruned.append(Point(S, R, C, "infeasible", f"bound: rounds >= {max(S, b.rounds(C))}"))
+                    continue
+                res = solver.solve(S, R, C)
+                if res.verdict == "sat":
+                    improved = Point(S, res.schedule.rounds, C, "found", schedule=res.schedule)
+                    break
+                if res.verdict == "unknown":
+                    return timed_out(f"time limit at {S} steps, {C} chunk(s), {R} rounds")
+                pruned.append(Point(S, R, C, "infeasible", f"unsat with at most {R} rounds (same rounds/chunk, "
+                                                            "fewer chunks)"))
+            points.append(improved)
+            best_point = improved
+        if best is not None and best <= q_lb:
+            pruned.append(Point(S + 1, None, 0, "infeasible",
+                                f"dominated: rounds/chunk {_q(best)} meets the bound ({b.rounds_per_chunk.why})"))
+            break
+        S += 1
+    return SynthResult("found", best_point.schedule if best_point else None, "pareto", lbj, solver.attempts,
+                       points, pruned, _frontier_json(points, True), seconds=_secs(clock))
+
+
+def _frontier_json(points: list[Point], complete: bool) -> dict:
+    return {"frontier": [[p.steps, p.rounds, p.chunks] for p in points], "proved": complete}
+
+
+def _q(q: Fraction) -> str:
+    return str(q) if q.denominator != 1 else str(q.numerator)
