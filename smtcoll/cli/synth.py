@@ -10,15 +10,15 @@ import enum
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
 from smtcoll import specs
 from smtcoll.cli.app import Format, app, print_json
-from smtcoll.errors import ModelError
+from smtcoll.errors import ModelError, SmtcollError
 from smtcoll.formats import save_schedule
-from smtcoll.model import Schedule
+from smtcoll.model import Collective, Schedule, Topology
 from smtcoll.synth.result import Attempt, SynthResult
 
 EXIT = {"found": 0, "infeasible": 1, "timeout": 3}
@@ -63,6 +63,10 @@ def synth(
     timeout: Annotated[Optional[float], typer.Option(help="time limit in seconds (exit 3 when reached)")] = None,
     nodes: Annotated[int, typer.Option(help="compose this many nodes through the NIC model")] = 1,
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="write the schedule (JSON) here")] = None,
+    xml: Annotated[Optional[Path], typer.Option(help="also lower the schedule to MSCCL XML (verified before it "
+                                                     "is written; see smtcoll lower for the options)")] = None,
+    prove: Annotated[Optional[Path], typer.Option(help="write certificates of every claim the result rests on "
+                                                       "into this folder (re-check: smtcoll proof check)")] = None,
     fmt: Annotated[Format, typer.Option("--format", "-f", help="text for people, json for scripts")] = Format.text,
 ) -> None:
     """Synthesize a schedule with the fewest steps, one instance, or the whole Pareto frontier."""
@@ -102,13 +106,45 @@ def synth(
                             f"{schedule.collective.chunk_factor} chunk(s)")
         if output is not None:
             save_schedule(schedule, output)
+        if xml is not None:
+            from smtcoll.cli.lower import lower_to_file
+
+            lower_to_file(schedule, xml)
+    data = result.to_json()
+    if prove is not None:
+        data["certificates"] = certify(result, topo, base, prove)
     if fmt is Format.json:
-        print_json(result.to_json())
+        print_json(data)
     else:
         _text(result, topo.name, base.name, output if schedule is not None else None)
-    # sys.exit, not typer.Exit: the guard in cli/app.py runs click with standalone_mode=False, where
-    # click returns an Exit's code instead of raising it, and the code would be lost
-    sys.exit(EXIT[result.status])
+        if xml is not None and schedule is not None:
+            typer.echo(f"MSCCL XML written to {xml} (verified)")
+        for c in data.get("certificates", []):
+            typer.echo(f"certificate {c['file']}: {c['claim']}" if c["file"] else f"not certified: {c['claim']}: "
+                       f"{c['why']}")
+    raise typer.Exit(EXIT[result.status])
+
+
+def certify(result: SynthResult, topo: Topology, base: Collective, out_dir: Path) -> list[dict[str, Any]]:
+    """A certificate for each claim a pruned point rests on; a claim the proof tools cannot establish
+    (time limit, a combining collective beyond the bounds) is listed with the reason, never hidden."""
+    from smtcoll.proofs.certificate import ClaimRefuted, write_certificate
+    from smtcoll.proofs.claim import Claim
+
+    out = []
+    for p in result.pruned:
+        if p.status != "infeasible" or p.claim is None:
+            continue
+        claim, coll = Claim(*p.claim), base.with_chunks(max(1, p.chunks))
+        entry: dict[str, Any] = {"claim": claim.text(topo, coll), "file": None}
+        try:
+            entry["file"] = str(write_certificate(claim, topo, coll, out_dir))
+        except ClaimRefuted as e:
+            raise SmtcollError(f"internal error: the synthesizer pruned a point that has a schedule: {e}") from None
+        except SmtcollError as e:
+            entry["why"] = str(e)
+        out.append(entry)
+    return out
 
 
 def _text(result: SynthResult, topo: str, coll: str, output: Path | None) -> None:

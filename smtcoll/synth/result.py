@@ -49,6 +49,10 @@ class Point:
     status: str  # found | infeasible | timeout
     why: str = ""
     schedule: Schedule | None = attrs.field(default=None, eq=False, repr=False)
+    # The statement about schedules this pruning rests on, "no schedule with at most `steps` steps and at
+    # most `rounds` rounds" (None: unbounded) at `chunks`; None when the pruning is plain arithmetic
+    # (rounds >= steps, domination), which needs no certificate.
+    claim: tuple[int | None, int | None] | None = None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"steps": self.steps, "rounds": self.rounds, "chunks": self.chunks}
@@ -57,6 +61,8 @@ class Point:
         out["status"] = self.status
         if self.why:
             out["why"] = self.why
+        if self.claim is not None:
+            out["claim"] = {"steps": self.claim[0], "rounds": self.claim[1]}
         return out
 
 

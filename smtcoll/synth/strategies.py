@@ -188,7 +188,7 @@ def instance(topo: Topology, base: Collective, steps: int, rounds: int | None, c
     lb = _bound_json(b, rounds is None, chunks)
     why = _infeasible_by_bound(b, steps, R, chunks)
     if why:
-        return SynthResult("infeasible", None, "instance", lb, [], pruned=[Point(steps, R, chunks, "infeasible", why)],
+        return SynthResult("infeasible", None, "instance", lb, [], pruned=[Point(steps, R, chunks, "infeasible", why, claim=(steps, R))],
                            message=f"proved: no schedule with {steps} steps and {R} rounds ({why})",
                            seconds=_secs(clock))
     out = solver.solve(steps, R, chunks)
@@ -197,7 +197,7 @@ def instance(topo: Topology, base: Collective, steps: int, rounds: int | None, c
         return SynthResult("found", out.schedule, "instance", lb, solver.attempts, [p], seconds=_secs(clock))
     if out.verdict == "unsat":
         return SynthResult("infeasible", None, "instance", lb, solver.attempts,
-                           pruned=[Point(steps, R, chunks, "infeasible", "unsat")],
+                           pruned=[Point(steps, R, chunks, "infeasible", "unsat", claim=(steps, R))],
                            message=f"proved: no schedule with {steps} steps and {R} rounds (unsat)",
                            seconds=_secs(clock))
     return SynthResult("timeout", None, "instance", lb, solver.attempts, message="time limit reached",
@@ -245,7 +245,8 @@ def least_steps(topo: Topology, base: Collective, rounds: int | None = None, chu
                                f"{rounds} rounds ({why})", seconds=_secs(clock))
     pruned = []
     if start > 1:
-        pruned.append(Point(start - 1, None, chunks, "infeasible", f"bound: {b.least_steps(rounds is None, chunks).why}"))
+        pruned.append(Point(start - 1, None, chunks, "infeasible", f"bound: {b.least_steps(rounds is None, chunks).why}",
+                            claim=(start - 1, start - 1 if rounds is None else rounds)))
     # a greedy schedule caps the search: an extra step never hurts, so only fewer steps need the solver
     greedy = None
     if rounds is None:
@@ -280,7 +281,7 @@ def least_steps(topo: Topology, base: Collective, rounds: int | None = None, chu
                                 "proved": False},
                                message=f"time limit: no schedule with fewer than {S} steps; {S} undecided{known}",
                                seconds=_secs(clock))
-        pruned.append(Point(S, R, chunks, "infeasible", "unsat"))
+        pruned.append(Point(S, R, chunks, "infeasible", "unsat", claim=(S, R)))
     return SynthResult("infeasible", None, "least-steps", lbj, solver.attempts, [], pruned,
                        {"steps_at_least": top + 1, "proved": True},
                        message=f"proved: no schedule with at most {top} steps", seconds=_secs(clock))
@@ -336,7 +337,8 @@ def pareto(topo: Topology, base: Collective, max_chunks: int = 6, max_steps: int
     # 1. the fewest steps with any rounds (C = 1 suffices: fewer chunks never hurt the steps)
     S = max(1, int(b.steps.value))
     if S > 1:
-        pruned.append(Point(S - 1, None, 1, "infeasible", f"bound: {b.steps.why} (any rounds, any chunks)"))
+        pruned.append(Point(S - 1, None, 1, "infeasible", f"bound: {b.steps.why} (any rounds, any chunks)",
+                            claim=(S - 1, None)))
     top = max_steps if max_steps is not None else default_max_steps(topo, S)
     while True:
         if S > top:
@@ -347,7 +349,7 @@ def pareto(topo: Topology, base: Collective, max_chunks: int = 6, max_steps: int
             break
         if out.verdict == "unknown":
             return timed_out(f"time limit while deciding whether {S} steps are possible")
-        pruned.append(Point(S, None, 1, "infeasible", "unsat with any rounds (and so with any chunks)"))
+        pruned.append(Point(S, None, 1, "infeasible", "unsat with any rounds (and so with any chunks)", claim=(S, None)))
         S += 1
     first = S
     best: Fraction | None = None
@@ -378,7 +380,7 @@ def pareto(topo: Topology, base: Collective, max_chunks: int = 6, max_steps: int
                        f"so rounds/chunk >= {_q(Fraction(lo, C))}")
                 if best is not None:
                     why += f", not below {_q(best)}"
-                pruned.append(Point(S, None, C, "infeasible", why))
+                pruned.append(Point(S, None, C, "infeasible", why, claim=(S, lo - 1) if lo > S else None))
                 continue
             # the bound first (a sat there ends this column and often the search), then the most rounds
             # that would still improve (an unsat there rules out the whole column: more rounds never hurt)
@@ -390,7 +392,7 @@ def pareto(topo: Topology, base: Collective, max_chunks: int = 6, max_steps: int
                 if res.verdict == "sat":
                     found, R = res.schedule, res.schedule.rounds
                     break
-                pruned.append(Point(S, probe, C, "infeasible", f"unsat with at most {probe} rounds"))
+                pruned.append(Point(S, probe, C, "infeasible", f"unsat with at most {probe} rounds", claim=(S, probe)))
                 lo = probe + 1
             if found is None:
                 continue
@@ -400,7 +402,7 @@ def pareto(topo: Topology, base: Collective, max_chunks: int = 6, max_steps: int
                 if more.verdict == "unknown":
                     return timed_out(f"time limit at {S} steps, {C} chunk(s), {R - 1} rounds")
                 if more.verdict == "unsat":
-                    pruned.append(Point(S, R - 1, C, "infeasible", f"unsat with at most {R - 1} rounds"))
+                    pruned.append(Point(S, R - 1, C, "infeasible", f"unsat with at most {R - 1} rounds", claim=(S, R - 1)))
                     break
                 found, R = more.schedule, more.schedule.rounds
             q = Fraction(R, C)
@@ -415,7 +417,8 @@ def pareto(topo: Topology, base: Collective, max_chunks: int = 6, max_steps: int
             for C in range(q.denominator, improved.chunks, q.denominator):
                 R = q.numerator * (C // q.denominator)
                 if R < max(S, b.rounds(C)):
-                    pruned.append(Point(S, R, C, "infeasible", f"bound: rounds >= {max(S, b.rounds(C))}"))
+                    pruned.append(Point(S, R, C, "infeasible", f"bound: rounds >= {max(S, b.rounds(C))}",
+                                        claim=(S, R) if b.rounds(C) > R else None))
                     continue
                 res = solver.solve(S, R, C)
                 if res.verdict == "sat":
@@ -424,7 +427,7 @@ def pareto(topo: Topology, base: Collective, max_chunks: int = 6, max_steps: int
                 if res.verdict == "unknown":
                     return timed_out(f"time limit at {S} steps, {C} chunk(s), {R} rounds")
                 pruned.append(Point(S, R, C, "infeasible", f"unsat with at most {R} rounds (same rounds/chunk, "
-                                                            "fewer chunks)"))
+                                                            "fewer chunks)", claim=(S, R)))
             points.append(improved)
             best_point = improved
         if best is not None and best <= q_lb:
