@@ -7,7 +7,10 @@ form of getrusage(RUSAGE_CHILDREN)). Median of 3 runs (1 run for instances slowe
 Run one benchmark at a time on a shared machine.
 
     python benchmarks/synth_vs_sccl.py [--baseline PATH] [--only SUBSTRING] [--tori] [--torus8]
-        [--timeout S] [--markdown OUT.md]
+        [--timeout S] [--markdown OUT.md] [--save DIR]
+
+With --save DIR every found schedule is written to DIR (the synthesis benchmark set for
+`benchmarks/lower_all.py DIR`).
 """
 
 from __future__ import annotations
@@ -22,18 +25,21 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-BASELINE = Path("/work/shared/docs/sccl-baseline.json")
+BASELINE = ROOT.parent / "shared" / "docs" / "sccl-baseline.json"
 TORI = [
     ("-t torus2d:3x3 -c allgather", 2), ("-t torus2d:4x4 -c allgather", 4), ("-t torus2d:5x5 -c allgather", 6),
     ("-t torus2d:6x6 -c allgather", 9), ("-t torus2d:4x8 -c allgather", 8), ("-t mesh2d:4x4 -c allgather", 8),
 ]
 
 
-def measure(args: str, timeout: float, runs: int) -> dict:
+def measure(args: str, timeout: float, runs: int, save: Path | None = None) -> dict:
     cpu, rss, last = [], [], None
     for i in range(runs):
         cmd = [sys.executable, "-m", "smtcoll", "synth", *shlex.split(args), "--format", "json",
                "--timeout", str(timeout)]
+        if save is not None and i == 0:
+            slug = "_".join(x.lstrip("-").replace(":", "") for x in shlex.split(args))
+            cmd += ["-o", str(save / f"{slug}.json")]
         proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         # os.wait4 gives this child's own rusage (peak RSS of this child, not the max over all children)
         stdout_data = proc.stdout.read()
@@ -74,7 +80,10 @@ def main() -> None:
     ap.add_argument("--timeout", type=float, default=120.0)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--markdown", type=Path)
+    ap.add_argument("--save", type=Path, help="write every found schedule into this folder")
     ns = ap.parse_args()
+    if ns.save:
+        ns.save.mkdir(parents=True, exist_ok=True)
     rows = []
     if ns.torus8:
         jobs = [("-t torus2d:8x8 -c allgather --strategy instance --steps 16", None, "open: 16 or 17")]
@@ -87,7 +96,7 @@ def main() -> None:
     for args, sccl, expected in jobs:
         if ns.only and ns.only not in args:
             continue
-        r = measure(args, ns.timeout, ns.runs)
+        r = measure(args, ns.timeout, ns.runs, ns.save)
         r["sccl_cpu_s"], r["sccl_result"] = sccl, expected
         if sccl:
             r["ratio"] = r["cpu_s"] / sccl
