@@ -38,7 +38,9 @@ CLAIMS: list[tuple[str, str, int | None, int, int | None, int | None, str]] = [
     ("dgx1", "gather", 0, 1, 1, None, "Gather root 0: least steps 2"),
     ("dgx1", "gather", 0, 6, None, 6, "Gather root 0: R/C >= 7/6 (C=6)"),
     ("dgx1", "alltoall", None, 1, 2, 2, "Alltoall: least steps 3 with one round per step"),
+    ("dgx1", "alltoall", None, 3, None, 7, "Alltoall Pareto point (2, 8, 3): R/C >= 8/3 (C=3)"),
     ("dgx1", "allreduce", None, 1, 1, None, "Allreduce: least steps 2"),
+    ("dgx1", "reducescatter", None, 1, 1, None, "ReduceScatter: least steps 2"),
     # star, hub-and-spoke, rings and lines: the cases where SCCL proves step counts one by one or never ends
     ("star:8", "allgather", None, 1, 6, 6, "least steps 7 (one round per step)"),
     ("star:8", "alltoall", None, 1, 6, 6, "least steps 7 (one round per step)"),
@@ -46,6 +48,7 @@ CLAIMS: list[tuple[str, str, int | None, int, int | None, int | None, str]] = [
     ("dgx2", "allgather", None, 1, 14, 14, "DGX-2: least steps 15 (one round per step)"),
     ("fully-connected:8", "allgather", None, 4, 3, 3, "C=4: least steps 4 (one round per step)"),
     ("ring:4", "allgather", None, 1, 1, None, "least steps 2"),
+    ("ring:16", "allgather", None, 1, 7, None, "least steps 8"),
     ("ring:8", "alltoall", None, 1, 7, 7, "least steps 8 (one round per step)"),
     ("line:8", "alltoall", None, 1, 15, 15, "least steps 16 (one round per step)"),
     ("line:4", "allreduce", None, 1, 2, None, "least steps 3"),
