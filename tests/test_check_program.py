@@ -11,6 +11,7 @@ from xmlgen import algo, allgather2, allgather2_many, allreduce2, gpu, step, tb,
 
 from smtcoll.check.program import check_program_file
 from smtcoll.check.report import Report
+from smtcoll.msccl.reader import Limits
 
 CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "msccl-xml"
 LABELS = CORPUS / "labels.tsv"
@@ -292,6 +293,8 @@ def test_rooted_collectives_take_a_root(tmp_path: Path) -> None:
 def test_huge_ngpus_is_bounded(tmp_path: Path) -> None:
     text = allgather2().replace('ngpus="2"', 'ngpus="1000000000"')
     r = check(tmp_path, text)
+    assert r.verdict == "unusable" and "--max-ranks" in r.violations[0].message
+    r = check(tmp_path, text, limits=Limits(max_ranks=2**31))  # past the checker's limit: the runtimes' own
     assert r.verdict == "error" and "limit" in codes(r)
 
 
