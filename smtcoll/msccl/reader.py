@@ -193,9 +193,10 @@ class _Builder(xml.sax.ContentHandler):
         names = list(attributes.getNames())
         if len(names) > MAX_ATTRS:
             dropped = names[MAX_ATTRS:]
+            listed = ", ".join(n[:40] for n in dropped[:8]) + (f" and {len(dropped) - 8} more" if len(dropped) > 8 else "")
             self.findings.append(Finding(
                 "attribute-dropped", f"<{tag}> has {len(names)} attributes; the runtimes keep the first "
-                f"{MAX_ATTRS} and silently drop {', '.join(dropped)}", {**where, "line": line}, severity="warning"))
+                f"{MAX_ATTRS} and silently drop {listed}", {**where, "line": line}, severity="warning"))
             names = names[:MAX_ATTRS]
         out: dict[str, Any] = {"line": line, "_names": tuple(names)}
         ints = INT_ATTRS.get(tag, ())
@@ -207,8 +208,8 @@ class _Builder(xml.sax.ContentHandler):
                 if kind is not None:
                     self._odd_integer(tag, name, raw, value, kind, {**where, "line": line})
                 out[name] = value
-            else:
-                out[name] = raw
+            else:  # longer values are refused by the runtimes (MAX_STR_LEN); keep messages short
+                out[name] = raw if len(raw) <= MAX_STR else raw[:MAX_STR + 1]
         return out
 
     def _odd_integer(self, tag: str, name: str, raw: str, value: int, kind: str, where: dict[str, Any]) -> None:
