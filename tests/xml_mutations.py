@@ -9,6 +9,7 @@ Latin-1 with a declaration, an undeclared wrong encoding).
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import signal
@@ -46,8 +47,11 @@ def _elements(root: ET.Element) -> list[tuple[ET.Element, ET.Element | None]]:
 
 @st.composite
 def tree_edits(draw: st.DrawFn, text: bytes) -> bytes:
-    """Edit the element tree: 1 to 4 structural or attribute edits."""
-    root = ET.fromstring(text)
+    """Edit the element tree: 1 to 4 structural or attribute edits (none when the seed is not XML)."""
+    try:
+        root = ET.fromstring(text)
+    except ET.ParseError:
+        return text
     for _ in range(draw(st.integers(1, 4))):
         elements = _elements(root)
         element, parent = elements[draw(st.integers(0, len(elements) - 1))]
@@ -58,7 +62,7 @@ def tree_edits(draw: st.DrawFn, text: bytes) -> bytes:
         if kind == "delete":
             parent.remove(element)
         elif kind == "duplicate":
-            parent.insert(list(parent).index(element), ET.fromstring(ET.tostring(element)))
+            parent.insert(list(parent).index(element), copy.deepcopy(element))
         elif kind == "swap":
             siblings = list(parent)
             j = draw(st.integers(0, len(siblings) - 1))
