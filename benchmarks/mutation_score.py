@@ -364,7 +364,9 @@ def mutants(root: ET.Element, rng: random.Random, per_operator: int) -> list[tup
             g2 = tree.findall("gpu")[gi]
             ti = list(site[0].findall("tb")).index(site[1])
             tb2 = g2.findall("tb")[ti]
-            st2 = tb2.findall("step")[site[2]] if len(site) > 2 and isinstance(site[2], int) and op != "swap-steps" else None
+            st2 = None
+            if len(site) > 2 and isinstance(site[2], int) and op != "swap-steps":
+                st2 = tb2.findall("step")[site[2]]
             where = f"gpu {site[0].get('id')} tb {site[1].get('id')}"
             if op == "drop-step":
                 tb2.remove(st2)

@@ -25,7 +25,8 @@ CORRECT = ["mscclang/allgather_ring_4g_1ch_1i_LL.xml", "mscclang/simple_allreduc
            "mscclang/alltoall_allpairs_4g_2i_LL.xml"]
 WRONG = ["broken/ag_cnt_mismatch.xml", "broken/ag_dep_removed_race.xml", "mscclang/allgather_recdoubling_4g_2i_LL.xml"]
 
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(not CORPUS.is_dir(), reason="shared corpus not present next to the repository"),
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(not CORPUS.is_dir(), reason="shared corpus not present next to the repository"),
               pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")]
 
 

@@ -88,7 +88,7 @@ def tree_edits(draw: st.DrawFn, text: bytes) -> bytes:
 
 @st.composite
 def text_edits(draw: st.DrawFn, data: bytes) -> bytes:
-    kind = draw(st.sampled_from(["none", "none", "none", "none", "truncate", "bytes", "dup-attr", "nest", "comment", "tab", "decl"]))
+    kind = draw(st.sampled_from(["none"] * 4 + ["truncate", "bytes", "dup-attr", "nest", "comment", "tab", "decl"]))
     if kind == "truncate":
         return data[:draw(st.integers(0, len(data)))]
     if kind == "bytes":

@@ -193,7 +193,9 @@ class _Builder(xml.sax.ContentHandler):
         names = list(attributes.getNames())
         if len(names) > MAX_ATTRS:
             dropped = names[MAX_ATTRS:]
-            listed = ", ".join(n[:40] for n in dropped[:8]) + (f" and {len(dropped) - 8} more" if len(dropped) > 8 else "")
+            listed = ", ".join(n[:40] for n in dropped[:8])
+            if len(dropped) > 8:
+                listed += f" and {len(dropped) - 8} more"
             self.findings.append(Finding(
                 "attribute-dropped", f"<{tag}> has {len(names)} attributes; the runtimes keep the first "
                 f"{MAX_ATTRS} and silently drop {listed}", {**where, "line": line}, severity="warning"))
