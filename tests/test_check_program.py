@@ -298,6 +298,12 @@ def test_huge_ngpus_is_bounded(tmp_path: Path) -> None:
     assert r.verdict == "error" and "limit" in codes(r)
 
 
+def test_zero_ngpus_is_an_error_not_a_crash(tmp_path: Path) -> None:
+    # found by benchmarks/fuzz_verify.py: the legacy i_chunks rule divided by ngpus
+    r = check(tmp_path, allgather2().replace('ngpus="2"', 'ngpus="0"'))
+    assert r.verdict == "error" and "parse-rule" in codes(r)
+
+
 def test_missing_and_non_integer_attributes(tmp_path: Path) -> None:
     r = check(tmp_path, allgather2().replace(' cnt="1"', "", 1))
     assert r.verdict == "error" and "parse-rule" in codes(r)

@@ -126,3 +126,14 @@ def test_limits_exit_2_and_say_how_to_raise_them(tmp_path: Path, capsys, option:
 def test_default_limits_pass_every_real_file() -> None:
     for report in check_files(expand([str(CORPUS)]), jobs=1):
         assert not any("limit of" in v.message for v in report.violations), report.file
+
+
+def test_a_checker_bug_is_a_message_and_exit_2_not_a_traceback(tmp_path: Path, capsys, monkeypatch) -> None:
+    import smtcoll.cli.verify as verify
+
+    def broken(*args, **kwargs):
+        raise ZeroDivisionError("division by zero")
+    monkeypatch.setattr(verify, "check_program_file", broken)
+    code, out, err = run(capsys, "verify", str(write(tmp_path, allgather2())))
+    assert code == 2 and "internal-error" in out and "ZeroDivisionError" in out and "please report" in out
+    assert "Traceback" not in out + err

@@ -171,6 +171,7 @@ def check_mutant(data: bytes, seconds: int = 30) -> Report:
     with time_limit(seconds):
         report = check_file(path, "any", None, None, None)
     assert report.verdict in ("ok", "error", "unusable")
+    assert not any(v.code == "internal-error" for v in report.violations), report.violations
     assert exit_code([report]) == {"ok": 0, "error": 1, "unusable": 2}[report.verdict]
     if report.verdict != "ok":
         assert any(v.severity == "error" and v.message for v in report.violations)

@@ -18,7 +18,7 @@ import typer
 
 from smtcoll import specs
 from smtcoll.check.program import check_program_file, unusable_report
-from smtcoll.check.report import Report
+from smtcoll.check.report import Report, Violation
 from smtcoll.check.schedule import check_schedule_file
 from smtcoll.cli.app import app, print_json
 from smtcoll.cli.verify_output import FORMATTERS, format_text  # noqa: F401  (format_text: public helper)
@@ -84,6 +84,10 @@ def check_file(path: str, runtime: str, collective: str | None, root: int | None
         return unusable_report(path, e)
     except (RecursionError, MemoryError):
         return unusable_report(path, SmtcollError(f"{path}: structure too large or nested too deeply"))
+    except Exception as e:  # a checker bug: never a traceback, never an `ok`; the fuzz tests look for these
+        return Report(path, violations=[Violation(
+            "internal-error", f"{path}: smtcoll could not check this file ({type(e).__name__}: {str(e)[:200]}); "
+            "please report it with the file", "error")], unusable=True)
 
 
 def _check_args(args: tuple[str, str, str | None, int | None, Topology | None, Limits]) -> Report:
