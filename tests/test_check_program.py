@@ -298,6 +298,17 @@ def test_huge_ngpus_is_bounded(tmp_path: Path) -> None:
     assert r.verdict == "error" and "limit" in codes(r)
 
 
+def test_many_wrong_output_chunks_are_counted_not_all_described(tmp_path: Path) -> None:
+    # found by tests/test_fuzz_verify.py: nchunksperloop=65536 on a 4-rank alltoall took minutes (a message
+    # for every wrong chunk, each walking every bit of its contribution set) and gigabytes (now --max-chunks)
+    text = allgather2().replace('nchunksperloop="2"', 'nchunksperloop="16384"')
+    r = check(tmp_path, text)
+    assert r.verdict == "error"
+    listed = [v for v in r.violations if v.code == "postcondition"]
+    assert len(listed) == 21 and listed[-1].message.startswith("... and ")
+    assert check(tmp_path, allgather2().replace('nchunksperloop="2"', 'nchunksperloop="65536"')).verdict == "unusable"
+
+
 def test_zero_ngpus_is_an_error_not_a_crash(tmp_path: Path) -> None:
     # found by benchmarks/fuzz_verify.py: the legacy i_chunks rule divided by ngpus
     r = check(tmp_path, allgather2().replace('ngpus="2"', 'ngpus="0"'))

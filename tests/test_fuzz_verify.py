@@ -68,3 +68,20 @@ def test_whole_command_on_mutants(name: str, tmp_path: Path) -> None:
                              capture_output=True, text=True, timeout=120)
         assert run.returncode in (1, 2), run.stdout + run.stderr
         assert str(path) in run.stdout and "Traceback" not in run.stdout + run.stderr
+
+
+EDGE_VALUES = ["0", "-1", "1", "2147483647", "-2147483648", "65536", "4097", "0x0", "x"]
+ATTRS = ["ngpus", "nchunksperloop", "nchannels", "inplace", "outofplace", "maxBytes", "id", "i_chunks", "o_chunks",
+         "s_chunks", "send", "recv", "chan", "s", "srcoff", "dstoff", "cnt", "depid", "deps", "hasdep"]
+
+
+@pytest.mark.parametrize("attr", ATTRS)
+def test_every_attribute_at_its_edge_values(attr: str) -> None:
+    """A deterministic sweep: the first, then every occurrence of one attribute set to each edge value."""
+    import re
+    pattern = re.compile(rb' %s="[^"]*"' % attr.encode())
+    for seed in SEEDS[:6]:
+        for value in EDGE_VALUES:
+            new = b' %s="%s"' % (attr.encode(), value.encode())
+            check_mutant(pattern.sub(new, seed, count=1))
+            check_mutant(pattern.sub(new, seed))

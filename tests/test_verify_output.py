@@ -111,6 +111,7 @@ def test_diagnostics_about_elements_carry_their_line(tmp_path: Path) -> None:
 @pytest.mark.parametrize("option, value, words", [
     ("--max-bytes", "100", "over the --max-bytes limit of 100"),
     ("--max-ranks", "1", "ngpus=2: over the --max-ranks limit of 1"),
+    ("--max-chunks", "3", "ngpus=2 x nchunksperloop=2 = 4 chunks per buffer: over the --max-chunks limit of 3"),
     ("--max-tbs", "3", "more than 3 <tb> elements: over the --max-tbs limit of 3"),
     ("--max-steps", "5", "more than 5 <step> elements: over the --max-steps limit of 5"),
 ])

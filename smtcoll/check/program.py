@@ -218,11 +218,11 @@ def _semantics(p: Program, selected: frozenset[str], collective: Collective | st
             if unit == "us":
                 metrics["estimate"]["chunk_bytes"] = topology_cost.DEFAULT_CHUNK_BYTES
         if not run.deadlock and exp is not None:
-            post = postconditions.check(geo, exp, run.memory)
-            for code, message, rank in post[:MAX_LISTED]:
+            post, wrong = postconditions.check(geo, exp, run.memory, MAX_LISTED)
+            for code, message, rank in post:
                 run_findings.append(Finding(code, message, {"mode": geo.mode, "gpu": rank}))
-            if len(post) > MAX_LISTED:
-                run_findings.append(Finding("postcondition", f"... and {len(post) - MAX_LISTED} more wrong output "
+            if wrong > MAX_LISTED:
+                run_findings.append(Finding("postcondition", f"... and {wrong - MAX_LISTED} more wrong output "
                                             "chunks", {"mode": geo.mode}))
         for f in run_findings:
             key = (f.code, f.message)

@@ -148,6 +148,8 @@ def verify(
                                            min=1)] = DEFAULTS.max_bytes,
     max_ranks: Annotated[int, typer.Option(help="refuse XML programs with more ranks (ngpus, <gpu> elements)",
                                            min=1)] = DEFAULTS.max_ranks,
+    max_chunks: Annotated[int, typer.Option(help="refuse XML programs with more chunks per buffer over all ranks "
+                                              "(ngpus x nchunksperloop)", min=1)] = DEFAULTS.max_chunks,
     max_tbs: Annotated[int, typer.Option(help="refuse XML programs with more <tb> elements in all",
                                          min=1)] = DEFAULTS.max_tbs,
     max_steps: Annotated[int, typer.Option(help="refuse XML programs with more <step> elements in all",
@@ -166,7 +168,8 @@ def verify(
         if collective not in BUILTIN:
             raise SmtcollError(f"--collective {collective!r}: not a built-in postcondition "
                                f"({', '.join(sorted(BUILTIN))}) nor a .toml spec file")
-    limits = Limits(max_bytes=max_bytes, max_ranks=max_ranks, max_tbs=max_tbs, max_steps=max_steps)
+    limits = Limits(max_bytes=max_bytes, max_ranks=max_ranks, max_chunks=max_chunks, max_tbs=max_tbs,
+                    max_steps=max_steps)
     reports = check_files(files, runtime, collective, root, topo, jobs, limits)
     if fmt is OutputFormat.json:
         print_json([r.to_json() for r in reports])
