@@ -29,7 +29,8 @@ CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "msc
 
 VALUES = st.one_of(
     st.integers(-3, 80).map(str),
-    st.sampled_from(["-1", "-2147483649", "2147483648", "2147483647", "65536", "16384", "4097", "1024", "255", "9" * 40, "0x1F", "0X7fffffff", "017", "08", "",
+    st.sampled_from(["-1", "-2147483649", "2147483648", "2147483647", "65536", "16384", "4097", "1024", "255",
+                     "9" * 40, "0x1F", "0X7fffffff", "017", "08", "",
                      " 1", "1 ", "+5", "-0", "1e3", "nan", "0b101", "１", "٣", "1\u00a0", "i", "o", "s", "nop",
                      "re", "rrcs", "allgather", "reducescatter", "Simple", "LL128", "&amp;", "&#0;", "\t1"]),
     st.text(max_size=12),
