@@ -334,7 +334,43 @@ def _renumber(tb: ET.Element) -> None:
         st.set("s", str(k))
 
 
-def mutants(root: ET.Element, rng: random.Random, per_operator: int) -> list[tuple[str, str, ET.Element]]:
+def survivor_class(op: str, root: ET.Element, site: tuple) -> str:
+    """Why a mutant may be equivalent, from the original program (the interpreter decides whether it is)."""
+    g, tb = site[0], site[1]
+    steps = tb.findall("step")
+    if op == "change-cnt":
+        st, nxt = steps[site[2]], steps[site[2] + 1] if site[2] + 1 < len(steps) else None
+        if (st.get("type") == "re" and nxt is not None and nxt.get("type") == "re" and st.get("hasdep") == "0"
+                and nxt.get("depid") == "-1" and (st.get("dstbuf"), st.get("dstoff"), st.get("srcbuf"))
+                == (nxt.get("dstbuf"), nxt.get("dstoff"), nxt.get("srcbuf"))):
+            return "cnt of a fused reduction that is not the last one (the runtime keeps the last step's cnt)"
+        return "cnt of a step whose extra or missing chunk is not used"
+    if op == "change-channel":
+        if tb.get("send") == "-1" and tb.get("recv") == "-1":
+            return "channel of a thread block without peers (it opens no connection)"
+        return "channel of a thread block with peers"
+    if op == "change-buffer":
+        in_place_only = root.get("inplace") == "1" and root.get("outofplace", "0") == "0"
+        if in_place_only and root.get("coll") in ("allreduce", "alltoall") and \
+                {steps[site[2]].get(site[4]), "i", "o"} == {"i", "o"}:
+            return "i <-> o in an in-place-only program, where i and o alias"
+        return "other buffer"
+    if op == "clear-hasdep":
+        me, k = tb.get("id"), site[2]
+        waiters = [s for t in g.findall("tb") for s in t.findall("step") if s.get("depid") == me]
+        if not waiters:
+            return "flag that no step waits for"
+        if any(s.get("hasdep") == "1" for s in steps[k + 1:]):
+            return "the waiter is released by a later flagged step of the same thread block"
+        return "flag whose waiters are satisfied otherwise"
+    if op in ("drop-dependency", "drop-step") and (op == "drop-dependency" or steps[site[2]].get("type") == "nop"):
+        return "redundant dependency (the order follows from program order, messages or other dependencies)"
+    if op == "swap-steps":
+        return "adjacent steps that are independent (distinct chunks and FIFOs, or reads only)"
+    return "other"
+
+
+def mutants(root: ET.Element, rng: random.Random, per_operator: int) -> list[tuple[str, str, ET.Element, str]]:
     """(operator, description, mutated tree) for up to `per_operator` random sites per operator."""
     n, nch = _i(root, "ngpus"), _i(root, "nchannels")
     tbs = [(g, tb) for g in root.findall("gpu") for tb in g.findall("tb")]
@@ -421,7 +457,7 @@ def mutants(root: ET.Element, rng: random.Random, per_operator: int) -> list[tup
                 tb2[ia], tb2[ib] = b, a
                 _renumber(tb2)
                 desc = f"{where}: steps {k} and {k + 1} swapped"
-            out.append((op, desc, tree))
+            out.append((op, desc, tree, survivor_class(op, root, site)))
     return out
 
 
@@ -470,7 +506,7 @@ def main() -> None:
             continue
         files += 1
         rng = random.Random(f"{opts.seed}:{row['file']}")
-        for op, desc, tree in mutants(root, rng, opts.per_operator):
+        for op, desc, tree, why in mutants(root, rng, opts.per_operator):
             text = ET.tostring(tree)
             flagged, codes = checker_flags(text, row["file"])
             total_by_op[op] += 1
@@ -483,7 +519,7 @@ def main() -> None:
             verdict = interpret(text, opts.runs, opts.seed)
             kind = "equivalent" if not verdict else "NOT EQUIVALENT"
             totals[kind] += 1
-            survivors.append((row["file"], op, desc, verdict or "equivalent"))
+            survivors.append((row["file"], op, why, verdict or "equivalent"))
             print(f"survivor [{kind}] {row['file']}: {op}: {desc}{': ' + verdict if verdict else ''}", flush=True)
     total = sum(total_by_op.values())
     flagged = sum(flagged_by_op.values())
@@ -498,6 +534,11 @@ def main() -> None:
     print(f"total mutants {total}, flagged {flagged} ({100 * flagged / max(total, 1):.1f}%), survivors "
           f"{total - flagged}: {equivalent} shown equivalent, {missed} not equivalent (checker misses)")
     print(f"mutation score (flagged / non-equivalent): {100 * flagged / max(total - equivalent, 1):.2f}%")
+    print("survivors by class (operator, why it may be equivalent, interpreter verdict):")
+    classes = collections.Counter((op, why, "equivalent" if v == "equivalent" else "NOT EQUIVALENT")
+                                  for _, op, why, v in survivors)
+    for (op, why, v), n in sorted(classes.items()):
+        print(f"  {n:>4}  {op}: {why} [{v}]")
     if opts.cross_check:
         print(f"flagged mutants the interpreter finds equivalent (false alarms or stricter rules): "
               f"{totals['flagged equivalent']}")
