@@ -294,7 +294,8 @@ def test_huge_ngpus_is_bounded(tmp_path: Path) -> None:
     text = allgather2().replace('ngpus="2"', 'ngpus="1000000000"')
     r = check(tmp_path, text)
     assert r.verdict == "unusable" and "--max-ranks" in r.violations[0].message
-    r = check(tmp_path, text, limits=Limits(max_ranks=2**31))  # past the checker's limit: the runtimes' own
+    # past the checker's limits, the runtimes' own
+    r = check(tmp_path, text, limits=Limits(max_ranks=2**31, max_chunks=2**40))
     assert r.verdict == "error" and "limit" in codes(r)
 
 
