@@ -1,8 +1,9 @@
 """`smtcoll verify PATH...`: check MSCCL XML programs and step schedules (docs/verify.md).
 
 Exit codes: 0 every file verified; 1 some file is wrong or accepted by no runtime considered; 2 some input
-is unusable (unreadable, not XML, no `<algo>`, a bad schedule file) or the command line is wrong. When
-both happen, 2 wins: an unusable input means the run did not check everything it was asked to.
+is unusable (unreadable, not XML, no `<algo>`, a bad schedule file, over a limit such as `--max-steps`)
+or the command line is wrong. When both happen, 2 wins: an unusable input means the run did not check
+everything it was asked to. Output formats (text, json, junit, github) are in `verify_output.py`.
 """
 
 from __future__ import annotations
