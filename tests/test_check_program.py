@@ -11,6 +11,7 @@ from xmlgen import algo, allgather2, allgather2_many, allreduce2, gpu, step, tb,
 
 from smtcoll.check.program import check_program_file
 from smtcoll.check.report import Report
+from smtcoll.msccl.reader import Limits
 
 CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "msccl-xml"
 LABELS = CORPUS / "labels.tsv"
@@ -292,7 +293,27 @@ def test_rooted_collectives_take_a_root(tmp_path: Path) -> None:
 def test_huge_ngpus_is_bounded(tmp_path: Path) -> None:
     text = allgather2().replace('ngpus="2"', 'ngpus="1000000000"')
     r = check(tmp_path, text)
+    assert r.verdict == "unusable" and "--max-ranks" in r.violations[0].message
+    # past the checker's limits, the runtimes' own
+    r = check(tmp_path, text, limits=Limits(max_ranks=2**31, max_chunks=2**40))
     assert r.verdict == "error" and "limit" in codes(r)
+
+
+def test_many_wrong_output_chunks_are_counted_not_all_described(tmp_path: Path) -> None:
+    # found by tests/test_fuzz_verify.py: nchunksperloop=65536 on a 4-rank alltoall took minutes (a message
+    # for every wrong chunk, each walking every bit of its contribution set) and gigabytes (now --max-chunks)
+    text = allgather2().replace('nchunksperloop="2"', 'nchunksperloop="16384"')
+    r = check(tmp_path, text)
+    assert r.verdict == "error"
+    listed = [v for v in r.violations if v.code == "postcondition"]
+    assert len(listed) == 21 and listed[-1].message.startswith("... and ")
+    assert check(tmp_path, allgather2().replace('nchunksperloop="2"', 'nchunksperloop="65536"')).verdict == "unusable"
+
+
+def test_zero_ngpus_is_an_error_not_a_crash(tmp_path: Path) -> None:
+    # found by benchmarks/fuzz_verify.py: the legacy i_chunks rule divided by ngpus
+    r = check(tmp_path, allgather2().replace('ngpus="2"', 'ngpus="0"'))
+    assert r.verdict == "error" and "parse-rule" in codes(r)
 
 
 def test_missing_and_non_integer_attributes(tmp_path: Path) -> None:

@@ -135,6 +135,8 @@ def test_huge_and_deep_inputs_are_bounded(tmp_path: Path, capsys) -> None:
     huge = write(tmp_path, allgather2().replace('ngpus="2"', 'ngpus="1000000000"'), "huge.xml")
     deep = write(tmp_path, "<algo>" + "<x>" * 50000 + "</x>" * 50000 + "</algo>", "deep.xml")
     code, out, err = run(capsys, "verify", str(huge))
+    assert code == 2 and "ngpus=1000000000: over the --max-ranks limit of 4096" in out
+    code, out, err = run(capsys, "verify", "--max-ranks", "2000000000", "--max-chunks", "4000000000", str(huge))
     assert code == 1 and "too large" in out
     code, out, err = run(capsys, "verify", str(deep))
     assert code == 2 and "nested deeper" in out and "Traceback" not in err

@@ -159,7 +159,7 @@ def _gpu_rules(p: Program) -> Iterator[Finding]:
                 yield _f(f"{name}={v} is negative", BOTH, **where)
         if C is not None and g.i_chunks is not None and g.o_chunks is not None:
             for name, v, mul in (("i_chunks", g.i_chunks, mul_in), ("o_chunks", g.o_chunks, mul_out)):
-                if v != 0 and v * mul != C:
+                if v != 0 and mul and v * mul != C:  # mul is 0 when ngpus=0 (refused above)
                     yield _f(f"{name}={v}: the legacy runtime requires 0 or nchunksperloop/{mul} = "
                              f"{C / mul:g} for coll={p.coll}", ONLY_LEGACY, **where)
         nodes = 1 + len(p.gpus) + len(g.tbs) + sum(len(tb.steps) for tb in g.tbs)

@@ -18,11 +18,11 @@ from smtcoll.check.execution import TbInput, execute
 from smtcoll.check.parse_rules import BOTH, is_complete, is_executable, parse_rule_findings
 from smtcoll.check.report import Report, Violation
 from smtcoll.check.transmissions import Transmission, lower
-from smtcoll.errors import SmtcollError
+from smtcoll.errors import InputError, SmtcollError
 from smtcoll.model import Collective, Topology
 from smtcoll.specs import resolve_collective
 from smtcoll.msccl.program import RUNTIMES, Finding, Program
-from smtcoll.msccl.reader import DEFAULT_MAX_BYTES, ReadResult, read_program
+from smtcoll.msccl.reader import Limits, ReadResult, read_program
 
 CAPACITY = {"Simple": 2, "LL": 8, "LL128": 8}  # FIFO messages per connection (NCCL_STEPS / slots per message)
 MAX_RANKS = 4096  # the runtimes' readers cannot hold more <gpu> elements in one parse anyway
@@ -33,14 +33,20 @@ MAX_LISTED = 20
 
 def check_program_file(path: str | os.PathLike[str], *, runtime: str = "any", collective: Collective | str | None = None,
                        root: int | None = None, topology: Topology | None = None,
-                       max_bytes: int = DEFAULT_MAX_BYTES) -> Report:
+                       max_bytes: int | None = None, limits: Limits | None = None) -> Report:
     """Read and check one XML file; unusable input gives an `unusable` report, never an exception."""
     name = os.fspath(path)
     try:
-        result = read_program(name, max_bytes)
+        result = read_program(name, max_bytes, limits)
     except SmtcollError as e:
-        return Report(name, violations=[Violation("unusable", str(e), "error")], unusable=True)
+        return unusable_report(name, e)
     return check_program(result, name, runtime=runtime, collective=collective, root=root, topology=topology)
+
+
+def unusable_report(file: str, error: SmtcollError) -> Report:
+    """The report of a file that could not be read; it keeps the line of the error where the reader knows it."""
+    where = {"line": error.line} if isinstance(error, InputError) and error.line else {}
+    return Report(file, violations=[Violation("unusable", str(error), "error", where)], unusable=True)
 
 
 def _modes(p: Program, selected: frozenset[str]) -> list[bool]:
@@ -221,11 +227,11 @@ def _semantics(p: Program, selected: frozenset[str], collective: Collective | st
             if unit == "us":
                 metrics["estimate"]["chunk_bytes"] = topology_cost.DEFAULT_CHUNK_BYTES
         if not run.deadlock and exp is not None:
-            post = postconditions.check(geo, exp, run.memory)
-            for code, message, rank in post[:MAX_LISTED]:
+            post, wrong = postconditions.check(geo, exp, run.memory, MAX_LISTED)
+            for code, message, rank in post:
                 run_findings.append(Finding(code, message, {"mode": geo.mode, "gpu": rank}))
-            if len(post) > MAX_LISTED:
-                run_findings.append(Finding("postcondition", f"... and {len(post) - MAX_LISTED} more wrong output "
+            if wrong > MAX_LISTED:
+                run_findings.append(Finding("postcondition", f"... and {wrong - MAX_LISTED} more wrong output "
                                             "chunks", {"mode": geo.mode}))
         for f in run_findings:
             key = (f.code, f.message)
@@ -279,6 +285,19 @@ def _dependency_findings(tbs: list[TbInput]) -> list[Finding]:
     return out
 
 
+def _element_lines(p: Program) -> dict[tuple[int | None, int | None], int]:
+    """Line of the first <gpu> element of each rank, (gpu, None), and of each of its <tb>, (gpu, tb)."""
+    lines: dict[tuple[int | None, int | None], int] = {}
+    for g in p.gpus:
+        if g.id is None:
+            continue
+        lines.setdefault((g.id, None), g.line)
+        for tb in g.tbs:
+            if tb.id is not None:
+                lines.setdefault((g.id, tb.id), tb.line)
+    return lines
+
+
 def _few(items: list[int]) -> str:
     return ", ".join(map(str, items[:8])) + (f" and {len(items) - 8} more" if len(items) > 8 else "")
 
@@ -288,8 +307,13 @@ def _report(file: str, p: Program, findings: list[Finding], selected: frozenset[
     accepted = {r: not any(r in f.rejects for f in findings) for r in RUNTIMES}
     violations: list[Violation] = []
     counts: dict[tuple[str, str], int] = {}
+    lines = _element_lines(p)
     for f in findings:
         where = {k: v for k, v in f.where.items() if v is not None}
+        if "line" not in where:  # a finding about a gpu or thread block points at its element
+            line = lines.get((where.get("gpu"), where.get("tb")), lines.get((where.get("gpu"), None)))
+            if line:
+                where["line"] = line
         if f.rejects:
             hit = f.rejects & selected
             if hit == selected:

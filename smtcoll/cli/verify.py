@@ -1,8 +1,9 @@
 """`smtcoll verify PATH...`: check MSCCL XML programs and step schedules (docs/verify.md).
 
 Exit codes: 0 every file verified; 1 some file is wrong or accepted by no runtime considered; 2 some input
-is unusable (unreadable, not XML, no `<algo>`, a bad schedule file) or the command line is wrong. When
-both happen, 2 wins: an unusable input means the run did not check everything it was asked to.
+is unusable (unreadable, not XML, no `<algo>`, a bad schedule file, over a limit such as `--max-steps`)
+or the command line is wrong. When both happen, 2 wins: an unusable input means the run did not check
+everything it was asked to. Output formats (text, json, junit, github) are in `verify_output.py`.
 """
 
 from __future__ import annotations
@@ -17,17 +18,26 @@ from typing import Annotated, Optional
 import typer
 
 from smtcoll import specs
-from smtcoll.check.program import check_program_file
+from smtcoll.check.program import check_program_file, unusable_report
 from smtcoll.check.report import Report, Violation
 from smtcoll.check.schedule import check_schedule_file
-from smtcoll.cli.app import Format, app, print_json
+from smtcoll.cli.app import app, print_json
+from smtcoll.cli.verify_output import FORMATTERS, format_text  # noqa: F401  (format_text: public helper)
 from smtcoll.errors import EXIT_UNUSABLE, SmtcollError
 from smtcoll.model import Topology
-from smtcoll.msccl.reader import DEFAULT_MAX_BYTES
+from smtcoll.msccl.reader import Limits
 
 EXIT_WRONG = 1
 PARALLEL_FROM = 8  # files; below this a process pool costs more than it saves
 SUFFIXES = (".xml", ".json")
+DEFAULTS = Limits()
+
+
+class OutputFormat(str, enum.Enum):
+    text = "text"
+    json = "json"
+    junit = "junit"
+    github = "github"
 
 
 class Runtime(str, enum.Enum):
@@ -58,29 +68,40 @@ def expand(paths: list[str]) -> list[str]:
 
 
 def check_file(path: str, runtime: str, collective: str | None, root: int | None, topology: Topology | None,
-               max_bytes: int = DEFAULT_MAX_BYTES) -> Report:
-    """Check one file; never raises for bad input."""
+               limits: Limits | int | None = None) -> Report:
+    """Check one file; never raises for bad input. `limits` (or only a size limit) bound what is read."""
+    if not isinstance(limits, Limits):
+        limits = Limits() if limits is None else Limits(max_bytes=limits)
     try:
         if path.endswith(".json"):
+            size = _size(path)
+            if size > limits.max_bytes:
+                raise SmtcollError(f"{path}: " + limits.exceeded("--max-bytes", f"file is {size} bytes",
+                                                                  limits.max_bytes))
             return check_schedule_file(path)
         return check_program_file(path, runtime=runtime, collective=collective, root=root, topology=topology,
-                                  max_bytes=max_bytes)
+                                  limits=limits)
     except SmtcollError as e:
-        return Report(path, violations=[Violation("unusable", str(e), "error")], unusable=True)
-    except RecursionError:
-        return Report(path, violations=[Violation("unusable", f"{path}: structure nested too deeply", "error")],
-                      unusable=True)
+        return unusable_report(path, e)
+    except (RecursionError, MemoryError):
+        return unusable_report(path, SmtcollError(f"{path}: structure too large or nested too deeply"))
+    except Exception as e:  # a checker bug: never a traceback, never an `ok`; the fuzz tests look for these
+        return Report(path, violations=[Violation(
+            "internal-error", f"{path}: smtcoll could not check this file ({type(e).__name__}: {str(e)[:200]}); "
+            "please report it with the file", "error")], unusable=True)
 
 
-def _check_args(args: tuple[str, str, str | None, int | None, Topology | None, int]) -> Report:
+def _check_args(args: tuple[str, str, str | None, int | None, Topology | None, Limits]) -> Report:
     return check_file(*args)
 
 
 def check_files(files: list[str], runtime: str = "any", collective: str | None = None, root: int | None = None,
                 topology: Topology | None = None, jobs: int | None = None,
-                max_bytes: int = DEFAULT_MAX_BYTES) -> list[Report]:
+                limits: Limits | int | None = None) -> list[Report]:
     """Reports in the order of `files`; a process pool when there are many files and more than one core."""
-    args = [(f, runtime, collective, root, topology, max_bytes) for f in files]
+    if not isinstance(limits, Limits):
+        limits = Limits() if limits is None else Limits(max_bytes=limits)
+    args = [(f, runtime, collective, root, topology, limits) for f in files]
     workers = jobs if jobs is not None else min(os.cpu_count() or 1, 4)
     if len(files) < PARALLEL_FROM or workers <= 1:
         return [_check_args(a) for a in args]
@@ -109,33 +130,12 @@ def exit_code(reports: list[Report]) -> int:
     return 0
 
 
-def format_text(reports: list[Report], verbose: bool = False) -> str:
-    lines: list[str] = []
-    for r in reports:
-        head = f"{r.file}: {r.verdict}"
-        facts = []
-        if r.collective:
-            facts.append(f"{r.collective}, {r.ranks} ranks")
-        if r.runtimes is not None:
-            facts.append("runtimes: " + ", ".join(f"{k} {'yes' if v else 'no'}" for k, v in sorted(r.runtimes.items())))
-        if facts:
-            head += f" ({'; '.join(facts)})"
-        lines.append(head)
-        for v in r.violations:
-            if v.severity == "info" and not verbose:
-                continue
-            place = v.place()
-            lines.append(f"  {v.severity:<7} {v.code}: {place + ': ' if place else ''}{v.message}")
-    counts = {k: sum(1 for r in reports if r.verdict == k) for k in ("ok", "error", "unusable")}
-    lines.append(f"{len(reports)} file(s): {counts['ok']} verified, {counts['error']} wrong, "
-                 f"{counts['unusable']} unusable")
-    return "\n".join(lines)
-
-
 @app.command("verify")
 def verify(
     paths: Annotated[list[str], typer.Argument(help="MSCCL XML files, schedule JSON files, directories or globs")],
-    fmt: Annotated[Format, typer.Option("--format", "-f", help="text for people, json for scripts")] = Format.text,
+    fmt: Annotated[OutputFormat, typer.Option("--format", "-f", help="text for people, json for scripts, junit "
+                                                                      "(JUnit XML) and github (annotations) for CI")
+                   ] = OutputFormat.text,
     topology: Annotated[Optional[str], typer.Option(help="map connections to links of this topology (a name or "
                                                          ".toml) and estimate the time")] = None,
     collective: Annotated[Optional[str], typer.Option(help="check the programs against this collective (a built-in "
@@ -145,8 +145,16 @@ def verify(
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="also print informational findings")] = False,
     jobs: Annotated[Optional[int], typer.Option(help="worker processes (default: up to 4, only for 8+ files)",
                                                 min=1)] = None,
-    max_bytes: Annotated[int, typer.Option(help="refuse XML files larger than this, before parsing them",
-                                           min=1)] = DEFAULT_MAX_BYTES,
+    max_bytes: Annotated[int, typer.Option(help="refuse files larger than this many bytes, before parsing them",
+                                           min=1)] = DEFAULTS.max_bytes,
+    max_ranks: Annotated[int, typer.Option(help="refuse XML programs with more ranks (ngpus, <gpu> elements)",
+                                           min=1)] = DEFAULTS.max_ranks,
+    max_chunks: Annotated[int, typer.Option(help="refuse XML programs with more chunks per buffer over all ranks "
+                                              "(ngpus x nchunksperloop)", min=1)] = DEFAULTS.max_chunks,
+    max_tbs: Annotated[int, typer.Option(help="refuse XML programs with more <tb> elements in all",
+                                         min=1)] = DEFAULTS.max_tbs,
+    max_steps: Annotated[int, typer.Option(help="refuse XML programs with more <step> elements in all",
+                                           min=1)] = DEFAULTS.max_steps,
 ) -> None:
     """Verify MSCCL XML programs and step schedules: exit 0 verified, 1 wrong, 2 unusable input."""
     if runtime not in {r.value for r in Runtime}:
@@ -161,11 +169,13 @@ def verify(
         if collective not in BUILTIN:
             raise SmtcollError(f"--collective {collective!r}: not a built-in postcondition "
                                f"({', '.join(sorted(BUILTIN))}) nor a .toml spec file")
-    reports = check_files(files, runtime, collective, root, topo, jobs, max_bytes)
-    if fmt is Format.json:
+    limits = Limits(max_bytes=max_bytes, max_ranks=max_ranks, max_chunks=max_chunks, max_tbs=max_tbs,
+                    max_steps=max_steps)
+    reports = check_files(files, runtime, collective, root, topo, jobs, limits)
+    if fmt is OutputFormat.json:
         print_json([r.to_json() for r in reports])
     else:
-        typer.echo(format_text(reports, verbose))
+        typer.echo(FORMATTERS[fmt.value](reports, verbose))
     code = exit_code(reports)
     if code:
         raise typer.Exit(code)

@@ -45,6 +45,27 @@ INT64_ATTRS = frozenset({"minBytes", "maxBytes"})  # read with mscclXmlGetAttrIn
 
 
 @attrs.frozen
+class Limits:
+    """What the checker agrees to read, so that no file can make it run out of time or memory. Each limit
+    is an option of `smtcoll verify` (`--max-bytes` ...); the defaults pass every real program seen (the
+    largest public one: 2.7 MB, 64 ranks, 4064 thread blocks, 21648 steps) with a wide margin. A file
+    over a limit is refused before its semantics are checked (unusable input, exit code 2)."""
+
+    max_bytes: int = DEFAULT_MAX_BYTES  # file size, checked before parsing
+    max_ranks: int = 4096  # ngpus and <gpu> elements (MAX_NODES of the runtimes' readers bounds it too)
+    # ngpus x nchunksperloop, the chunks of one buffer over all ranks: the checker's values are sets of
+    # input chunks, so its memory grows with the square of this (largest real program: 64 x 256 = 16384;
+    # 65536 takes 0.4 s and 630 MB on a 4-rank alltoall, 32768 a quarter of that)
+    max_chunks: int = 32768
+    max_tbs: int = 65536  # <tb> elements of the whole file
+    max_steps: int = 262144  # <step> elements of the whole file
+
+    def exceeded(self, option: str, what: str, limit: int) -> str:
+        return (f"{what}: over the {option} limit of {limit}; if the file is genuine, raise it "
+                f"(smtcoll verify {option} N)")
+
+
+@attrs.frozen
 class ReadResult:
     """The program as the runtimes would see it, and what the reader found on the way."""
 
@@ -152,8 +173,10 @@ class _Stop(Exception):
 class _Builder(xml.sax.ContentHandler):
     """Builds the program from SAX events; keeps only what the runtimes would see."""
 
-    def __init__(self) -> None:
+    def __init__(self, limits: Limits) -> None:
         super().__init__()
+        self.limits = limits
+        self.counts = {"gpu": 0, "tb": 0, "step": 0}
         self.locator: Any = None
         self.depth = 0
         self.path: list[str] = []
@@ -174,9 +197,12 @@ class _Builder(xml.sax.ContentHandler):
         names = list(attributes.getNames())
         if len(names) > MAX_ATTRS:
             dropped = names[MAX_ATTRS:]
+            listed = ", ".join(n[:40] for n in dropped[:8])
+            if len(dropped) > 8:
+                listed += f" and {len(dropped) - 8} more"
             self.findings.append(Finding(
                 "attribute-dropped", f"<{tag}> has {len(names)} attributes; the runtimes keep the first "
-                f"{MAX_ATTRS} and silently drop {', '.join(dropped)}", {**where, "line": line}, severity="warning"))
+                f"{MAX_ATTRS} and silently drop {listed}", {**where, "line": line}, severity="warning"))
             names = names[:MAX_ATTRS]
         out: dict[str, Any] = {"line": line, "_names": tuple(names)}
         ints = INT_ATTRS.get(tag, ())
@@ -188,8 +214,8 @@ class _Builder(xml.sax.ContentHandler):
                 if kind is not None:
                     self._odd_integer(tag, name, raw, value, kind, {**where, "line": line})
                 out[name] = value
-            else:
-                out[name] = raw
+            else:  # longer values are refused by the runtimes (MAX_STR_LEN); keep messages short
+                out[name] = raw if len(raw) <= MAX_STR else raw[:MAX_STR + 1]
         return out
 
     def _odd_integer(self, tag: str, name: str, raw: str, value: int, kind: str, where: dict[str, Any]) -> None:
@@ -209,10 +235,20 @@ class _Builder(xml.sax.ContentHandler):
             raise _Stop(f"elements nested deeper than {MAX_DEPTH} levels; an MSCCL program has 4", line)
         parent = self.path[-1] if self.path else None
         self.path.append(name)
+        if name in self.counts:
+            self._count(name, line)
         if parent is None:
             if name != "algo":
                 raise _Stop(f"the root element is <{name[:40]}>, an MSCCL program has <algo>", line)
             self.algo = self._attrs("algo", attributes, line, {})
+            ngpus = self.algo.get("ngpus")
+            if isinstance(ngpus, int) and ngpus > self.limits.max_ranks:
+                raise _Stop(self.limits.exceeded("--max-ranks", f"ngpus={ngpus}", self.limits.max_ranks), line)
+            chunks = self.algo.get("nchunksperloop")
+            if isinstance(ngpus, int) and isinstance(chunks, int) and ngpus > 0 and chunks > 0 and \
+                    ngpus * chunks > self.limits.max_chunks:
+                raise _Stop(self.limits.exceeded("--max-chunks", f"ngpus={ngpus} x nchunksperloop={chunks} = "
+                                                 f"{ngpus * chunks} chunks per buffer", self.limits.max_chunks), line)
         elif parent == "algo" and name == "gpu":
             self.gpu = self._attrs("gpu", attributes, line, {})
             self.gpu["tbs"], self.gpu["copies"] = [], 0
@@ -234,6 +270,13 @@ class _Builder(xml.sax.ContentHandler):
                     "ignored-element", f"<{name[:40]}>{inside} is not part of the format; the runtimes skip it",
                     {"line": line}, severity="info"))
 
+    def _count(self, name: str, line: int) -> None:
+        n = self.counts[name] = self.counts[name] + 1
+        option, limit = {"gpu": ("--max-ranks", self.limits.max_ranks), "tb": ("--max-tbs", self.limits.max_tbs),
+                         "step": ("--max-steps", self.limits.max_steps)}[name]
+        if n > limit:
+            raise _Stop(self.limits.exceeded(option, f"more than {limit} <{name}> elements", limit), line)
+
     def endElement(self, name: str) -> None:  # noqa: N802 (SAX API)
         self.depth -= 1
         self.path.pop()
@@ -243,8 +286,8 @@ class _Builder(xml.sax.ContentHandler):
             self.gpu = None
 
 
-def _parse(data: bytes, path: str) -> _Builder:
-    builder = _Builder()
+def _parse(data: bytes, path: str, limits: Limits) -> _Builder:
+    builder = _Builder(limits)
     parser = defusedxml.expatreader.create_parser(forbid_dtd=True, forbid_entities=True, forbid_external=True)
     parser.setContentHandler(builder)
     parser.setFeature(xml.sax.handler.feature_external_ges, False)
@@ -281,12 +324,16 @@ def _str(d: dict[str, Any], key: str) -> str | None:
     return v if isinstance(v, str) else None
 
 
-def read_program_bytes(data: bytes, path: str = "<xml>") -> ReadResult:
-    """Parse the bytes of an MSCCL XML file; `InputError` when it is not a usable XML `<algo>` document."""
+def read_program_bytes(data: bytes, path: str = "<xml>", limits: Limits | None = None) -> ReadResult:
+    """Parse the bytes of an MSCCL XML file; `InputError` when it is not a usable XML `<algo>` document or
+    is over one of the `limits`."""
+    limits = limits or Limits()
+    if len(data) > limits.max_bytes:
+        raise InputError(path, limits.exceeded("--max-bytes", f"{len(data)} bytes", limits.max_bytes))
     if not data.strip():
         raise InputError(path, "empty file: an MSCCL program needs an <algo> element (the legacy runtime "
                                "crashes on it, the executor refuses it)")
-    builder = _parse(data, path)
+    builder = _parse(data, path, limits)
     text = data.decode("utf-8", errors="replace")
     findings = lexical_findings(text) + builder.findings
     a = builder.algo
@@ -309,17 +356,23 @@ def read_program_bytes(data: bytes, path: str = "<xml>") -> ReadResult:
     return ReadResult(program, findings, len(data))
 
 
-def read_program(path: str | os.PathLike[str], max_bytes: int = DEFAULT_MAX_BYTES) -> ReadResult:
-    """Read an MSCCL XML file, refusing files over `max_bytes` before parsing them."""
+def read_program(path: str | os.PathLike[str], max_bytes: int | None = None,
+                 limits: Limits | None = None) -> ReadResult:
+    """Read an MSCCL XML file, refusing files over the size limit before parsing them (`max_bytes`, when
+    given, overrides `limits.max_bytes`)."""
     name = os.fspath(path)
+    limits = limits or Limits()
+    if max_bytes is not None:
+        limits = attrs.evolve(limits, max_bytes=max_bytes)
     try:
         size = os.stat(name).st_size
-        if size > max_bytes:
-            raise InputError(name, f"file is {size} bytes; the limit is {max_bytes} (MSCCL programs are a few MB)")
+        if size > limits.max_bytes:
+            raise InputError(name, limits.exceeded("--max-bytes", f"file is {size} bytes", limits.max_bytes))
         with open(name, "rb") as f:
-            data = f.read(max_bytes + 1)
+            data = f.read(limits.max_bytes + 1)
     except OSError as e:
         raise InputError(name, f"cannot read: {e.strerror or e}") from None
-    if len(data) > max_bytes:
-        raise InputError(name, f"file is over the limit of {max_bytes} bytes")
-    return read_program_bytes(data, name)
+    if len(data) > limits.max_bytes:  # grew since the stat, or not a regular file
+        raise InputError(name, limits.exceeded("--max-bytes", f"more than {limits.max_bytes} bytes",
+                                               limits.max_bytes))
+    return read_program_bytes(data, name, limits)
