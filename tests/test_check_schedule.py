@@ -122,3 +122,17 @@ def test_unusable_file_gives_unusable_report(tmp_path):
     path.write_text("{")
     report = check_schedule_file(str(path))
     assert report.verdict == "unusable" and "not valid JSON" in report.violations[0].message
+
+
+@needs_corpus()
+def test_schedule_checked_on_another_topology(cli):
+    """`verify --topology`: is this algorithm valid on my machine?"""
+    path = str(SCCL / "Allgather.n8-DGX1-steps2.msccl.json")
+    from smtcoll import library
+
+    assert check_schedule_file(path, library.topology("ndv2")).verdict == "ok"
+    on_ring = check_schedule_file(path, library.topology("ring:8"))
+    assert codes(on_ring) == {"missing-link", "bandwidth"} and "no link 0 -> 2 in topology 'ring:8'" in on_ring.violations[0].message
+    assert codes(check_schedule_file(path, library.topology("ring:4"))) == {"topology-mismatch"}
+    result = cli("verify", path, "--topology", "ring:8")
+    assert result.returncode == 1 and "missing-link" in result.stdout

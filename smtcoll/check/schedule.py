@@ -16,7 +16,7 @@ from collections import Counter
 from smtcoll.check.report import Report, Violation
 from smtcoll.errors import SmtcollError
 from smtcoll.formats import load_schedule
-from smtcoll.model import Schedule
+from smtcoll.model import Schedule, Topology
 
 MAX_LISTED = 20  # violations of one kind listed individually before they are summarized
 
@@ -115,10 +115,19 @@ def _few(items: list[int]) -> str:
     return ", ".join(map(str, items[:8])) + (f" and {len(items) - 8} more" if len(items) > 8 else "")
 
 
-def check_schedule_file(path: str) -> Report:
-    """Read and check a schedule file; unreadable input gives an `unusable` report, not an exception."""
+def check_schedule_file(path: str, topology: Topology | None = None) -> Report:
+    """Read and check a schedule file; unreadable input gives an `unusable` report, not an exception.
+
+    With `topology`, the schedule is checked on that topology instead of the one its file embeds (is this
+    algorithm valid on my machine?)."""
     try:
         schedule = load_schedule(path)
     except SmtcollError as e:
         return Report(path, violations=[Violation("unusable", str(e), "error")], unusable=True)
+    if topology is not None:
+        if topology.ranks != schedule.topology.ranks:
+            return Report(path, schedule.collective.name, schedule.collective.ranks, None, [Violation(
+                "topology-mismatch", f"the schedule has {schedule.topology.ranks} ranks, topology {topology.name!r} "
+                                     f"has {topology.ranks}", "error")])
+        schedule = Schedule(topology, schedule.collective, schedule.steps, schedule.name)
     return check_schedule(schedule, path)

@@ -78,7 +78,7 @@ def check_file(path: str, runtime: str, collective: str | None, root: int | None
             if size > limits.max_bytes:
                 raise SmtcollError(f"{path}: " + limits.exceeded("--max-bytes", f"file is {size} bytes",
                                                                   limits.max_bytes))
-            return check_schedule_file(path)
+            return check_schedule_file(path, topology)
         return check_program_file(path, runtime=runtime, collective=collective, root=root, topology=topology,
                                   limits=limits)
     except SmtcollError as e:
@@ -136,8 +136,9 @@ def verify(
     fmt: Annotated[OutputFormat, typer.Option("--format", "-f", help="text for people, json for scripts, junit "
                                                                       "(JUnit XML) and github (annotations) for CI")
                    ] = OutputFormat.text,
-    topology: Annotated[Optional[str], typer.Option(help="map connections to links of this topology (a name or "
-                                                         ".toml) and estimate the time")] = None,
+    topology: Annotated[Optional[str], typer.Option(help="XML: map connections to links of this topology (a "
+                                                         "name or .toml) and estimate the time; JSON schedules: "
+                                                         "check them on this topology")] = None,
     collective: Annotated[Optional[str], typer.Option(help="check the programs against this collective (a built-in "
                                                            "name or a .toml spec) instead of their coll")] = None,
     root: Annotated[Optional[int], typer.Option(help="root rank of broadcast, reduce, gather, scatter")] = None,
