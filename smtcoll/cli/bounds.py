@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
 from smtcoll import specs
-from smtcoll.bounds import Bound, lower_bounds
 from smtcoll.cli.app import Format, app, print_json
+
+if TYPE_CHECKING:
+    from smtcoll.bounds import Bound
 
 FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="text for people, json for scripts")]
 
@@ -33,6 +35,8 @@ def bounds_command(
     """Lower bounds for a collective on a topology, each with a witness you can check by hand."""
     topo = specs.resolve_topology(topology, nodes)
     coll = specs.resolve_collective(collective, topo.ranks, root, chunks)
+    from smtcoll.bounds import lower_bounds  # networkx and scipy: only when this command runs
+
     result = lower_bounds(topo, coll, size, gbps_per_unit, alpha_us, lp)
     if fmt is Format.json:
         print_json(result.to_json())

@@ -10,8 +10,7 @@ import typer
 
 from smtcoll.cli.app import Format, app, print_json
 from smtcoll.errors import EXIT_UNUSABLE, InputError
-from smtcoll.proofs import certificate_files, check_certificate
-from smtcoll.proofs.certificate import DEFAULT_TIMEOUT_S
+from smtcoll.proofs.solvers import DEFAULT_TIMEOUT_S
 
 proof_app = typer.Typer(help="Optimality certificates: re-check them.", no_args_is_help=True)
 app.add_typer(proof_app, name="proof")
@@ -31,6 +30,8 @@ def check_command(
     for p in paths:
         if not p.exists():
             raise InputError(str(p), "no such file or directory")
+    from smtcoll.proofs import certificate_files, check_certificate  # networkx: only when this command runs
+
     files = certificate_files(paths)
     if not files:
         raise InputError(", ".join(map(str, paths)), "no certificate (*.json) found")

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import functools
+from collections import deque
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 import attrs
-import networkx as nx
 
 from smtcoll.errors import ModelError
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 
 def _positive_or_none(where: str, value: float | None) -> None:
@@ -140,6 +144,8 @@ class Topology:
 
     def graph(self) -> nx.DiGraph:
         """A networkx view: one edge per link with its attributes (bandwidth, alpha_us, gbps)."""
+        import networkx as nx  # imported here: it costs 0.1 s of start-up for commands that never need it
+
         g = nx.DiGraph(name=self.name)
         g.add_nodes_from(range(self.ranks))
         for link in self.links:
@@ -154,13 +160,27 @@ class Topology:
 
     @functools.cached_property
     def distances(self) -> dict[int, dict[int, int]]:
-        """Hop distances `distances[src][dst]` (missing when dst is unreachable)."""
-        return {s: dict(d) for s, d in nx.all_pairs_shortest_path_length(self.graph())}
+        """Hop distances `distances[src][dst]` (missing when dst is unreachable), by breadth-first search
+        (the same as networkx's all_pairs_shortest_path_length, without importing networkx at start-up)."""
+        out_of: dict[int, list[int]] = {r: [] for r in range(self.ranks)}
+        for s, d in sorted(self._bw):
+            out_of[s].append(d)
+        result = {}
+        for src in range(self.ranks):
+            dist, queue = {src: 0}, deque([src])
+            while queue:
+                u = queue.popleft()
+                for v in out_of[u]:
+                    if v not in dist:
+                        dist[v] = dist[u] + 1
+                        queue.append(v)
+            result[src] = dist
+        return result
 
     @property
     def diameter(self) -> int | None:
         """Longest shortest path in hops; None if some rank cannot reach another."""
-        if not nx.is_strongly_connected(self.graph()):
+        if any(len(d) < self.ranks for d in self.distances.values()):
             return None
         return max(max(d.values()) for d in self.distances.values())
 

@@ -13,19 +13,21 @@ import hashlib
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from smtcoll import bounds, specs
+from smtcoll import specs
 from smtcoll.errors import ModelError, SmtcollError
 from smtcoll.model import Collective, Topology
 from smtcoll.proofs.claim import Claim
 from smtcoll.proofs.encoding import ENCODER, encode
-from smtcoll.proofs.solvers import SOLVER_NAMES, Verdict, solve_all
+from smtcoll.proofs.solvers import DEFAULT_TIMEOUT_S, SOLVER_NAMES, Verdict, solve_all
+
+if TYPE_CHECKING:
+    from smtcoll import bounds
 
 FORMAT = "smtcoll-certificate/1"
-DEFAULT_TIMEOUT_S = 60.0
 
 
 class ClaimRefuted(SmtcollError):
@@ -55,6 +57,8 @@ def certificate_name(claim: Claim, topo: Topology, coll: Collective) -> str:
 
 def refuting_bound(claim: Claim, topo: Topology, coll: Collective) -> tuple[str, bounds.Bound] | None:
     """The first bound (steps, receive, cut) that rules the claim's budget out, if any."""
+    from smtcoll import bounds  # networkx and scipy: imported when a bound is needed
+
     net = bounds.flow_network(topo)
     steps = bounds.distance_bound(topo, coll)
     budget = min(x for x in (claim.steps, claim.rounds) if x is not None)  # rounds >= steps
@@ -209,6 +213,8 @@ def _check_bound(witness: Any, claim: Claim, topo: Topology, coll: Collective) -
         raise _Wrong("the witness is missing or has no \"bound\" kind")
     kind = witness["bound"]
     try:
+        from smtcoll import bounds
+
         value = bounds.check_witness(kind, witness, topo, coll)
     except ModelError as e:
         raise _Wrong(f"the witness does not check: {e}") from None

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import attrs
 
+DEFAULT_TIMEOUT_S = 60.0  # per solver and formula
+
 SOLVER_NAMES = ("z3", "cvc5")
 
 
