@@ -9,9 +9,11 @@ Latin-1 with a declaration, an undeclared wrong encoding).
 
 from __future__ import annotations
 
+import atexit
 import copy
 import json
 import os
+import shutil
 import signal
 import tempfile
 import xml.etree.ElementTree as ET
@@ -162,6 +164,7 @@ def time_limit(seconds: int) -> Iterator[None]:
 
 
 _DIR = tempfile.mkdtemp(prefix="smtcoll-fuzz-")
+atexit.register(shutil.rmtree, _DIR, True)
 
 
 def check_mutant(data: bytes, seconds: int = 30) -> Report:
