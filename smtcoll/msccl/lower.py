@@ -657,9 +657,7 @@ def lower(schedule: Schedule, options: LowerOptions = LowerOptions()) -> Lowered
         attributes=("outofplace",) if executor else ())
     verify_collective: object = layout.kind
     if layout.kind == "custom":
-        # the program's buffers are laid out for exactly this collective: mark it as already split so
-        # that the checker does not split it again to fill nchunksperloop
-        verify_collective = coll.with_chunks(count) if count > 1 else attrs.evolve(coll, chunk_factor=max(2, coll.chunk_factor))
+        verify_collective = coll.with_chunks(count)  # the buffers hold exactly this collective, per instance
     stats = {"thread_blocks": sum(len(g.tbs) for g in gpus), "steps": program.steps, "max_tb_steps": max_steps,
              "scratch_chunks": max((g.s_chunks or 0) for g in gpus), "transfers": len(items),
              "nops": sum(1 for g in gpus for t in g.tbs for s in t.steps if s.type == "nop"),
