@@ -1,19 +1,24 @@
 """A small SMT-LIB2 encoding of "a schedule exists within the budget", written to be reviewed.
 
-It is independent of `smtcoll.synth` and mirrors the checker (`smtcoll.check.schedule`) rule by rule,
-for NON-COMBINING collectives only (every chunk its own address; combining collectives are refused,
-their claims need a bound witness). UNSAT of the formula proves the claim "no schedule with at most S
-steps and at most R rounds exists".
+It is independent of `smtcoll.synth` and mirrors the checker (`smtcoll.check.schedule`) rule by rule.
+UNSAT of the formula proves the claim "no schedule with at most S steps and at most R rounds exists".
 
 Variables (all Boolean):
-- `h_<r>_<a>_<t>`: rank r holds address a after step t (t = 0 is the start);
+- `h_<r>_<a>_<t>`: rank r holds address a after step t (t = 0 is the start); for a COMBINING collective
+  (Allreduce, Reduce, ReduceScatter: contributions summed at one address) instead `h_<r>_<c>_<t>`: rank
+  r's value at address(c) contains contribution c after step t (`_combining`, families of its own; the
+  formulas of non-combining collectives are unchanged by them);
 - `x_<t>_<a>_<s>_<d>`: in step t (1..S) rank s sends address a to rank d, over an existing link only;
 - `k_<t>_<j>`: step t has at least j rounds (j = 1..R), when the claim bounds the rounds.
 
 A step may have 0 rounds (then it can send nothing): so a schedule with fewer steps fits the horizon
 of S steps. Without a round budget, rounds are unbounded and the capacity families are left out: any
-load fits in enough rounds. Duplicate identical sends only add load, so one Boolean per send loses
-no schedule. Output is deterministic: the same input gives the same bytes.
+load fits in enough rounds. Duplicate identical sends only add load (for a combining collective, a
+repeated arrival can only be a no-op copy or a double count), so one Boolean per send loses no schedule.
+
+The checker takes a combining step's arrivals at a rank and address in send order, and whether one
+double counts depends on that order; the formula says "SOME order is accepted" (four rules, proved
+equivalent in docs/proofs.md and tested exhaustively), and `decode` emits such an order. Output is deterministic: the same input gives the same bytes.
 """
 
 from __future__ import annotations
