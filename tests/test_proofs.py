@@ -30,7 +30,7 @@ from random_schedules import (
 
 from smtcoll import library, specs
 from smtcoll.check.schedule import check_schedule
-from smtcoll.model import Collective
+from smtcoll.model import Collective, Schedule, Send, Step
 from smtcoll.proofs import Claim, ClaimRefuted, check_certificate, write_certificate
 from smtcoll.proofs.certificate import _header, refuting_bound, sha256_json
 from smtcoll.proofs.encoding import arrival_order, encode
@@ -195,6 +195,36 @@ def test_every_accepted_combining_schedule_satisfies_the_encoding(data):
         enc = encode(topo, coll, claim)
         result, _ = solve(enc.text, enc.assignment(schedule))
         assert result == z3.sat, claim
+
+
+@FAST
+@given(st.data())
+def test_the_combining_encoding_accepts_exactly_what_the_checker_accepts_in_some_order(data):
+    """On combining schedules one change away from correct, satisfiability with the schedule fixed ==
+    the checker accepts the schedule with each step's arrivals in some order (found by brute force)."""
+    schedule = data.draw(mutated(data.draw(accepted_combining_schedules())))
+    topo, coll = schedule.topology, schedule.collective
+    if any(not topo.has_link(s.src, s.dst) or s.chunk not in coll.addresses
+           for step in schedule.steps for s in step.sends):
+        return
+    values: dict = {}
+    for r, c in coll.pre:
+        values[(r, coll.address[c])] = values.get((r, coll.address[c]), frozenset()) | {c}
+    steps = []
+    for step in schedule.steps:
+        ordered, new = [], dict(values)
+        for d, a in sorted({(s.dst, s.chunk) for s in step.sends}):
+            group = [s for s in step.sends if (s.dst, s.chunk) == (d, a)]
+            arrivals = [(s.src, values.get((s.src, a), frozenset())) for s in group]
+            order = valid_order(values.get((d, a), frozenset()), arrivals)
+            ordered += [Send(a, src, d) for src in order] if order is not None else group
+            new[(d, a)] = values.get((d, a), frozenset()).union(*(v for _, v in arrivals))
+        steps.append(Step(step.rounds, ordered))
+        values = new
+    reordered = Schedule(topo, coll, steps, "reordered")
+    enc = encode(topo, coll, Claim(len(schedule.steps), schedule.rounds))
+    result, _ = solve(enc.text, enc.assignment(schedule))
+    assert (result == z3.sat) == (check_schedule(reordered).verdict == "ok")
 
 
 @pytest.mark.parametrize("name,chunks_of,steps", [
