@@ -4,6 +4,7 @@ does not prove its claim (edited claim, wrong hash, a satisfiable formula)."""
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import shutil
 import subprocess
@@ -14,14 +15,25 @@ import pytest
 import z3
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from random_schedules import accepted_schedules, all_schedules, mutated, starts, topologies
+from random_schedules import (
+    accepted_combining_schedules,
+    accepted_schedules,
+    all_combining_schedules,
+    all_schedules,
+    arrive,
+    combining_collectives,
+    mutated,
+    starts,
+    topologies,
+    valid_order,
+)
 
 from smtcoll import library, specs
 from smtcoll.check.schedule import check_schedule
-from smtcoll.model import Collective
+from smtcoll.model import Collective, Schedule, Send, Step
 from smtcoll.proofs import Claim, ClaimRefuted, check_certificate, write_certificate
 from smtcoll.proofs.certificate import _header, refuting_bound, sha256_json
-from smtcoll.proofs.encoding import encode
+from smtcoll.proofs.encoding import arrival_order, encode
 
 ROOT = Path(__file__).resolve().parents[1]
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -112,10 +124,120 @@ def test_unsat_means_the_enumerator_finds_no_schedule(name, chunks_of, steps, ro
     assert (result == z3.sat) == exists
 
 
-def test_combining_collectives_are_refused():
-    topo = library.topology("ring:4")
-    with pytest.raises(Exception, match="non-combining"):
-        encode(topo, library.collective("allreduce", 4), Claim(1, None))
+# --- combining collectives: arrivals in some order, both ways ------------------------------------
+
+def _arrival_rules(current: frozenset, values: list[frozenset]) -> bool:
+    """The encoder's four arrival rules, in Python (the formula states them over Booleans)."""
+    def meets(u, v):
+        return bool(u & v)
+
+    loaded = [meets(v, current) or any(w <= v for j, w in enumerate(values) if j != i) for i, v in enumerate(values)]
+    pairs = [(i, j) for i in range(len(values)) for j in range(i + 1, len(values))]
+    return (all(not meets(v, current) or current <= v for v in values)
+            and all(not meets(values[i], values[j]) or values[i] <= values[j] or values[j] <= values[i]
+                    for i, j in pairs)
+            and all(not loaded[i] or not current or meets(v, current) for i, v in enumerate(values))
+            and all(not (loaded[i] and loaded[j]) or meets(values[i], values[j]) for i, j in pairs))
+
+
+def test_the_arrival_rules_hold_exactly_when_some_order_is_accepted():
+    """Exhaustively over 3 contributions and up to 3 arrivals: the rules hold iff some order of the
+    arrivals passes the checker's copy-or-reduce rule, and `arrival_order` then gives such an order."""
+    sets = [frozenset(c for c in range(3) if m >> c & 1) for m in range(8)]
+    for current in sets:
+        for k in range(1, 4):
+            for values in itertools.product(sets[1:], repeat=k):
+                arrivals = list(enumerate(values))
+                rules = _arrival_rules(current, list(values))
+                assert rules == (valid_order(current, arrivals) is not None), (current, values)
+                if rules:
+                    cur = current
+                    for src in arrival_order(current, arrivals):
+                        cur = arrive(cur, values[src])
+                        assert cur is not None, (current, values)
+
+
+def test_a_fixed_arrival_order_would_lose_schedules():
+    """Why the encoder quantifies over orders: {1} receiving {1,2} then {2} double counts; {2} first is fine."""
+    current, arrivals = frozenset({1}), [(0, frozenset({1, 2})), (1, frozenset({2}))]
+    assert arrive(arrive(current, arrivals[0][1]), arrivals[1][1]) is None
+    assert valid_order(current, arrivals) == [1, 0]
+    assert arrival_order(current, arrivals) == [1, 0]
+
+
+@FAST
+@given(st.data())
+def test_every_combining_model_decodes_to_a_schedule_the_checker_accepts(data):
+    topo = data.draw(topologies())
+    base = data.draw(combining_collectives(topo.ranks))
+    post = data.draw(st.lists(st.tuples(st.integers(0, topo.ranks - 1), st.integers(0, base.chunks - 1)),
+                              min_size=1, unique=True))
+    coll = Collective("random", topo.ranks, base.chunks, base.pre, post, base.address)
+    steps = data.draw(st.integers(1, 3))
+    rounds = data.draw(st.one_of(st.none(), st.integers(steps, steps + 3)))
+    enc = encode(topo, coll, Claim(steps, rounds))
+    result, model = solve(enc.text)
+    if result == z3.sat:
+        schedule = enc.decode(model)
+        report = check_schedule(schedule)
+        assert report.verdict == "ok", [v.message for v in report.violations]
+        assert len(schedule.steps) <= steps
+        assert rounds is None or schedule.rounds <= rounds
+
+
+@FAST
+@given(st.data())
+def test_every_accepted_combining_schedule_satisfies_the_encoding(data):
+    schedule = data.draw(accepted_combining_schedules())
+    assert check_schedule(schedule).verdict == "ok"
+    topo, coll = schedule.topology, schedule.collective
+    for claim in (Claim(len(schedule.steps), schedule.rounds), Claim(len(schedule.steps) + 1, None)):
+        enc = encode(topo, coll, claim)
+        result, _ = solve(enc.text, enc.assignment(schedule))
+        assert result == z3.sat, claim
+
+
+@FAST
+@given(st.data())
+def test_the_combining_encoding_accepts_exactly_what_the_checker_accepts_in_some_order(data):
+    """On combining schedules one change away from correct, satisfiability with the schedule fixed ==
+    the checker accepts the schedule with each step's arrivals in some order (found by brute force)."""
+    schedule = data.draw(mutated(data.draw(accepted_combining_schedules())))
+    topo, coll = schedule.topology, schedule.collective
+    if any(not topo.has_link(s.src, s.dst) or s.chunk not in coll.addresses
+           for step in schedule.steps for s in step.sends):
+        return
+    values: dict = {}
+    for r, c in coll.pre:
+        values[(r, coll.address[c])] = values.get((r, coll.address[c]), frozenset()) | {c}
+    steps = []
+    for step in schedule.steps:
+        ordered, new = [], dict(values)
+        for d, a in sorted({(s.dst, s.chunk) for s in step.sends}):
+            group = [s for s in step.sends if (s.dst, s.chunk) == (d, a)]
+            arrivals = [(s.src, values.get((s.src, a), frozenset())) for s in group]
+            order = valid_order(values.get((d, a), frozenset()), arrivals)
+            ordered += [Send(a, src, d) for src in order] if order is not None else group
+            new[(d, a)] = values.get((d, a), frozenset()).union(*(v for _, v in arrivals))
+        steps.append(Step(step.rounds, ordered))
+        values = new
+    reordered = Schedule(topo, coll, steps, "reordered")
+    enc = encode(topo, coll, Claim(len(schedule.steps), schedule.rounds))
+    result, _ = solve(enc.text, enc.assignment(schedule))
+    assert (result == z3.sat) == (check_schedule(reordered).verdict == "ok")
+
+
+@pytest.mark.parametrize("name,chunks_of,steps", [
+    ("line:3", "allreduce", 1), ("line:3", "allreduce", 2), ("ring:3", "allreduce", 1), ("star:3", "allreduce", 1),
+    ("star:3", "allreduce", 2), ("line:3", "reduce", 1), ("line:3", "reduce", 2), ("ring:3", "reducescatter", 1),
+    ("line:3", "reducescatter", 2), ("hub-and-spoke:3", "allreduce", 2),
+])
+def test_combining_unsat_means_the_enumerator_finds_no_schedule(name, chunks_of, steps):
+    topo = library.topology(name)
+    coll = library.collective(chunks_of, topo.ranks, 0 if chunks_of == "reduce" else None)
+    exists = any(check_schedule(s).verdict == "ok" for s in all_combining_schedules(topo, coll, steps))
+    result, _ = solve(encode(topo, coll, Claim(steps, None)).text)
+    assert (result == z3.sat) == exists
 
 
 def test_the_formula_has_one_comment_per_constraint_family():
@@ -123,6 +245,14 @@ def test_the_formula_has_one_comment_per_constraint_family():
     families = [line for line in text.splitlines() if line.startswith("; --- ")]
     assert [f.split(":")[0] for f in families] == [
         "; --- variables", "; --- precondition", "; --- causality", "; --- holding", "; --- rounds",
+        "; --- round budget", "; --- link bandwidth", "; --- switch groups", "; --- postcondition"]
+
+
+def test_the_combining_formula_has_one_comment_per_constraint_family():
+    text = encode(library.topology("ring:3"), library.collective("allreduce", 3), Claim(2, 2)).text
+    families = [line for line in text.splitlines() if line.startswith("; --- ")]
+    assert [f.split(":")[0] for f in families] == [
+        "; --- variables", "; --- precondition", "; --- causality", "; --- arrivals", "; --- value", "; --- rounds",
         "; --- round budget", "; --- link bandwidth", "; --- switch groups", "; --- postcondition"]
 
 

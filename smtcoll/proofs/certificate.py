@@ -86,8 +86,8 @@ def write_certificate(claim: Claim, topology: Topology, collective: Collective, 
                       name: str | None = None, timeout_s: float = DEFAULT_TIMEOUT_S) -> Path:
     """Prove the claim and write `<name>.json` (and `<name>.smt2` for an SMT proof) into out_dir.
 
-    A bound witness is used when one rules the budget out, else the SMT encoding (non-combining
-    collectives only) solved by z3 and cvc5. Raises ClaimRefuted when a solver finds a schedule,
+    A bound witness is used when one rules the budget out, else the SMT encoding solved by z3 and
+    cvc5. Raises ClaimRefuted when a solver finds a schedule,
     NotProved when no proof is found within the time limit. Returns the certificate's path."""
     topo, coll = topology, collective
     if topo.ranks != coll.ranks:
