@@ -127,7 +127,7 @@ def synth(
 
 def certify(result: SynthResult, topo: Topology, base: Collective, out_dir: Path) -> list[dict[str, Any]]:
     """A certificate for each claim a pruned point rests on; a claim the proof tools cannot establish
-    (time limit, a combining collective beyond the bounds) is listed with the reason, never hidden."""
+    (a solver's time limit) is listed with the reason, never hidden."""
     from smtcoll.proofs.certificate import ClaimRefuted, write_certificate
     from smtcoll.proofs.claim import Claim
 
