@@ -7,7 +7,6 @@ import pytest
 
 from smtcoll import library
 from smtcoll.check.schedule import check_schedule, check_schedule_file
-from smtcoll.formats import load_schedule
 from smtcoll.model import Schedule, Send, Step
 
 from conftest import CORPUS, needs_corpus

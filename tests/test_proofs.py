@@ -59,6 +59,15 @@ def solve(text: str, extra: dict[str, bool] | None = None) -> tuple[z3.CheckSatR
 
 # --- the encoder, both ways ----------------------------------------------------------------------
 
+
+def assert_decodes_within_budget(enc, model, steps, rounds):
+    """A model decodes to a schedule the checker accepts, within the claim's budget."""
+    schedule = enc.decode(model)
+    report = check_schedule(schedule)
+    assert report.verdict == "ok", [v.message for v in report.violations]
+    assert len(schedule.steps) <= steps
+    assert rounds is None or schedule.rounds <= rounds
+
 @FAST
 @given(st.data())
 def test_every_model_decodes_to_a_schedule_the_checker_accepts(data):
@@ -76,11 +85,7 @@ def test_every_model_decodes_to_a_schedule_the_checker_accepts(data):
     if refuting_bound(claim, topo, coll) is not None:
         assert result == z3.unsat  # a bound that rules the budget out agrees with the solver
     if result == z3.sat:
-        schedule = enc.decode(model)
-        report = check_schedule(schedule)
-        assert report.verdict == "ok", [v.message for v in report.violations]
-        assert len(schedule.steps) <= steps
-        assert rounds is None or schedule.rounds <= rounds
+        assert_decodes_within_budget(enc, model, steps, rounds)
 
 
 @FAST
@@ -178,11 +183,7 @@ def test_every_combining_model_decodes_to_a_schedule_the_checker_accepts(data):
     enc = encode(topo, coll, Claim(steps, rounds))
     result, model = solve(enc.text)
     if result == z3.sat:
-        schedule = enc.decode(model)
-        report = check_schedule(schedule)
-        assert report.verdict == "ok", [v.message for v in report.violations]
-        assert len(schedule.steps) <= steps
-        assert rounds is None or schedule.rounds <= rounds
+        assert_decodes_within_budget(enc, model, steps, rounds)
 
 
 @FAST

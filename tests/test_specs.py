@@ -1,6 +1,5 @@
 """Spec files: built-ins as files, lossless round trips, and clear errors for bad files."""
 
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings

@@ -9,7 +9,6 @@ import typer
 
 from smtcoll import library, specs
 from smtcoll.cli.app import Format, app, print_json
-from smtcoll.errors import InputError
 from smtcoll.model import Collective, Topology
 
 show_app = typer.Typer(help="Show a topology or a collective.", no_args_is_help=True)

@@ -22,7 +22,7 @@ from smtcoll.errors import ModelError, SmtcollError
 from smtcoll.model import Collective, Topology
 from smtcoll.proofs.claim import Claim
 from smtcoll.proofs.encoding import ENCODER, encode
-from smtcoll.proofs.solvers import DEFAULT_TIMEOUT_S, SOLVER_NAMES, Verdict, solve_all
+from smtcoll.proofs.solvers import DEFAULT_TIMEOUT_S, Verdict, solve_all
 
 if TYPE_CHECKING:
     from smtcoll import bounds

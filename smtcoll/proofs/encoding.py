@@ -93,7 +93,7 @@ class Encoding:
         """The variable values a schedule induces (it must fit the horizon and name only existing
         links and addresses): the converse of `decode`, used to test that every checked schedule
         satisfies the formula."""
-        topo, coll = self.topology, self.collective
+        coll = self.collective
         if len(schedule.steps) > self.horizon:
             raise ModelError("schedule", f"has {len(schedule.steps)} steps, more than the horizon {self.horizon}")
         value: dict[str, bool] = {}
@@ -104,34 +104,37 @@ class Encoding:
             for a in coll.addresses:
                 value[self.holds(r, a, 0)] = (r, a) in held
         for t in range(1, self.horizon + 1):
-            step = schedule.steps[t - 1] if t <= len(schedule.steps) else Step(0 if self.claim.rounds else 1, ())
-            sent = {(s.chunk, s.src, s.dst) for s in step.sends}
-            for a in coll.addresses:
-                for l in topo.links:
-                    value[self.send(t, a, l.src, l.dst)] = (a, l.src, l.dst) in sent
-            if self.claim.rounds is not None:
-                for j in range(1, self.claim.rounds + 1):
-                    value[self.round_var(t, j)] = j <= step.rounds
+            step = self._step(schedule, t)
+            sent = self._sends_and_rounds(t, step, value)
             held = held | {(d, a) for a, s, d in sent if (s, a) in held}
             for r in range(coll.ranks):
                 for a in coll.addresses:
                     value[self.holds(r, a, t)] = (r, a) in held
         return value
 
+    def _step(self, schedule: Schedule, t: int) -> Step:
+        """Step t of the schedule; past its end an empty step (0 rounds when the claim counts rounds)."""
+        return schedule.steps[t - 1] if t <= len(schedule.steps) else Step(0 if self.claim.rounds else 1, ())
+
+    def _sends_and_rounds(self, t: int, step: Step, value: dict[str, bool]) -> set[tuple[int, int, int]]:
+        """Set the send and round variables of step t; returns the (address, src, dst) sent."""
+        sent = {(s.chunk, s.src, s.dst) for s in step.sends}
+        for a in self.collective.addresses:
+            for l in self.topology.links:
+                value[self.send(t, a, l.src, l.dst)] = (a, l.src, l.dst) in sent
+        if self.claim.rounds is not None:
+            for j in range(1, self.claim.rounds + 1):
+                value[self.round_var(t, j)] = j <= step.rounds
+        return sent
+
     def _combining_assignment(self, schedule: Schedule) -> dict[str, bool]:
-        topo, coll = self.topology, self.collective
+        coll = self.collective
         values = _start(coll)
         value: dict[str, bool] = {}
         for t in range(self.horizon + 1):
-            step = schedule.steps[t - 1] if 1 <= t <= len(schedule.steps) else Step(0 if self.claim.rounds else 1, ())
             if t > 0:
-                sent = {(s.chunk, s.src, s.dst) for s in step.sends}
-                for a in coll.addresses:
-                    for l in topo.links:
-                        value[self.send(t, a, l.src, l.dst)] = (a, l.src, l.dst) in sent
-                if self.claim.rounds is not None:
-                    for j in range(1, self.claim.rounds + 1):
-                        value[self.round_var(t, j)] = j <= step.rounds
+                step = self._step(schedule, t)
+                self._sends_and_rounds(t, step, value)
                 values = _after(step.sends, values)
             for r in range(coll.ranks):
                 for c in range(coll.chunks):
