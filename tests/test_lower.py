@@ -254,7 +254,7 @@ def test_runtime_options() -> None:
     assert (both.min_bytes, both.max_bytes, both.outofplace, both.inplace) == (0, 1 << 27, 1, 0)
     executor = lower(ag, LowerOptions(runtime="executor", min_bytes=1024, max_bytes=4096)).program
     assert (executor.min_bytes, executor.max_bytes) == (1024, 4096)
-    with pytest.raises(CannotLower, match="max-bytes 0"):
+    with pytest.raises(CannotLower, match="max-buffer-bytes 0"):
         lower(ag, LowerOptions(max_bytes=0))
     with pytest.raises(CannotLower, match="protocol"):
         lower(ag, LowerOptions(protocol="LL64"))

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import enum
 import json
 import sys
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 
+from smtcoll import __version__
+from smtcoll.cli.options import Format  # noqa: F401  (re-exported: commands import it from here)
 from smtcoll.errors import EXIT_UNUSABLE, SmtcollError
 
 app = typer.Typer(
@@ -20,9 +21,16 @@ app = typer.Typer(
 )
 
 
-class Format(str, enum.Enum):
-    text = "text"
-    json = "json"
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"smtcoll {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                                help="print the version and exit")] = False) -> None:
+    """Synthesize, prove and verify collective communication algorithms."""
 
 
 def print_json(data: Any) -> None:

@@ -9,12 +9,11 @@ import typer
 
 from smtcoll import library, specs
 from smtcoll.cli.app import Format, app, print_json
+from smtcoll.cli.options import ChunksOpt, DrawOpt, ForceOpt, FormatOpt, NodesOpt, RootOpt, need_matplotlib, refuse_overwrite
 from smtcoll.model import Collective, Topology
 
 show_app = typer.Typer(help="Show a topology or a collective.", no_args_is_help=True)
 app.add_typer(show_app, name="show")
-
-FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="text for people, json for scripts")]
 
 
 @app.command("list")
@@ -57,17 +56,22 @@ def topology_summary(topo: Topology) -> dict[str, Any]:
 
 @show_app.command("topology")
 def show_topology(
-    name: Annotated[str, typer.Argument(help="a built-in name (dgx1, ring:8, torus2d:4x4) or a .toml file")],
-    nodes: Annotated[int, typer.Option(help="compose this many nodes through the NIC model", min=1)] = 1,
-    draw: Annotated[Optional[Path], typer.Option(help="draw the graph to a .png or .svg file")] = None,
+    name: Annotated[str, typer.Argument(metavar="NAME|FILE",
+                                        help="a built-in name (dgx1, ring:8, torus2d:4x4) or a .toml file")],
+    nodes: NodesOpt = 1,
+    draw: DrawOpt = None,
+    force: ForceOpt = False,
     fmt: FormatOpt = Format.text,
 ) -> None:
     """Ranks, links, bandwidths, switch groups and diameter of a topology."""
+    refuse_overwrite(force, draw)
     topo = specs.resolve_topology(name, nodes)
     if draw is not None:
-        from smtcoll.drawing import draw_topology  # matplotlib is optional and slow to import
+        need_matplotlib("--draw")
+        from smtcoll.draw.topology import draw_topology  # matplotlib is optional and slow to import
 
-        draw_topology(topo, draw)
+        node = specs.resolve_topology(name, 1) if nodes > 1 else None
+        draw_topology(topo, draw, node=node)
     info = topology_summary(topo)
     if fmt is Format.json:
         print_json(info)
@@ -86,7 +90,7 @@ def show_topology(
         for g in topo.switches:
             typer.echo(f"  {g.name or '-'}: {_ranks(g.srcs)} -> {_ranks(g.dsts)}, {g.bandwidth} per round")
     if topo.nics:
-        typer.echo(f"NIC model ({len(topo.nics)} NICs, used with --nodes N):")
+        typer.echo(f"NIC model ({count(len(topo.nics), 'NIC')}, used with --nodes N):")
         for i, n in enumerate(topo.nics):
             typer.echo(f"  nic{i}: senders {_ranks(n.senders)}, receivers {_ranks(n.receivers)}, rail {n.rail}, "
                        f"bandwidth {n.bandwidth}" + (f", {n.gbps} GB/s" if n.gbps else ""))
@@ -118,11 +122,11 @@ def collective_summary(coll: Collective) -> dict[str, Any]:
 
 @show_app.command("collective")
 def show_collective(
-    name: Annotated[str, typer.Argument(help="a built-in name (allgather, ...) or a .toml file")],
-    ranks: Annotated[Optional[int], typer.Option("--ranks", "-n", help="number of ranks", min=1,
+    name: Annotated[str, typer.Argument(metavar="NAME|FILE", help="a built-in name (allgather, ...) or a .toml file")],
+    ranks: Annotated[Optional[int], typer.Option("--ranks", "-n", metavar="N", help="number of ranks", min=1,
                                                  max=library.MAX_RANKS)] = None,
-    root: Annotated[Optional[int], typer.Option(help="root rank of a rooted collective", min=0)] = None,
-    chunks: Annotated[int, typer.Option(help="split every chunk in this many", min=1, max=64)] = 1,
+    root: RootOpt = None,
+    chunks: ChunksOpt = 1,
     fmt: FormatOpt = Format.text,
 ) -> None:
     """Chunks, pre- and postconditions and addresses of a collective."""

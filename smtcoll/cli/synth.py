@@ -7,19 +7,25 @@ Exit codes (DESIGN.md): 0 found, 1 proved that none exists within the bounds, 2 
 from __future__ import annotations
 
 import enum
-import sys
-from collections.abc import Callable
+import os
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
+import attrs
 import typer
 
 from smtcoll import specs
 from smtcoll.cli.app import Format, app, print_json
+from smtcoll.cli.options import (MAX_CHUNKS, CollectiveOpt, ForceOpt, FormatOpt, NodesOpt, RootOpt, TimeoutOpt,
+                                 TopologyOpt, need_matplotlib, refuse_overwrite)
+from smtcoll.cli.progress import solver_progress
 from smtcoll.errors import ModelError, SmtcollError
 from smtcoll.formats import save_schedule
 from smtcoll.model import Collective, Schedule, Topology
-from smtcoll.synth.result import Attempt, SynthResult
+from smtcoll.text import count
+
+if TYPE_CHECKING:
+    from smtcoll.synth.result import SynthResult
 
 EXIT = {"found": 0, "infeasible": 1, "timeout": 3}
 
@@ -30,52 +36,43 @@ class Strategy(str, enum.Enum):
     pareto = "pareto"
 
 
-def _progress() -> Callable[[Attempt], None] | None:
-    """One line per solver question on stderr, only for a person watching a terminal."""
-    if not sys.stderr.isatty():
-        return None
-    from rich.console import Console
-
-    console = Console(stderr=True, highlight=False)
-    colors = {"sat": "green", "unsat": "yellow", "timeout": "red"}
-
-    def show(a: Attempt) -> None:
-        rounds = "any" if a.rounds is None else str(a.rounds)
-        console.print(f"  steps {a.steps:>3}  rounds <= {rounds:>4}  chunks {a.chunks:>2}  {a.method:<9}  "
-                      f"[{colors.get(a.verdict, 'white')}]{a.verdict:<8}[/]  {a.seconds:7.2f} s")
-
-    return show
+Count = Optional[int]
 
 
 @app.command("synth")
 def synth(
-    topology: Annotated[str, typer.Option("--topology", "-t", help="a built-in name (dgx1, ring:8) or a .toml file")],
-    collective: Annotated[str, typer.Option("--collective", "-c", help="a built-in name (allgather) or a .toml file")],
-    root: Annotated[Optional[int], typer.Option(help="root rank of a rooted collective")] = None,
-    chunks: Annotated[int, typer.Option(help="split every chunk in C (instance, least-steps)")] = 1,
-    steps: Annotated[Optional[int], typer.Option(help="steps S (instance strategy)")] = None,
-    rounds: Annotated[Optional[int], typer.Option(help="rounds R in all (default: one per step)")] = None,
+    topology: TopologyOpt,
+    collective: CollectiveOpt,
+    root: RootOpt = None,
+    chunks: Annotated[int, typer.Option(metavar="C", min=1, max=MAX_CHUNKS,
+                                        help="split every chunk in C (instance, least-steps)")] = 1,
+    steps: Annotated[Count, typer.Option(metavar="S", min=1, help="steps S (instance strategy)")] = None,
+    rounds: Annotated[Count, typer.Option(metavar="R", min=1, help="rounds R in all (default: one per step)")] = None,
     strategy: Annotated[Optional[Strategy], typer.Option(
-        help="instance (with --steps), least-steps (default) or pareto")] = None,
-    max_steps: Annotated[Optional[int], typer.Option(help="least-steps/pareto: give up above this many steps "
-                                                          "(default: lower bound + 2 * ranks)")] = None,
-    max_chunks: Annotated[int, typer.Option(help="pareto: the most chunks per input to consider")] = 6,
-    timeout: Annotated[Optional[float], typer.Option(help="time limit in seconds (exit 3 when reached)")] = None,
-    nodes: Annotated[int, typer.Option(help="compose this many nodes through the NIC model")] = 1,
-    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="write the schedule (JSON) here")] = None,
-    xml: Annotated[Optional[Path], typer.Option(help="also lower the schedule to MSCCL XML (verified before it "
-                                                     "is written; see smtcoll lower for the options)")] = None,
-    prove: Annotated[Optional[Path], typer.Option(help="write certificates of every claim the result rests on "
-                                                       "into this folder (re-check: smtcoll proof check)")] = None,
-    fmt: Annotated[Format, typer.Option("--format", "-f", help="text for people, json for scripts")] = Format.text,
+        metavar="instance|least-steps|pareto", help="instance (with --steps), least-steps (default) or pareto")] = None,
+    max_steps: Annotated[Count, typer.Option(metavar="S", min=1, help="least-steps/pareto: give up above this many "
+                                                                      "steps (default: lower bound + 2 * ranks)")] = None,
+    max_chunks: Annotated[int, typer.Option(metavar="C", min=1, max=MAX_CHUNKS,
+                                            help="pareto: the most chunks per input to consider")] = 6,
+    timeout: TimeoutOpt = None,
+    nodes: NodesOpt = 1,
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", metavar="FILE",
+                                                   help="write the schedule (JSON) here")] = None,
+    out_dir: Annotated[Optional[Path], typer.Option("--dir", "-d", metavar="DIR", file_okay=False,
+                                                    help="write every schedule found (each Pareto point) into DIR, "
+                                                         "named after its instance: allgather-dgx1-s2-r3-c2.json")
+                       ] = None,
+    xml: Annotated[Optional[Path], typer.Option(metavar="FILE|DIR", help="also lower the schedule to MSCCL XML "
+                                                "(verified before it is written; see smtcoll lower); a directory: "
+                                                "every schedule found, named after its instance")] = None,
+    plot: Annotated[Optional[Path], typer.Option(metavar="FILE.png|FILE.svg", help="pareto: plot the frontier, "
+                                                 "the pruned points and the lower bounds")] = None,
+    prove: Annotated[Optional[Path], typer.Option(metavar="DIR", help="write certificates of every claim the result "
+                                                  "rests on into DIR (re-check: smtcoll proof check)")] = None,
+    force: ForceOpt = False,
+    fmt: FormatOpt = Format.text,
 ) -> None:
     """Synthesize a schedule with the fewest steps, one instance, or the whole Pareto frontier."""
-    for name, value, low in (("--chunks", chunks, 1), ("--steps", steps, 1), ("--rounds", rounds, 1),
-                             ("--max-steps", max_steps, 1), ("--max-chunks", max_chunks, 1), ("--nodes", nodes, 1)):
-        if value is not None and value < low:
-            raise ModelError(name, f"must be >= {low}, got {value}")
-    if timeout is not None and timeout <= 0:
-        raise ModelError("--timeout", f"must be > 0, got {timeout}")
     chosen = strategy or (Strategy.instance if steps is not None else Strategy.least_steps)
     if chosen is Strategy.instance and steps is None:
         raise ModelError("--steps", "the instance strategy needs --steps S")
@@ -84,45 +81,95 @@ def synth(
     if chosen is Strategy.pareto and (chunks != 1 or rounds is not None):
         raise ModelError("--chunks/--rounds", "pareto searches every rounds and chunks count itself; "
                                               "bound it with --max-chunks and --max-steps")
+    if plot is not None and chosen is not Strategy.pareto:
+        raise ModelError("--plot", "draws the Pareto frontier: use it with --strategy pareto")
     if rounds is not None and steps is not None and rounds < steps:
         raise ModelError("--rounds", f"= {rounds}: rounds must be >= steps ({steps})")
+    xml_dir = xml is not None and (xml.is_dir() or str(xml).endswith(("/", os.sep)))
+    refuse_overwrite(force, output, None if xml_dir else xml, plot)
+    if plot is not None:
+        need_matplotlib("--plot")
     topo = specs.resolve_topology(topology, nodes)
     base = specs.resolve_collective(collective, topo.ranks, root, 1)
     if base.ranks != topo.ranks:
         raise ModelError("collective", f"has {base.ranks} ranks but topology {topo.name} has {topo.ranks}")
     from smtcoll.synth import strategies  # z3: imported only when synthesizing, not for other commands
 
-    progress = _progress()
-    if chosen is Strategy.instance:
-        result = strategies.instance(topo, base, steps, rounds, chunks, timeout, progress)
-    elif chosen is Strategy.least_steps:
-        result = strategies.least_steps(topo, base, rounds, chunks, max_steps, timeout, progress)
-    else:
-        result = strategies.pareto(topo, base, max_chunks, max_steps, timeout, progress)
-    schedule = result.schedule
+    with solver_progress() as progress:
+        if chosen is Strategy.instance:
+            assert steps is not None
+            result = strategies.instance(topo, base, steps, rounds, chunks, timeout, progress)
+        elif chosen is Strategy.least_steps:
+            result = strategies.least_steps(topo, base, rounds, chunks, max_steps, timeout, progress)
+        else:
+            result = strategies.pareto(topo, base, max_chunks, max_steps, timeout, progress)
+    schedule = _named(result.schedule, base.name, topo.name)
+    found = [s for s in (_named(p.schedule, base.name, topo.name) for p in result.points) if s is not None]
+    if schedule is not None and not found:
+        found = [schedule]
+    written: list[Path] = []
     if schedule is not None:
-        schedule = Schedule(schedule.topology, schedule.collective, schedule.steps,
-                            f"{base.name} on {topo.name}: {len(schedule.steps)} steps, {schedule.rounds} rounds, "
-                            f"{schedule.collective.chunk_factor} chunk(s)")
         if output is not None:
             save_schedule(schedule, output)
+            written.append(output)
+        if out_dir is not None:
+            written += write_all(found, out_dir, ".json", force)
         if xml is not None:
-            from smtcoll.cli.lower import lower_to_file
+            written += write_all(found, xml, ".xml", force) if xml_dir else [_lower(schedule, xml)]
+    if plot is not None:
+        from smtcoll.draw.pareto import draw_pareto
 
-            lower_to_file(schedule, xml)
+        draw_pareto(result, f"{base.name} on {topo.name}", plot)
+        written.append(plot)
     data = result.to_json()
+    data["files"] = [str(w) for w in written]
     if prove is not None:
         data["certificates"] = certify(result, topo, base, prove)
     if fmt is Format.json:
         print_json(data)
     else:
         _text(result, topo.name, base.name, output if schedule is not None else None)
-        if xml is not None and schedule is not None:
-            typer.echo(f"MSCCL XML written to {xml} (verified)")
+        for w in written:
+            if w != output:
+                typer.echo(f"written: {w}" + (" (MSCCL XML, verified)" if w.suffix == ".xml" else ""))
         for c in data.get("certificates", []):
             typer.echo(f"certificate {c['file']}: {c['claim']}" if c["file"] else f"not certified: {c['claim']}: "
                        f"{c['why']}")
     raise typer.Exit(EXIT[result.status])
+
+
+def _named(schedule: Schedule | None, coll: str, topo: str) -> Schedule | None:
+    """The schedule named after its instance (`allgather-dgx1-s3-r7-c6`): its file name and XML name."""
+    if schedule is None:
+        return None
+    return attrs.evolve(schedule, name=schedule.instance.label(coll, topo))
+
+
+def _lower(schedule: Schedule, path: Path) -> Path:
+    from smtcoll.cli.lower import lower_to_file
+
+    result, _ = lower_to_file(schedule, path)
+    if not result["written"]:
+        raise SmtcollError(f"{path}: not written: the lowered program does not verify (a bug: please report it)")
+    return path
+
+
+def write_all(schedules: list[Schedule], folder: Path, suffix: str, force: bool) -> list[Path]:
+    """Every schedule into `folder` as `<instance name><suffix>` (JSON, or MSCCL XML verified before it is
+    written), like msccl-tools' `pareto-optimal -d DIR`; existing files are refused unless `force`, all of
+    them before anything is written."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise SmtcollError(f"{folder}: cannot create the folder: {e.strerror or e}") from None
+    paths = [folder / f"{s.name}{suffix}" for s in schedules]
+    refuse_overwrite(force, *paths)
+    for s, p in zip(schedules, paths):
+        if suffix == ".json":
+            save_schedule(s, p)
+        else:
+            _lower(s, p)
+    return paths
 
 
 def certify(result: SynthResult, topo: Topology, base: Collective, out_dir: Path) -> list[dict[str, Any]]:
@@ -152,13 +199,14 @@ def _text(result: SynthResult, topo: str, coll: str, output: Path | None) -> Non
     lb = result.lower_bound
     s = result.schedule
     if result.status == "found" and s is not None:
-        echo(f"found: {coll} on {topo}: {len(s.steps)} steps, {s.rounds} rounds, {s.collective.chunk_factor} "
-             f"chunk(s) ({sum(len(x.sends) for x in s.steps)} sends); accepted by the checker")
+        echo(f"found: {coll} on {topo}: {count(len(s.steps), 'step')}, {count(s.rounds, 'round')}, "
+             f"{count(s.collective.chunk_factor, 'chunk')} ({count(sum(len(x.sends) for x in s.steps), 'send')}); "
+             "accepted by the checker")
     else:
         echo(f"{result.status}: {result.message}")
     if result.optimal.get("why"):
-        echo(f"optimal: {result.optimal['steps']} steps ({result.optimal['why']})")
-    echo(f"lower bounds: {lb['steps']} steps ({lb['steps_why']}); rounds/chunk >= {lb['rounds_per_chunk_exact']} "
+        echo(f"optimal: {count(result.optimal['steps'], 'step')} ({result.optimal['why']})")
+    echo(f"lower bounds: {count(lb['steps'], 'step')} ({lb['steps_why']}); rounds/chunk >= {lb['rounds_per_chunk_exact']} "
          f"({lb['rounds_per_chunk_why']})")
     if result.strategy == "pareto":
         echo("Pareto frontier (steps, rounds, chunks, rounds/chunk):" if result.points else "no Pareto point")
@@ -171,11 +219,11 @@ def _text(result: SynthResult, topo: str, coll: str, output: Path | None) -> Non
             echo(f"  {what}: {p.why}")
     for v in result.variants:
         if "steps" in v:
-            echo(f"variant {v['method']}: {v['steps']} steps, {v['rounds']} rounds")
+            echo(f"variant {v['method']}: {count(v['steps'], 'step')}, {count(v['rounds'], 'round')}")
         else:
             echo(f"variant {v['method']}: {v.get('status')} {v.get('why', '')}".rstrip())
     if result.status == "found" and s is not None and result.message:
         echo(result.message)
     if output is not None:
         echo(f"schedule written to {output}")
-    echo(f"{len(result.attempts)} solver call(s), {result.seconds:.2f} s")
+    echo(f"{count(len(result.attempts), 'solver call')}, {result.seconds:.2f} s")

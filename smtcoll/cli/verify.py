@@ -22,6 +22,7 @@ from smtcoll.check.program import check_program_file, unusable_report
 from smtcoll.check.report import Report, Violation
 from smtcoll.check.schedule import check_schedule_file
 from smtcoll.cli.app import app, print_json
+from smtcoll.cli.options import Runtime, RuntimeOpt
 from smtcoll.cli.verify_output import FORMATTERS, format_text  # noqa: F401  (format_text: public helper)
 from smtcoll.errors import EXIT_UNUSABLE, SmtcollError
 from smtcoll.model import Topology
@@ -38,12 +39,6 @@ class OutputFormat(str, enum.Enum):
     json = "json"
     junit = "junit"
     github = "github"
-
-
-class Runtime(str, enum.Enum):
-    executor = "executor"
-    legacy = "legacy"
-    any = "any"
 
 
 def expand(paths: list[str]) -> list[str]:
@@ -133,7 +128,7 @@ def exit_code(reports: list[Report]) -> int:
 @app.command("verify")
 def verify(
     paths: Annotated[list[str], typer.Argument(help="MSCCL XML files, schedule JSON files, directories or globs")],
-    fmt: Annotated[OutputFormat, typer.Option("--format", "-f", help="text for people, json for scripts, junit "
+    fmt: Annotated[OutputFormat, typer.Option("--format", metavar="text|json|junit|github", help="text for people, json for scripts, junit "
                                                                       "(JUnit XML) and github (annotations) for CI")
                    ] = OutputFormat.text,
     topology: Annotated[Optional[str], typer.Option(help="XML: map connections to links of this topology (a "
@@ -142,7 +137,7 @@ def verify(
     collective: Annotated[Optional[str], typer.Option(help="check the programs against this collective (a built-in "
                                                            "name or a .toml spec) instead of their coll")] = None,
     root: Annotated[Optional[int], typer.Option(help="root rank of broadcast, reduce, gather, scatter")] = None,
-    runtime: Annotated[str, typer.Option(help="the runtime that must accept the files: executor, legacy or any")] = "any",
+    runtime: RuntimeOpt = Runtime.any,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="also print informational findings")] = False,
     jobs: Annotated[Optional[int], typer.Option(help="worker processes (default: up to 4, only for 8+ files)",
                                                 min=1)] = None,
@@ -158,21 +153,22 @@ def verify(
                                            min=1)] = DEFAULTS.max_steps,
 ) -> None:
     """Verify MSCCL XML programs and step schedules: exit 0 verified, 1 wrong, 2 unusable input."""
-    if runtime not in {r.value for r in Runtime}:
-        raise SmtcollError(f"--runtime {runtime!r}: expected executor, legacy or any")
     files = expand(paths)
     if not files:
         raise SmtcollError("no .xml or .json files found in " + ", ".join(paths))
     topo = specs.resolve_topology(topology) if topology else None
     if collective is not None and not collective.endswith(".toml") and not Path(collective).is_file():
         from smtcoll.check.postconditions import BUILTIN
+        from smtcoll.library import did_you_mean
 
         if collective not in BUILTIN:
-            raise SmtcollError(f"--collective {collective!r}: not a built-in postcondition "
-                               f"({', '.join(sorted(BUILTIN))}) nor a .toml spec file")
+            hint = did_you_mean(collective, sorted(BUILTIN))
+            raise SmtcollError(f"--collective {collective!r}: not a built-in postcondition"
+                               + (f"; did you mean {hint!r}?" if hint else "")
+                               + f" ({', '.join(sorted(BUILTIN))}) nor a .toml spec file")
     limits = Limits(max_bytes=max_bytes, max_ranks=max_ranks, max_chunks=max_chunks, max_tbs=max_tbs,
                     max_steps=max_steps)
-    reports = check_files(files, runtime, collective, root, topo, jobs, limits)
+    reports = check_files(files, runtime.value, collective, root, topo, jobs, limits)
     if fmt is OutputFormat.json:
         print_json([r.to_json() for r in reports])
     else:

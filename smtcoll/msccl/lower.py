@@ -148,11 +148,11 @@ def _check_options(o: LowerOptions) -> None:
         raise CannotLower(f"unknown protocol {o.protocol!r} (choose from {', '.join(PROTOCOLS)})")
     if o.mode not in MODES:
         raise CannotLower(f"unknown mode {o.mode!r} (choose from {', '.join(MODES)})")
-    for name, v in (("--min-bytes", o.min_bytes), ("--max-bytes", o.max_bytes)):
+    for name, v in (("--min-buffer-bytes", o.min_bytes), ("--max-buffer-bytes", o.max_bytes)):
         if v is not None and not 0 <= v < 1 << 63:
             raise CannotLower(f"{name} must be between 0 and 2^63-1, got {v}")
     if o.min_bytes is not None and o.max_bytes and o.max_bytes < o.min_bytes:
-        raise CannotLower(f"--max-bytes {o.max_bytes} is below --min-bytes {o.min_bytes}: never selected")
+        raise CannotLower(f"--max-buffer-bytes {o.max_bytes} is below --min-buffer-bytes {o.min_bytes}: never selected")
 
 
 # --- simulation --------------------------------------------------------------------------------------
@@ -605,7 +605,7 @@ def lower(schedule: Schedule, options: LowerOptions = LowerOptions()) -> Lowered
     layout = recognize(coll)
     targets = _targets(layout.kind, options.runtime)
     if "legacy" in targets and options.max_bytes == 0:
-        raise CannotLower("--max-bytes 0 means no limit for the executor but never selected for the legacy "
+        raise CannotLower("--max-buffer-bytes 0 means no limit for the executor but never selected for the legacy "
                           "runtime; give a positive value or --runtime executor")
     modes = {"outofplace": [False], "inplace": [True], "both": [False, True]}[options.mode]
     items = transfers(schedule)

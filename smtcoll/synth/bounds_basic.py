@@ -22,6 +22,7 @@ from fractions import Fraction
 import attrs
 
 from smtcoll.model import Collective, Topology
+from smtcoll.text import count as plural_count
 
 
 @attrs.frozen
@@ -83,7 +84,7 @@ def step_bound(topo: Topology, coll: Collective) -> Bound:
         if d == math.inf:
             return Bound(10**9, f"rank {r} cannot be reached from any holder of chunk {c}")
         if d > worst:
-            worst, where = int(d), f"distance: chunk {c} is {d} hops from rank {r}"
+            worst, where = int(d), f"distance: chunk {c} is {plural_count(int(d), 'hop')} from rank {r}"
     return Bound(worst, where or "nothing to move")
 
 
@@ -97,9 +98,9 @@ def rounds_bound(topo: Topology, coll: Collective) -> Bound:
         if count and cap:
             q = Fraction(count, cap * f)
             if q > best:
-                best, why = q, f"{what}: {count} chunk(s) through capacity {cap} per round"
+                best, why = q, f"{what}: {plural_count(count, 'chunk')} through capacity {cap} per round"
         elif count and not cap:
-            best, why = Fraction(10**9), f"{what}: {count} chunk(s) but no capacity"
+            best, why = Fraction(10**9), f"{what}: {plural_count(count, 'chunk')} but no capacity"
 
     P = coll.ranks
     if coll.is_combining:
