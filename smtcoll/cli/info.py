@@ -11,6 +11,7 @@ from smtcoll import library, specs
 from smtcoll.cli.app import Format, app, print_json
 from smtcoll.cli.options import ChunksOpt, DrawOpt, ForceOpt, FormatOpt, NodesOpt, RootOpt, need_matplotlib, refuse_overwrite
 from smtcoll.model import Collective, Topology
+from smtcoll.text import count
 
 show_app = typer.Typer(help="Show a topology or a collective.", no_args_is_help=True)
 app.add_typer(show_app, name="show")
@@ -142,3 +143,50 @@ def show_collective(
     for r in range(coll.ranks):
         typer.echo(f"{r:>5}  {_ranks(tuple(sorted(coll.pre_sets[r]))) or '-':<30} "
                    f"{_ranks(tuple(sorted(coll.post_sets[r]))) or '-'}")
+
+
+@show_app.command("schedule")
+def show_schedule(
+    path: Annotated[Path, typer.Argument(metavar="FILE", help="a step schedule (smtcoll, SCCL or TACCL JSON)")],
+    draw: DrawOpt = None,
+    size: Annotated[int, typer.Option(metavar="BYTES", min=1, help="bytes of one rank's output buffer, for the "
+                                                                   "timeline of --draw")] = 1 << 20,
+    force: ForceOpt = False,
+    fmt: FormatOpt = Format.text,
+) -> None:
+    """Per step, the sends on each link and how full the link is; --draw: link usage over steps and a
+    timeline in the alpha-beta model."""
+    from smtcoll.check.schedule import check_schedule
+    from smtcoll.draw.schedule import schedule_table
+    from smtcoll.formats import load_schedule
+
+    refuse_overwrite(force, draw)
+    schedule = load_schedule(path)
+    verdict = check_schedule(schedule, str(path)).verdict
+    data = {"file": str(path), **schedule_table(schedule), "verdict": verdict}
+    if draw is not None:
+        need_matplotlib("--draw")
+        from smtcoll.draw.schedule import draw_schedule
+
+        draw_schedule(schedule, draw, size)
+    if fmt is Format.json:
+        print_json(data)
+        return
+    typer.echo(f"{path}: {schedule.name or 'schedule'}: {data['collective']} on {data['topology']}, "
+               f"{count(data['steps'], 'step')}, {count(data['rounds'], 'round')}, "
+               f"{count(data['chunks'], 'chunk')} per input, {count(data['sends'], 'send')}; checker: {verdict}")
+    rows = [("step", "rounds", "link", "bw", "sends", "load", "chunks")]
+    for st in data["per_step"]:
+        for k, u in enumerate(st["links"] or [None]):
+            first = (str(st["step"]), str(st["rounds"])) if k == 0 else ("", "")
+            if u is None:
+                rows.append((*first, "-", "", "0", "", ""))
+                continue
+            rows.append((*first, f"{u['src']}->{u['dst']}", str(u["bandwidth"]), str(u["sends"]),
+                         f"{u['load']:.2f}", _ranks(tuple(u["chunks"]))))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for r in rows:
+        typer.echo("  " + "  ".join(c.rjust(w) if i in (0, 1, 3, 4, 5) else c.ljust(w)
+                                   for i, (c, w) in enumerate(zip(r, widths))).rstrip())
+    if draw is not None:
+        typer.echo(f"drawing written to {draw}")

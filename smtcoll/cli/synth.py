@@ -7,7 +7,6 @@ Exit codes (DESIGN.md): 0 found, 1 proved that none exists within the bounds, 2 
 from __future__ import annotations
 
 import enum
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Optional
 
@@ -63,8 +62,8 @@ def synth(
                                                          "named after its instance: allgather-dgx1-s2-r3-c2.json")
                        ] = None,
     xml: Annotated[Optional[Path], typer.Option(metavar="FILE|DIR", help="also lower the schedule to MSCCL XML "
-                                                "(verified before it is written; see smtcoll lower); a directory: "
-                                                "every schedule found, named after its instance")] = None,
+                                                "(verified before it is written; see smtcoll lower); a directory (a "
+                                                "path without .xml): every schedule found, named after its instance")] = None,
     plot: Annotated[Optional[Path], typer.Option(metavar="FILE.png|FILE.svg", help="pareto: plot the frontier, "
                                                  "the pruned points and the lower bounds")] = None,
     prove: Annotated[Optional[Path], typer.Option(metavar="DIR", help="write certificates of every claim the result "
@@ -85,7 +84,7 @@ def synth(
         raise ModelError("--plot", "draws the Pareto frontier: use it with --strategy pareto")
     if rounds is not None and steps is not None and rounds < steps:
         raise ModelError("--rounds", f"= {rounds}: rounds must be >= steps ({steps})")
-    xml_dir = xml is not None and (xml.is_dir() or str(xml).endswith(("/", os.sep)))
+    xml_dir = xml is not None and (xml.is_dir() or xml.suffix.lower() != ".xml")
     refuse_overwrite(force, output, None if xml_dir else xml, plot)
     if plot is not None:
         need_matplotlib("--plot")

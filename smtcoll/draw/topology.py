@@ -108,7 +108,13 @@ def _links(ax: Axes, topo: Topology, pos: Pos, ranks: range, styles: dict, legen
             continue
         st = _style(link.bandwidth, link.gbps, styles)
         (x0, y0), (x1, y1) = pos[s], pos[d]
-        if both:
+        if both and _hidden(pos, s, d):
+            # a wrap-around link of a torus or a hypercube would run straight through other ranks: an arc
+            ax.annotate("", (x1, y1), (x0, y0), zorder=1, arrowprops={
+                "arrowstyle": "-", "color": st["color"], "lw": st["lw"], "shrinkA": 11, "shrinkB": 11,
+                "connectionstyle": "arc3,rad=-0.25"})
+            line = None
+        elif both:
             line, = ax.plot([x0, x1], [y0, y1], color=st["color"], lw=st["lw"], zorder=1, solid_capstyle="round")
         else:
             ax.annotate("", (x1, y1), (x0, y0), zorder=1, arrowprops={
@@ -116,6 +122,20 @@ def _links(ax: Axes, topo: Topology, pos: Pos, ranks: range, styles: dict, legen
                 "connectionstyle": "arc3,rad=0.12"})
             line = None
         legend.setdefault(_label(link.bandwidth, link.gbps), (st, line))
+
+
+def _hidden(pos: Pos, s: int, d: int, radius: float = 0.15) -> bool:
+    """Whether the straight line from s to d passes within `radius` of another rank."""
+    (x0, y0), (x1, y1) = pos[s], pos[d]
+    dx, dy = x1 - x0, y1 - y0
+    length2 = dx * dx + dy * dy or 1e-12
+    for r, (x, y) in pos.items():
+        if r in (s, d):
+            continue
+        t = ((x - x0) * dx + (y - y0) * dy) / length2
+        if 0 < t < 1 and math.hypot(x0 + t * dx - x, y0 + t * dy - y) < radius:
+            return True
+    return False
 
 
 def _nodes(ax: Axes, pos: Pos, labels: dict[int, str], color: str, size: float = 0.13, box: bool = False) -> None:
