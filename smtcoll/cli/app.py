@@ -28,7 +28,7 @@ def _version(value: bool) -> None:
 
 
 @app.callback()
-def _root(version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+def _root(version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, metavar="",
                                                 help="print the version and exit")] = False) -> None:
     """Synthesize, prove and verify collective communication algorithms."""
 

@@ -29,7 +29,7 @@ def bounds_command(
         min=0.000001)] = None,
     alpha_us: Annotated[Optional[float], typer.Option("--alpha-us", metavar="US", help="latency per step in microseconds "
                                                       "(overrides the topology's)", min=0.0)] = None,
-    lp: Annotated[bool, typer.Option("--lp/--no-lp", help="solve the multi-commodity flow LP")] = True,
+    lp: Annotated[bool, typer.Option("--lp/--no-lp", metavar="", help="solve the multi-commodity flow LP")] = True,
     fmt: FormatOpt = Format.text,
 ) -> None:
     """Lower bounds for a collective on a topology, each with a witness you can check by hand."""

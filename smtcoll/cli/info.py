@@ -9,7 +9,8 @@ import typer
 
 from smtcoll import library, specs
 from smtcoll.cli.app import Format, app, print_json
-from smtcoll.cli.options import ChunksOpt, DrawOpt, ForceOpt, FormatOpt, NodesOpt, RootOpt, need_matplotlib, refuse_overwrite
+from smtcoll.cli.options import (ChunksOpt, DrawOpt, ForceOpt, FormatOpt, NodesOpt, RootOpt, need_matplotlib,
+                                 refuse_overwrite)
 from smtcoll.model import Collective, Topology
 from smtcoll.text import count
 
@@ -68,7 +69,7 @@ def show_topology(
     refuse_overwrite(force, draw)
     topo = specs.resolve_topology(name, nodes)
     if draw is not None:
-        need_matplotlib("--draw")
+        need_matplotlib("--draw", draw)
         from smtcoll.draw.topology import draw_topology  # matplotlib is optional and slow to import
 
         node = specs.resolve_topology(name, 1) if nodes > 1 else None
@@ -165,7 +166,7 @@ def show_schedule(
     verdict = check_schedule(schedule, str(path)).verdict
     data = {"file": str(path), **schedule_table(schedule), "verdict": verdict}
     if draw is not None:
-        need_matplotlib("--draw")
+        need_matplotlib("--draw", draw)
         from smtcoll.draw.schedule import draw_schedule
 
         draw_schedule(schedule, draw, size)

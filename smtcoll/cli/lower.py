@@ -104,8 +104,8 @@ def lower_command(
     runtime: Annotated[Target, typer.Option(metavar="auto|both|executor|legacy", help="auto: one file both "
                                             "runtimes accept when the collective allows it, else the runtime that "
                                             "has the collective")] = Target.auto,
-    inplace: Annotated[bool, typer.Option("--inplace", help="declare the in-place mode (buffers alias)")] = False,
-    outofplace: Annotated[bool, typer.Option("--outofplace", help="declare the out-of-place mode (the default "
+    inplace: Annotated[bool, typer.Option("--inplace", metavar="", help="declare the in-place mode (buffers alias)")] = False,
+    outofplace: Annotated[bool, typer.Option("--outofplace", metavar="", help="declare the out-of-place mode (the default "
                                              "when neither is given; both flags: one file for both modes)")] = False,
     min_bytes: Annotated[Optional[int], typer.Option("--min-buffer-bytes", metavar="BYTES", min=0,
                                                      help="smallest buffer the runtime selects this algorithm for "
@@ -116,8 +116,8 @@ def lower_command(
                                                           "alone, 2^27 when the legacy runtime is a target")] = None,
     name: Annotated[Optional[str], typer.Option(metavar="NAME", help="the algo name attribute (default: the "
                                                 "schedule's name)")] = None,
-    fuse: Annotated[bool, typer.Option("--fuse/--no-fuse", help="fuse receive+forward into rcs/rrcs/rrs")] = True,
-    verify: Annotated[bool, typer.Option("--verify/--no-verify", help="check the written file with "
+    fuse: Annotated[bool, typer.Option("--fuse/--no-fuse", metavar="", help="fuse receive+forward into rcs/rrcs/rrs")] = True,
+    verify: Annotated[bool, typer.Option("--verify/--no-verify", metavar="", help="check the written file with "
                                          "`smtcoll verify` and refuse to write it when it fails")] = True,
     force: ForceOpt = False,
     fmt: FormatOpt = Format.text,

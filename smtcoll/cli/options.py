@@ -51,7 +51,7 @@ RuntimeOpt = Annotated[Runtime, typer.Option("--runtime", metavar="executor|lega
 TimeoutOpt = Annotated[Optional[float], typer.Option(
     "--timeout", metavar="SECONDS", min=0.001, max=MAX_TIMEOUT_S,
     help="time limit in seconds (exit 3 when reached, with what is known)")]
-ForceOpt = Annotated[bool, typer.Option("--force", "-f", help="replace output files that exist")]
+ForceOpt = Annotated[bool, typer.Option("--force", "-f", metavar="", help="replace output files that exist")]
 DrawOpt = Annotated[Optional[Path], typer.Option("--draw", metavar="FILE.png|FILE.svg",
                                                  help="draw a picture to a .png or .svg file (needs matplotlib)")]
 
@@ -67,8 +67,13 @@ def refuse_overwrite(force: bool, *paths: Path | str | None) -> None:
                            f"{existing[0]}: exists (and {', '.join(existing[1:])}); use --force (-f) to replace them")
 
 
-def need_matplotlib(option: str) -> None:
-    """A clear message, before any work, when a picture is asked for and matplotlib is not installed."""
+def need_matplotlib(option: str, path: Path | None = None) -> None:
+    """A clear message, before any work, when a picture is asked for in a format we do not write or
+    matplotlib is not installed."""
+    if path is not None:
+        from smtcoll.draw import check_suffix
+
+        check_suffix(path, option)
     try:
         import matplotlib  # noqa: F401
     except ImportError:

@@ -87,7 +87,7 @@ def synth(
     xml_dir = xml is not None and (xml.is_dir() or xml.suffix.lower() != ".xml")
     refuse_overwrite(force, output, None if xml_dir else xml, plot)
     if plot is not None:
-        need_matplotlib("--plot")
+        need_matplotlib("--plot", plot)
     topo = specs.resolve_topology(topology, nodes)
     base = specs.resolve_collective(collective, topo.ranks, root, 1)
     if base.ranks != topo.ranks:

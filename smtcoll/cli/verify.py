@@ -22,7 +22,7 @@ from smtcoll.check.program import check_program_file, unusable_report
 from smtcoll.check.report import Report, Violation
 from smtcoll.check.schedule import check_schedule_file
 from smtcoll.cli.app import app, print_json
-from smtcoll.cli.options import Runtime, RuntimeOpt
+from smtcoll.cli.options import RootOpt, Runtime, RuntimeOpt
 from smtcoll.cli.verify_output import FORMATTERS, format_text  # noqa: F401  (format_text: public helper)
 from smtcoll.errors import EXIT_UNUSABLE, SmtcollError
 from smtcoll.model import Topology
@@ -127,29 +127,29 @@ def exit_code(reports: list[Report]) -> int:
 
 @app.command("verify")
 def verify(
-    paths: Annotated[list[str], typer.Argument(help="MSCCL XML files, schedule JSON files, directories or globs")],
+    paths: Annotated[list[str], typer.Argument(metavar="PATH", help="MSCCL XML files, schedule JSON files, directories or globs")],
     fmt: Annotated[OutputFormat, typer.Option("--format", metavar="text|json|junit|github", help="text for people, json for scripts, junit "
                                                                       "(JUnit XML) and github (annotations) for CI")
                    ] = OutputFormat.text,
-    topology: Annotated[Optional[str], typer.Option(help="XML: map connections to links of this topology (a "
+    topology: Annotated[Optional[str], typer.Option("--topology", "-t", metavar="NAME|FILE", help="XML: map connections to links of this topology (a "
                                                          "name or .toml) and estimate the time; JSON schedules: "
                                                          "check them on this topology")] = None,
-    collective: Annotated[Optional[str], typer.Option(help="check the programs against this collective (a built-in "
+    collective: Annotated[Optional[str], typer.Option("--collective", "-c", metavar="NAME|FILE", help="check the programs against this collective (a built-in "
                                                            "name or a .toml spec) instead of their coll")] = None,
-    root: Annotated[Optional[int], typer.Option(help="root rank of broadcast, reduce, gather, scatter")] = None,
+    root: RootOpt = None,
     runtime: RuntimeOpt = Runtime.any,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="also print informational findings")] = False,
-    jobs: Annotated[Optional[int], typer.Option(help="worker processes (default: up to 4, only for 8+ files)",
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", metavar="", help="also print informational findings")] = False,
+    jobs: Annotated[Optional[int], typer.Option(metavar="N", help="worker processes (default: up to 4, only for 8+ files)",
                                                 min=1)] = None,
-    max_bytes: Annotated[int, typer.Option(help="refuse files larger than this many bytes, before parsing them",
+    max_bytes: Annotated[int, typer.Option(metavar="BYTES", help="refuse files larger than this many bytes, before parsing them",
                                            min=1)] = DEFAULTS.max_bytes,
-    max_ranks: Annotated[int, typer.Option(help="refuse XML programs with more ranks (ngpus, <gpu> elements)",
+    max_ranks: Annotated[int, typer.Option(metavar="N", help="refuse XML programs with more ranks (ngpus, <gpu> elements)",
                                            min=1)] = DEFAULTS.max_ranks,
-    max_chunks: Annotated[int, typer.Option(help="refuse XML programs with more chunks per buffer over all ranks "
+    max_chunks: Annotated[int, typer.Option(metavar="N", help="refuse XML programs with more chunks per buffer over all ranks "
                                               "(ngpus x nchunksperloop)", min=1)] = DEFAULTS.max_chunks,
-    max_tbs: Annotated[int, typer.Option(help="refuse XML programs with more <tb> elements in all",
+    max_tbs: Annotated[int, typer.Option(metavar="N", help="refuse XML programs with more <tb> elements in all",
                                          min=1)] = DEFAULTS.max_tbs,
-    max_steps: Annotated[int, typer.Option(help="refuse XML programs with more <step> elements in all",
+    max_steps: Annotated[int, typer.Option(metavar="N", help="refuse XML programs with more <step> elements in all",
                                            min=1)] = DEFAULTS.max_steps,
 ) -> None:
     """Verify MSCCL XML programs and step schedules: exit 0 verified, 1 wrong, 2 unusable input."""

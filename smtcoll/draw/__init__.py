@@ -27,10 +27,10 @@ def new_figure(width: float, height: float) -> Figure:
     return Figure(figsize=(width, height), layout="constrained")
 
 
-def check_suffix(path: Path | str) -> Path:
+def check_suffix(path: Path | str, option: str = "a picture") -> Path:
     path = Path(path)
     if path.suffix.lower() not in SUFFIXES:
-        raise SmtcollError(f"{path}: pictures are written as .png or .svg files, not "
+        raise SmtcollError(f"{path}: {option} writes .png or .svg files, not "
                            f"{path.suffix or 'files without a suffix'!r}")
     return path
 

@@ -29,7 +29,7 @@ def draw_pareto(result: SynthResult, title: str, path: Path | str | None = None)
                         fontsize=8)
     bounded = [p for p in result.pruned if p.status == "infeasible" and p.rounds is not None and p.chunks]
     if bounded:
-        ax.plot([p.steps for p in bounded], [p.rounds / p.chunks for p in bounded], "x", color="#cb181d", ms=6,
+        ax.plot([p.steps for p in bounded], [(p.rounds or 0) / p.chunks for p in bounded], "x", color="#cb181d", ms=6,
                 label="proved impossible: no schedule with at most R rounds", zorder=2)
     # below the fewest steps of the frontier nothing exists, whatever the rounds and chunks
     first = min((p.steps for p in points), default=None)
@@ -47,7 +47,9 @@ def draw_pareto(result: SynthResult, title: str, path: Path | str | None = None)
     ax.set_xlabel("steps (latency: each step costs alpha)")
     ax.set_ylabel("rounds per chunk (bandwidth cost)")
     ax.set_title(f"Pareto frontier of {title}: (steps, rounds, chunks)", fontsize=10)
-    ax.xaxis.get_major_locator().set_params(integer=True)
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, loc="best")
     save(fig, path)
