@@ -57,8 +57,12 @@ DrawOpt = Annotated[Optional[Path], typer.Option("--draw", metavar="FILE.png|FIL
 
 
 def refuse_overwrite(force: bool, *paths: Path | str | None) -> None:
-    """Refuse to replace an existing file unless `--force`: checked before any work is done, so that a
-    long synthesis is never thrown away at the end. A directory is left to the writer to refuse."""
+    """Refuse to replace an existing file unless `--force`, and a file in a folder that does not exist:
+    checked before any work is done, so that a long synthesis is never thrown away at the end. Other
+    targets (a directory, a device) are left to the writer to refuse."""
+    for p in paths:
+        if p is not None and not Path(p).parent.is_dir() and not Path(p).exists():
+            raise SmtcollError(f"{p}: cannot write: folder {Path(p).parent} does not exist")
     if force:
         return
     existing = [str(p) for p in paths if p is not None and Path(p).is_file()]
