@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from smtcoll.draw import new_figure, save
 from smtcoll.model import Topology
+from smtcoll.text import count
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -113,6 +114,10 @@ def _links(ax: Axes, topo: Topology, pos: Pos, ranks: range, styles: dict, legen
             ax.annotate("", (x1, y1), (x0, y0), zorder=1, arrowprops={
                 "arrowstyle": "-", "color": st["color"], "lw": st["lw"], "shrinkA": 11, "shrinkB": 11,
                 "connectionstyle": "arc3,rad=-0.25"})
+            # annotations do not count for autoscaling: make room for the top of the arc
+            bulge = 0.5 * 0.25 * 1.1
+            ax.update_datalim([((x0 + x1) / 2 + sign * bulge * (y1 - y0), (y0 + y1) / 2 - sign * bulge * (x1 - x0))
+                               for sign in (1, -1)])
             line = None
         elif both:
             line, = ax.plot([x0, x1], [y0, y1], color=st["color"], lw=st["lw"], zorder=1, solid_capstyle="round")
@@ -185,10 +190,12 @@ def draw_topology(topo: Topology, path: Path | str | None = None, node: Topology
     if node is not None and node.nics and topo.ranks % node.ranks == 0 and topo.ranks > node.ranks:
         fig = _multi_node(topo, node, styles, legend)
     else:
-        size = 4.5 + min(5.0, topo.ranks / 8)
-        fig = new_figure(size, size)
-        ax = fig.add_subplot()
         pos = _normalize(layout(topo), 2.0 + topo.ranks / 16)
+        xs, ys = [x for x, _ in pos.values()], [y for _, y in pos.values()]
+        width = 4.5 + min(5.0, topo.ranks / 8)
+        aspect = (max(ys) - min(ys) + 0.6) / (max(xs) - min(xs) + 0.6)  # flat layouts get a flat figure
+        fig = new_figure(width, max(3.2, width * min(1.0, aspect) + 1.0))
+        ax = fig.add_subplot()
         _draw_node(ax, topo, pos, range(topo.ranks), styles, legend, is_switched(topo))
         ax.set_title(f"{topo.name}: {topo.ranks} ranks, {len(topo.links)} links"
                      + (f", {len(topo.switches)} switch groups" if topo.switches else ""))
@@ -211,23 +218,25 @@ def _multi_node(topo: Topology, node: Topology, styles: dict, legend: dict) -> F
     rail under them that every NIC of that rail reaches."""
     from matplotlib.patches import FancyBboxPatch
 
-    p, count = node.ranks, topo.ranks // node.ranks
+    p, nodes = node.ranks, topo.ranks // node.ranks
     base = _normalize(layout(node), 2.0)
-    gap = 3.2
-    fig = new_figure(min(18.0, 3.2 + 4.2 * count), 6.5)
+    width = max(2.9, 0.42 * len(node.nics), 0.2 * p)  # of a node's box: room for its NICs and GPUs
+    gap = width + 0.35
+    fig = new_figure(min(20.0, 1.5 + 1.45 * gap * nodes), 6.5)
     ax = fig.add_subplot()
     rails = sorted({n.rail for n in node.nics})
     rail_y = -3.6
-    rail_pos = {rail: ((count - 1) * gap / 2 + (k - (len(rails) - 1) / 2) * 2.2, rail_y) for k, rail in enumerate(rails)}
-    for i in range(count):
+    step = min(2.2, gap * nodes / max(1, len(rails)))
+    rail_pos = {rail: ((nodes - 1) * gap / 2 + (k - (len(rails) - 1) / 2) * step, rail_y) for k, rail in enumerate(rails)}
+    for i in range(nodes):
         ox = i * gap
-        pos = {i * p + r: (x * 0.8 + ox, y * 0.8 + 0.3) for r, (x, y) in base.items()}
+        pos = {i * p + r: (x * width * 0.3 + ox, y * width * 0.3 + 0.15) for r, (x, y) in base.items()}
         ranks = range(i * p, (i + 1) * p)
-        ax.add_patch(FancyBboxPatch((ox - 1.45, -2.45), 2.9, 3.95, boxstyle="round,pad=0.05", fc="#f7f7f7",
+        ax.add_patch(FancyBboxPatch((ox - width / 2, -2.45), width, 3.95, boxstyle="round,pad=0.05", fc="#f7f7f7",
                                     ec="#969696", zorder=0))
-        ax.text(ox, 1.38, f"node {i} ({node.name}, ranks {i * p}..{(i + 1) * p - 1})", ha="center", fontsize=8)
+        ax.text(ox, 1.62, f"node {i} ({node.name}, ranks {i * p}..{(i + 1) * p - 1})", ha="center", fontsize=8)
         _draw_node(ax, topo, pos, ranks, styles, legend, is_switched(node), "NVSwitch")
-        nic_pos = {k: (ox + (k - (len(node.nics) - 1) / 2) * (2.6 / max(1, len(node.nics))), -2.0)
+        nic_pos = {k: (ox + (k - (len(node.nics) - 1) / 2) * ((width - 0.3) / max(1, len(node.nics))), -2.0)
                    for k in range(len(node.nics))}
         for k, nic in enumerate(node.nics):
             for r in sorted(set(nic.senders) | set(nic.receivers)):
@@ -241,6 +250,6 @@ def _multi_node(topo: Topology, node: Topology, styles: dict, legend: dict) -> F
         _nodes(ax, nic_pos, {k: f"nic{k}" for k in nic_pos}, NIC_COLOR, size=0.08, box=True)
     _nodes(ax, {rail: xy for rail, xy in rail_pos.items()}, {rail: f"rail {rail}" for rail in rail_pos},
            SWITCH_COLOR, size=0.2, box=True)
-    ax.set_title(f"{topo.name}: {count} nodes of {node.name} ({p} ranks each), {len(node.nics)} NICs per node on "
-                 f"{len(rails)} rail{'s' if len(rails) != 1 else ''}")
+    ax.set_title(f"{topo.name}: {nodes} nodes of {node.name} ({p} ranks each), {count(len(node.nics), 'NIC')} per "
+                 f"node on {count(len(rails), 'rail')}")
     return fig
