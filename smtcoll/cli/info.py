@@ -21,7 +21,7 @@ app.add_typer(show_app, name="show")
 @app.command("list")
 def list_builtins(fmt: FormatOpt = Format.text) -> None:
     """List the built-in topologies and collectives."""
-    data = {
+    data: dict[str, list[dict[str, Any]]] = {
         "topologies": [{"name": g.split(",")[0], "description": g.split(", ", 1)[1]}
                        for g in library.GENERATORS.values()]
         + [{"name": k, "description": v} for k, v in library.MACHINES.items()],

@@ -210,7 +210,7 @@ def _text(result: SynthResult, topo: str, coll: str, output: Path | None) -> Non
     if result.strategy == "pareto":
         echo("Pareto frontier (steps, rounds, chunks, rounds/chunk):" if result.points else "no Pareto point")
         for p in result.points:
-            echo(f"  ({p.steps}, {p.rounds}, {p.chunks})  {p.rounds / p.chunks:.4g}")
+            echo(f"  ({p.steps}, {p.rounds}, {p.chunks})  {(p.rounds or 0) / p.chunks:.4g}")
         echo(f"pruned ({len(result.pruned)}), each with its reason:")
         for p in result.pruned:
             what = f"steps {p.steps}" + (f", chunks {p.chunks}" if p.chunks else "") + \
