@@ -20,7 +20,7 @@ from smtcoll.cli.options import (MAX_CHUNKS, CollectiveOpt, ForceOpt, FormatOpt,
 from smtcoll.cli.progress import solver_progress
 from smtcoll.errors import ModelError, SmtcollError
 from smtcoll.formats import save_schedule
-from smtcoll.model import Collective, Schedule, Topology
+from smtcoll.model import Schedule
 from smtcoll.text import count
 
 if TYPE_CHECKING:
@@ -123,7 +123,9 @@ def synth(
     data = result.to_json()
     data["files"] = [str(w) for w in written]
     if prove is not None:
-        data["certificates"] = certify(result, topo, base, prove)
+        from smtcoll.proofs.certify import certify  # networkx: only when certificates are asked for
+
+        data["certificates"] = certify(result.pruned, topo, base, prove)
     if fmt is Format.json:
         print_json(data)
     else:
@@ -145,11 +147,10 @@ def _named(schedule: Schedule | None, coll: str, topo: str) -> Schedule | None:
 
 
 def _lower(schedule: Schedule, path: Path) -> Path:
-    from smtcoll.cli.lower import lower_to_file
+    """Lower and write `path`; raises NotVerified (exit 1, nothing written) when the program fails the checker."""
+    from smtcoll.lower import lower_to_file
 
-    result, _ = lower_to_file(schedule, path)
-    if not result["written"]:
-        raise SmtcollError(f"{path}: not written: the lowered program does not verify (a bug: please report it)")
+    lower_to_file(schedule, path)
     return path
 
 
@@ -169,28 +170,6 @@ def write_all(schedules: list[Schedule], folder: Path, suffix: str, force: bool)
         else:
             _lower(s, p)
     return paths
-
-
-def certify(result: SynthResult, topo: Topology, base: Collective, out_dir: Path) -> list[dict[str, Any]]:
-    """A certificate for each claim a pruned point rests on; a claim the proof tools cannot establish
-    (a solver's time limit) is listed with the reason, never hidden."""
-    from smtcoll.proofs.certificate import ClaimRefuted, write_certificate
-    from smtcoll.proofs.claim import Claim
-
-    out = []
-    for p in result.pruned:
-        if p.status != "infeasible" or p.claim is None:
-            continue
-        claim, coll = Claim(*p.claim), base.with_chunks(max(1, p.chunks))
-        entry: dict[str, Any] = {"claim": claim.text(topo, coll), "file": None}
-        try:
-            entry["file"] = str(write_certificate(claim, topo, coll, out_dir))
-        except ClaimRefuted as e:
-            raise SmtcollError(f"internal error: the synthesizer pruned a point that has a schedule: {e}") from None
-        except SmtcollError as e:
-            entry["why"] = str(e)
-        out.append(entry)
-    return out
 
 
 def _text(result: SynthResult, topo: str, coll: str, output: Path | None) -> None:
