@@ -129,7 +129,7 @@ def test_plurals(capsys) -> None:
 
 def test_xml_name_is_the_instance(tmp_path: Path, capsys) -> None:
     xml = tmp_path / "a.xml"
-    code, out, _ = run(capsys, "synth", "-t", "ring:4", "-c", "allgather", "--xml", str(xml))
+    code, _, _ = run(capsys, "synth", "-t", "ring:4", "-c", "allgather", "--xml", str(xml))
     assert code == 0 and ET.parse(xml).getroot().get("name") == "allgather-ring-4-s2-r2-c1"
 
 

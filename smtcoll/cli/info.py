@@ -9,8 +9,16 @@ import typer
 
 from smtcoll import library, specs
 from smtcoll.cli.app import Format, app, print_json
-from smtcoll.cli.options import (ChunksOpt, DrawOpt, ForceOpt, FormatOpt, NodesOpt, RootOpt, need_matplotlib,
-                                 refuse_overwrite)
+from smtcoll.cli.options import (
+    ChunksOpt,
+    DrawOpt,
+    ForceOpt,
+    FormatOpt,
+    NodesOpt,
+    RootOpt,
+    need_matplotlib,
+    refuse_overwrite,
+)
 from smtcoll.model import Collective, Topology
 from smtcoll.text import count
 

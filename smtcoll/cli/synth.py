@@ -8,15 +8,25 @@ from __future__ import annotations
 
 import enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import attrs
 import typer
 
 from smtcoll import specs
 from smtcoll.cli.app import Format, app, print_json
-from smtcoll.cli.options import (MAX_CHUNKS, CollectiveOpt, ForceOpt, FormatOpt, NodesOpt, RootOpt, TimeoutOpt,
-                                 TopologyOpt, need_matplotlib, refuse_overwrite)
+from smtcoll.cli.options import (
+    MAX_CHUNKS,
+    CollectiveOpt,
+    ForceOpt,
+    FormatOpt,
+    NodesOpt,
+    RootOpt,
+    TimeoutOpt,
+    TopologyOpt,
+    need_matplotlib,
+    refuse_overwrite,
+)
 from smtcoll.cli.progress import solver_progress
 from smtcoll.errors import ModelError, SmtcollError
 from smtcoll.formats import save_schedule
