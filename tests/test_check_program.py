@@ -4,6 +4,7 @@ and a negative hand-made case."""
 from __future__ import annotations
 
 import csv
+import os
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,8 @@ from smtcoll.check.program import check_program_file
 from smtcoll.check.report import Report
 from smtcoll.msccl.reader import Limits
 
-CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "msccl-xml"
+SHARED = Path(os.environ.get("SMTCOLL_SHARED", Path(__file__).resolve().parents[1].parent / "shared"))
+CORPUS = SHARED / "corpus" / "msccl-xml"
 LABELS = CORPUS / "labels.tsv"
 
 
