@@ -325,7 +325,7 @@ def _report(file: str, p: Program, findings: list[Finding], selected: frozenset[
                 severity, message = "info", f"({' and '.join(sorted(f.rejects))} only) {f.message}"
             if len(f.rejects) == 1:
                 where["runtime"] = next(iter(f.rejects))
-        elif where.get("runtime") in RUNTIMES and where["runtime"] not in selected:
+        elif where.get("runtime") in RUNTIMES and (where["runtime"] not in selected or not accepted[where["runtime"]]):
             severity, message = "info", f"({where['runtime']} only) {f.message}"
         else:
             severity, message = f.severity, f.message
