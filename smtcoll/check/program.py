@@ -169,9 +169,7 @@ def _semantics(p: Program, selected: frozenset[str], collective: Collective | st
         if geo_coll not in postconditions.BUILTIN:
             why_unchecked = (f"coll={p.coll!r} has no known postcondition; give --collective SPEC to check one, "
                              "only the structural checks (parse rules, connections, deadlock, races) were run")
-        elif geo_coll in postconditions.ROOTED and root is None:
-            why_unchecked = f"{geo_coll} needs --root to check its postcondition; only the structural checks were run"
-        elif geo_coll in postconditions.ROOTED and not 0 <= root < p.ngpus:  # type: ignore[operator]
+        elif geo_coll in postconditions.ROOTED and root is not None and not 0 <= root < p.ngpus:
             why_unchecked = f"--root {root} is not a rank of this {p.ngpus}-rank program"
         elif geo_coll not in postconditions.ROOTED and p.nchunksperloop % p.ngpus and (
                 geo_coll in buffers.SPLIT_INPUT | buffers.SPLIT_OUTPUT | {"alltoall"}):
@@ -193,6 +191,11 @@ def _semantics(p: Program, selected: frozenset[str], collective: Collective | st
             metrics["max_link_chunks"] = max((c for c, _ in load.values()), default=0)
             load_timing = topology_cost.timing(topology, sorted(load))
 
+    # a rooted collective without --root: the run does not depend on the root (every input is defined), so
+    # check the output against each of the ngpus possible roots
+    all_roots = spec is None and not why_unchecked and geo_coll in postconditions.ROOTED and root is None
+    good_roots = set(range(p.ngpus)) if all_roots else set()
+    root_failures: list[Finding] = []
     capacity = CAPACITY.get(p.proto or "", 2)
     modes = _modes(p, selected)
     metrics["modes"] = ["in-place" if m else "out-of-place" for m in modes]
@@ -203,7 +206,8 @@ def _semantics(p: Program, selected: frozenset[str], collective: Collective | st
                                p.nchunksperloop, in_place, scratch)
         exp = None
         if not why_unchecked:
-            exp = postconditions.from_collective(geo, spec) if spec is not None else postconditions.builtin(geo, root)
+            exp = postconditions.from_collective(geo, spec) if spec is not None else \
+                postconditions.builtin(geo, 0 if all_roots else root)
         initial = exp.initial if exp is not None else None
         run = execute(tbs, geo, p.nchannels, capacity, initial)
         metrics["messages"] = run.messages
@@ -226,7 +230,15 @@ def _semantics(p: Program, selected: frozenset[str], collective: Collective | st
             metrics["estimate"] = {"time": round(timed.makespan, 6), "unit": unit}
             if unit == "us":
                 metrics["estimate"]["chunk_bytes"] = topology_cost.DEFAULT_CHUNK_BYTES
-        if not run.deadlock and exp is not None:
+        if not run.deadlock and exp is not None and all_roots:
+            for r in range(p.ngpus):
+                post, wrong = postconditions.check(geo, postconditions.builtin(geo, r), run.memory, MAX_LISTED)
+                if post:
+                    good_roots.discard(r)
+                    if r == 0:
+                        root_failures += [Finding(code, f"root 0: {message}", {"mode": geo.mode, "gpu": rank})
+                                          for code, message, rank in post]
+        elif not run.deadlock and exp is not None:
             post, wrong = postconditions.check(geo, exp, run.memory, MAX_LISTED)
             for code, message, rank in post:
                 run_findings.append(Finding(code, message, {"mode": geo.mode, "gpu": rank}))
@@ -240,6 +252,15 @@ def _semantics(p: Program, selected: frozenset[str], collective: Collective | st
             if key not in seen:
                 seen.add(key)
                 out.append(f)
+    if all_roots and not any(f.code == "deadlock" for f in out):
+        if good_roots:
+            out.append(Finding("postcondition-roots", f"no --root given: the output is correct as a {geo_coll} with "
+                               f"root {_few(sorted(good_roots))} (every root was checked; give --root to pin one)",
+                               {"line": p.line}, severity="info"))
+        else:
+            out.append(Finding("postcondition", f"no --root given, and the output is not a correct {geo_coll} for any "
+                               f"of the {p.ngpus} possible roots (the listing shows root 0)", {"line": p.line}))
+            out += root_failures
     return out
 
 
