@@ -33,14 +33,15 @@ MAX_LISTED = 20
 
 def check_program_file(path: str | os.PathLike[str], *, runtime: str = "any", collective: Collective | str | None = None,
                        root: int | None = None, topology: Topology | None = None,
-                       max_bytes: int | None = None, limits: Limits | None = None) -> Report:
+                       max_bytes: int | None = None, limits: Limits | None = None, strict: bool = False) -> Report:
     """Read and check one XML file; unusable input gives an `unusable` report, never an exception."""
     name = os.fspath(path)
     try:
         result = read_program(name, max_bytes, limits)
     except SmtcollError as e:
         return unusable_report(name, e)
-    return check_program(result, name, runtime=runtime, collective=collective, root=root, topology=topology)
+    return check_program(result, name, runtime=runtime, collective=collective, root=root, topology=topology,
+                         strict=strict)
 
 
 def unusable_report(file: str, error: SmtcollError) -> Report:
@@ -63,7 +64,7 @@ def _modes(p: Program, selected: frozenset[str]) -> list[bool]:
 
 
 def check_program(result: ReadResult, file: str, *, runtime: str = "any", collective: Collective | str | None = None,
-                  root: int | None = None, topology: Topology | None = None) -> Report:
+                  root: int | None = None, topology: Topology | None = None, strict: bool = False) -> Report:
     p = result.program
     selected = BOTH if runtime == "any" else frozenset({runtime})
     findings: list[Finding] = list(result.findings) + parse_rule_findings(p)
@@ -91,7 +92,7 @@ def check_program(result: ReadResult, file: str, *, runtime: str = "any", collec
                                 "runtimes' ranges (see above): the semantic checks (deadlock, races, postcondition) "
                                 "were not run", {"line": p.line}, severity="info" if refused else "error"))
     elif _sizes_ok(p, findings):
-        findings += _semantics(p, selected, collective, root, topology, metrics)
+        findings += _semantics(p, selected, collective, root, topology, metrics, strict)
     return _report(file, p, findings, selected, metrics, coll_name)
 
 
@@ -129,7 +130,7 @@ def _sizes_ok(p: Program, findings: list[Finding]) -> bool:
 
 
 def _semantics(p: Program, selected: frozenset[str], collective: Collective | str | None, root: int | None,
-               topology: Topology | None, metrics: dict[str, Any]) -> list[Finding]:
+               topology: Topology | None, metrics: dict[str, Any], strict: bool = False) -> list[Finding]:
     assert p.ngpus is not None and p.nchunksperloop is not None and p.nchannels is not None and p.coll is not None
     out: list[Finding] = []
     ranks: dict[int, Any] = {}
@@ -212,6 +213,8 @@ def _semantics(p: Program, selected: frozenset[str], collective: Collective | st
         run = execute(tbs, geo, p.nchannels, capacity, initial)
         metrics["messages"] = run.messages
         run_findings = list(run.findings)
+        if run.taint_findings and not run.deadlock:
+            _judge_by_output(run, run_findings, tbs, geo, p.nchannels, capacity, initial, strict)
         if run.deadlock:
             free = execute(tbs, geo, p.nchannels, None, initial, data=False)
             if free.deadlock:
@@ -262,6 +265,27 @@ def _semantics(p: Program, selected: frozenset[str], collective: Collective | st
                                f"of the {p.ngpus} possible roots (the listing shows root 0)", {"line": p.line}))
             out += root_failures
     return out
+
+
+DEAD = {"race": "dead-race", "read-before-write": "dead-read", "double-count": "dead-double-count"}
+
+
+def _judge_by_output(run: Any, findings: list[Finding], tbs: list[TbInput], geo: buffers.Geometry, nchannels: int,
+                     capacity: int | None, initial: Any, strict: bool) -> None:
+    """Taint analysis: a race, an uninitialized read or a double count is an error only when its value can
+    reach an output chunk (`o`, or `i` when it is the output in place). Each finding seeds the transmissions
+    whose results it may change; a second run follows the seeds through every later read, reduction and
+    message (the happens-before order of a race-free part is the same in every execution, and the racy
+    locations are seeded themselves). What reaches no output stays a warning (`--strict`: an error)."""
+    outputs = frozenset(geo.loc(r, "o", k) for r in range(geo.ranks) for k in range(geo.size(r, "o")))
+    follow = execute(tbs, geo, nchannels, capacity, initial, seeds=run.taint_seeds, outputs=outputs)
+    for bit, (index, code) in enumerate(run.taint_findings):
+        if index < 0 or (follow.output_taint >> bit) & 1:
+            continue
+        f = findings[index]
+        findings[index] = Finding(DEAD[code], f"{f.message}; the value it touches never reaches an output chunk in "
+                                  "any execution, so the result is right", f.where,
+                                  severity="error" if strict else "warning")
 
 
 def _deadlock(blocked: list[tuple[int, int, int, int, str]], mode: str, capacity: int | None,
