@@ -225,8 +225,7 @@ def _semantics(p: Program, selected: frozenset[str], collective: Collective | st
             if first == 0 and any(tr.cnt > 1 for t in tbs for tr in t.trans):
                 worst = execute(tbs, geo, p.nchannels, capacity, initial, data=False, per_chunk=True)
                 if worst.deadlock:
-                    f = _deadlock(worst.blocked, geo.mode, capacity, p.proto, per_chunk=True)
-                    run_findings.append(Finding("fifo-capacity", f.message, f.where, severity="warning"))
+                    run_findings.append(_per_chunk_deadlock(p, geo.mode, worst.blocked, capacity))
         if not run.deadlock and first == 0 and load_timing is not None:
             timed = execute(tbs, geo, p.nchannels, capacity, initial, data=False, timing=load_timing[0])
             unit = load_timing[1]
@@ -286,6 +285,52 @@ def _judge_by_output(run: Any, findings: list[Finding], tbs: list[TbInput], geo:
         findings[index] = Finding(DEAD[code], f"{f.message}; the value it touches never reaches an output chunk in "
                                   "any execution, so the result is right", f.where,
                                   severity="error" if strict else "warning")
+
+
+# Default NCCL buffer sizes per protocol (NCCL_BUFFSIZE, NCCL_LL_BUFFSIZE, NCCL_LL128_BUFFSIZE can change them)
+BUFFSIZE = {"Simple": 1 << 22, "LL": 8 * 512 * 8 * 16, "LL128": 120 * 640 * 8 * 8}
+NCCL_STEPS = 8
+SLOW_CHUNKSTEPS = frozenset({"broadcast", "reduce"})  # BROADCAST_/REDUCE_CHUNKSTEPS = 1, the others NCCL_STEPS/2
+LEGACY_MAX_BYTES = 1 << 27  # the legacy runtime's default maxBytes
+
+
+def per_chunk_threshold(p: Program) -> int | None:
+    """The buffer size above which the executor sends every chunk of a multi-chunk step as its own message:
+    `maxAllowedCount = max(1, chunkEffectiveSize / ceil(nBytes / nchunksperloop))` is 1 exactly when
+    nBytes > nchunksperloop * floor(chunkEffectiveSize / 2) (msccl_setup.cc, mscclSetupCount)."""
+    if p.proto not in BUFFSIZE or not p.nchunksperloop:
+        return None
+    step = BUFFSIZE[p.proto] // NCCL_STEPS
+    if p.proto == "Simple":
+        effective = step * (1 if p.coll in SLOW_CHUNKSTEPS else NCCL_STEPS // 2)
+    elif p.proto == "LL":
+        effective = step // 2
+    else:
+        effective = (step // 16) * 15  # LL128: 15 data elements per 16-element line
+    return p.nchunksperloop * (effective // 2)
+
+
+def _per_chunk_deadlock(p: Program, mode: str, blocked: list[tuple[int, int, int, int, str]],
+                        capacity: int) -> Finding:
+    """A deadlock that happens only when chunks are their own messages: an error when every size the file is
+    selected for is in that regime (minBytes above the threshold), else a warning naming the sizes."""
+    f = _deadlock(blocked, mode, capacity, p.proto, per_chunk=True)
+    threshold = per_chunk_threshold(p)
+    low = p.min_bytes or 0
+    high = p.max_bytes if p.max_bytes is not None else LEGACY_MAX_BYTES
+    unbounded = p.dialect == "executor" and high == 0
+    if threshold is None:
+        return Finding("fifo-capacity", f.message, f.where, severity="warning")
+    if low > threshold:
+        return Finding("deadlock", f"{f.message}. minBytes={low} puts every size the file is selected for in that "
+                       f"regime (nBytes > {threshold} with the default NCCL buffer sizes): it deadlocks at every "
+                       "size it runs", f.where)
+    if not unbounded and high <= threshold + 1:
+        return Finding("fifo-capacity", f"{f.message}. Not at the sizes the file is selected for (maxBytes={high} "
+                       f"<= {threshold + 1}, with the default NCCL buffer sizes)", f.where, severity="info")
+    top = "with no upper limit" if unbounded else f"up to maxBytes={high}"
+    return Finding("fifo-capacity", f"{f.message}. It deadlocks for buffers over {threshold} bytes ({top}), with "
+                   "the default NCCL buffer sizes", f.where, severity="warning")
 
 
 def _deadlock(blocked: list[tuple[int, int, int, int, str]], mode: str, capacity: int | None,
