@@ -209,7 +209,9 @@ def execute(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity
                            "(no dependency or message chain orders them)", gpu=rank, tb=st.tb_id, step=tr.first,
                            line=tr.line)
         loc_bits[loc] = new_bit(index, "race")
-        seed(loc_bits[loc], (st.uid, st.pc), (other[1], other[2]))
+        # the location itself stays racy for the rest of the run: the detector compares a write with the last
+        # one only, so later writes of either racer are not all reported (key (-1, loc))
+        seed(loc_bits[loc], (st.uid, st.pc), (other[1], other[2]), (-1, loc))
 
     def access(st: _Tb, j: int, tr: Transmission, reads: tuple[int, ...], writes: tuple[int, ...]) -> None:
         bit = bits.get((st.uid, j), -1)
@@ -326,7 +328,7 @@ def execute(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity
                         for loc in reads:
                             tout |= taint.get(loc, 0)
                         for loc in writes:
-                            taint[loc] = tout
+                            taint[loc] = tout | seeds.get((-1, loc), 0)
                 st.piece += 1
                 if fout is not None:
                     k = st.know

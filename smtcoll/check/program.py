@@ -29,6 +29,7 @@ MAX_RANKS = 4096  # the runtimes' readers cannot hold more <gpu> elements in one
 MAX_CHUNKS = 1 << 16  # offsets are int16_t: no program can touch more chunks of a buffer
 MAX_LOCATIONS = 1 << 22
 MAX_LISTED = 20
+MAX_ROOT_WORK = 1 << 22  # ngpus x (output chunks of every rank) when every root is checked
 
 
 def check_program_file(path: str | os.PathLike[str], *, runtime: str = "any", collective: Collective | str | None = None,
@@ -195,6 +196,11 @@ def _semantics(p: Program, selected: frozenset[str], collective: Collective | st
     # a rooted collective without --root: the run does not depend on the root (every input is defined), so
     # check the output against each of the ngpus possible roots
     all_roots = spec is None and not why_unchecked and geo_coll in postconditions.ROOTED and root is None
+    if all_roots and p.ngpus * p.ngpus * p.nchunksperloop > MAX_ROOT_WORK:
+        all_roots = False
+        why_unchecked = (f"{geo_coll} without --root: {p.ngpus} roots are too many to check each; give --root "
+                         "to check its postcondition (only the structural checks were run)")
+        out.append(Finding("postcondition-unchecked", why_unchecked, {"line": p.line}, severity="warning"))
     good_roots = set(range(p.ngpus)) if all_roots else set()
     root_failures: list[Finding] = []
     capacity = CAPACITY.get(p.proto or "", 2)

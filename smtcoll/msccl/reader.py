@@ -63,8 +63,12 @@ class Limits:
     # input chunks, so its memory grows with the square of this (largest real program: 64 x 256 = 16384;
     # 65536 takes 0.4 s and 630 MB on a 4-rank alltoall, 32768 a quarter of that)
     max_chunks: int = 32768
-    max_tbs: int = 65536  # <tb> elements of the whole file
-    max_steps: int = 262144  # <step> elements of the whole file
+    max_tbs: int = 16384  # <tb> elements of the whole file (4 times the largest real program's)
+    max_steps: int = 65536  # <step> elements of the whole file (3 times the largest real program's)
+    # chunk pieces the simulation moves: the sum of every step's cnt (at most 71 each), 10 times the largest
+    # real program's (20160); the costliest shapes found (both modes, sends and reductions of cnt=71 on 32
+    # channels, races everywhere) take under 5 CPU seconds at this limit
+    max_pieces: int = 200000
 
     def exceeded(self, option: str, what: str, limit: int) -> str:
         return (f"{what}: over the {option} limit of {limit}; if the file is genuine, raise it "
@@ -372,6 +376,7 @@ def read_program_bytes(data: bytes, path: str = "<xml>", limits: Limits | None =
             findings.insert(0, Finding("not-well-formed", f"the file is not well-formed XML ({message}); the "
                                        "runtimes load it as checked here, other tools may read it differently "
                                        "or not at all", {"line": line}, severity="warning"))
+        _check_pieces(program, limits, path)
         return ReadResult(program, findings, len(data))
     # the runtimes' reader loads no program: say why, and check what an XML library reads
     if doc.error is not None:
@@ -387,7 +392,22 @@ def read_program_bytes(data: bytes, path: str = "<xml>", limits: Limits | None =
         raise InputError(path, f"not well-formed XML ({message}), and {refusal.message}", line)
     builder = _parse(data, path, limits)
     findings = [refusal] + builder.findings
-    return ReadResult(_program(builder.algo, builder.gpus), findings, len(data))
+    program = _program(builder.algo, builder.gpus)
+    _check_pieces(program, limits, path)
+    return ReadResult(program, findings, len(data))
+
+
+def _check_pieces(p: Program, limits: Limits, path: str) -> None:
+    """`cnt` multiplies the work of every simulation (one piece per chunk): bound the sum."""
+    pieces = 0
+    for g in p.gpus:
+        for tb in g.tbs:
+            for op in tb.steps:
+                if op.cnt is not None and op.cnt > 0:
+                    pieces += min(op.cnt, 71)
+    if pieces > limits.max_pieces:
+        raise InputError(path, limits.exceeded("--max-pieces", f"the steps move {pieces} chunk pieces in all (sum of "
+                                               "cnt)", limits.max_pieces), p.line)
 
 
 def _program(a: dict[str, Any] | None, raw_gpus: list[dict[str, Any]]) -> Program:

@@ -96,24 +96,24 @@ class Document:
 
 # ---------------------------------------------------------------------------------------------------
 # nodes
-_WS = re.compile(rb"[ \n\r]*")
-_TOKEN = re.compile(rb"[^ >/\n\r=]*")
-_FAST_OPEN = re.compile(rb'<([A-Za-z_][^ >/\n\r="\'!]{0,252})((?: [^ >/\n\r="\'][^ >/\n\r=]{0,253}="[^"]*")*)(/?)>')
-_FAST_ATTR = re.compile(rb' ([^=]*)="([^"]*)"')
-_FAST_CLOSE = re.compile(rb"</([^ >/\n\r=]{1,253})>")
+# The text is the file's bytes decoded as UTF-8 with undecodable bytes kept as surrogates, so that every
+# rule below, written on characters, reads the bytes the runtimes read (all their delimiters are ASCII).
+_WS = re.compile(r"[ \n\r]*")
+_TOKEN = re.compile(r"[^ >/\n\r=]*")
+_FAST_OPEN = re.compile(r'<([A-Za-z_][^ >/\n\r="\'!]{0,252})((?: [^ >/\n\r="\'][^ >/\n\r=]{0,253}="[^"]*")*)(/?)>')
+_FAST_ATTR = re.compile(r' ([^=]*)="([^"]*)"')
+_FAST_CLOSE = re.compile(r"</([^ >/\n\r=]{1,253})>")
 
 
-def _s(b: bytes) -> str:
-    return b.decode("utf-8", errors="surrogateescape")
-
-
-def _char(c: int) -> str:
+def _char(ch: str) -> str:
+    """The character as the runtimes print it (`%c` of one byte: the first byte of a non-ASCII one)."""
+    c = ch.encode("utf-8", errors="surrogateescape")[0]
     return {10: "\\n", 13: "\\r", 9: "\\t"}.get(c, chr(c) if 32 <= c < 127 else f"\\x{c:02x}")
 
 
 class _Lexer:
     def __init__(self, data: bytes) -> None:
-        self.data = data
+        self.data = data.decode("utf-8", errors="surrogateescape")
         self.n = len(data)
         self.pos = 0
         self.line = 1
@@ -121,14 +121,14 @@ class _Lexer:
 
     def _line_at(self, pos: int) -> int:
         if pos > self.counted:
-            self.line += self.data.count(b"\n", self.counted, pos)
+            self.line += self.data.count("\n", self.counted, pos)
             self.counted = pos
         return self.line
 
     def fail(self, message: str, pos: int) -> ReaderError:
         return ReaderError(message, self._line_at(min(pos, self.n)))
 
-    def token(self, pos: int, value_allowed: bool) -> tuple[bytes, bytes | None, int, int]:
+    def token(self, pos: int, value_allowed: bool) -> tuple[str, str | None, str, int]:
         """GetToken: a name up to a terminator, or `name=` and a value. Returns name, value, last char, pos."""
         data = self.data
         m = _TOKEN.match(data, pos, min(self.n, pos + MAX_NAME))
@@ -136,24 +136,24 @@ class _Lexer:
         name = m.group()
         end = m.end()
         if len(name) >= MAX_NAME:
-            raise self.fail(f"name {_s(name[:40])}... too long (max {MAX_NAME})", pos)
+            raise self.fail(f"name {(name[:40])}... too long (max {MAX_NAME})", pos)
         if end >= self.n:
             raise self.fail("unexpected end of file inside a tag", end)
         c = data[end]
-        if c == 61:  # '='
+        if c == "=":
             if not value_allowed:
-                raise self.fail(f"unexpected value with name {_s(name)!r}", end)
+                raise self.fail(f"unexpected value with name {(name)!r}", end)
             v = end + 1
             if v >= self.n:
                 raise self.fail("unexpected end of file inside a tag", v)
-            if data[v] not in (34, 39):
+            if data[v] not in "\"'":
                 raise self.fail("expected (double) quote", v)
-            q = data.find(b'"', v + 1)
+            q = data.find('"', v + 1)
             if q < 0 or q + 1 >= self.n:
                 raise self.fail("unexpected end of file inside a value", self.n)
             return name, data[v + 1:q], data[q + 1], q + 2
         if len(name) == MAX_NAME - 1:
-            raise self.fail(f"name {_s(name[:40])}... too long (max {MAX_NAME})", pos)
+            raise self.fail(f"name {(name[:40])}... too long (max {MAX_NAME})", pos)
         return name, None, c, end + 1
 
     def node(self) -> Node | None:
@@ -165,51 +165,52 @@ class _Lexer:
             if pos >= self.n:
                 return None
             line = self._line_at(pos)
-            if data[pos] != 60:  # '<'
+            if data[pos] != "<":
                 raise self.fail(f"expecting '<', got '{_char(data[pos])}'", pos)
             m = _FAST_OPEN.match(data, pos)
             if m is not None:
-                found = [(_s(k), _s(v)) for k, v in _FAST_ATTR.findall(m.group(2))]
+                found = _FAST_ATTR.findall(m.group(2))
                 self.pos = m.end()
-                return Node(SINGLE if m.group(3) else OPEN, _s(m.group(1)), tuple(found[:MAX_ATTRS]), line,
+                return Node(SINGLE if m.group(3) else OPEN, m.group(1), tuple(found[:MAX_ATTRS]), line,
                             max(0, len(found) - MAX_ATTRS))
             m = _FAST_CLOSE.match(data, pos)
             if m is not None:
                 self.pos = m.end()
-                return Node(CLOSE, _s(m.group(1)), (), line)
+                return Node(CLOSE, (m.group(1)), (), line)
             name, _, c, pos = self.token(pos + 1, False)
-            if name.startswith(b"!--"):
-                self.pos = self._skip_comment(name[3:] + bytes([c]), pos)
+            if name.startswith("!--"):
+                self.pos = self._skip_comment(name[3:] + c, pos)
                 continue
-            if not name and c == 47:  # '</'
+            if not name and c == "/":  # '</'
+
                 name, _, c, pos = self.token(pos, False)
-                if c != 62:
-                    raise self.fail(f"unexpected trailing '{_char(c)}' in closing tag {_s(name)}", pos - 1)
+                if c != ">":
+                    raise self.fail(f"unexpected trailing '{_char(c)}' in closing tag {(name)}", pos - 1)
                 self.pos = pos
-                return Node(CLOSE, _s(name), (), line)
+                return Node(CLOSE, (name), (), line)
             found = []
-            while c == 32:
+            while c == " ":
                 key, value, c, pos = self.token(pos, True)
-                found.append((_s(key), _s(value or b"")))
+                found.append((key, value or ""))
             kind = OPEN
-            if c == 47:
+            if c == "/":
                 kind = SINGLE
                 _, _, c, pos = self.token(pos, False)
-            if c != 62:
+            if c != ">":
                 raise self.fail(f"expected '>', got '{_char(c)}'", pos - 1)
             self.pos = pos
-            return Node(kind, _s(name), tuple(found[:MAX_ATTRS]), line, max(0, len(found) - MAX_ATTRS))
+            return Node(kind, (name), tuple(found[:MAX_ATTRS]), line, max(0, len(found) - MAX_ATTRS))
 
-    def _skip_comment(self, read: bytes, pos: int) -> int:
+    def _skip_comment(self, read: str, pos: int) -> int:
         """The reader looks for `-->` in a window of the last three characters, starting with those it read
         as the comment's name."""
-        window = (b"..." + read)[-3:]
-        if window == b"-->":
+        window = ("..." + read)[-3:]
+        if window == "-->":
             return pos
         for k in (1, 2):
-            if window[k:] + self.data[pos:pos + k] == b"-->":
+            if window[k:] + self.data[pos:pos + k] == "-->":
                 return pos + k
-        end = self.data.find(b"-->", pos)
+        end = self.data.find("-->", pos)
         if end < 0:
             raise self.fail("unterminated comment", self.n)
         return end + 3
