@@ -114,7 +114,7 @@ def _char(ch: str) -> str:
 class _Lexer:
     def __init__(self, data: bytes) -> None:
         self.data = data.decode("utf-8", errors="surrogateescape")
-        self.n = len(data)
+        self.n = len(self.data)
         self.pos = 0
         self.line = 1
         self.counted = 0  # newlines counted up to this position
@@ -224,14 +224,17 @@ class _Nodes:
         self.items: list[Node | None] = []
         self.error: ReaderError | None = None
         lex = self.lexer
+        opened = 0
         try:
             while True:
                 node = lex.node()
                 if node is None:
                     break
                 self.items.append(node)
-                if len(self.items) > max_nodes:
-                    raise ReaderError(f"more than {max_nodes} elements", node.line, "limit")
+                if node.kind != CLOSE:
+                    opened += 1
+                    if opened > max_nodes:
+                        raise ReaderError(f"more than {max_nodes} elements", node.line, "limit")
         except ReaderError as e:
             self.error = e
         self.end_line = lex._line_at(lex.n)
