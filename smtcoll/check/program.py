@@ -23,8 +23,8 @@ from smtcoll.model import Collective, Topology
 from smtcoll.specs import resolve_collective
 from smtcoll.msccl.program import RUNTIMES, Finding, Program
 from smtcoll.msccl.reader import Limits, ReadResult, read_program
+from smtcoll.msccl.runtime import FIFO_MESSAGES, LEGACY_DEFAULT_MAX_BYTES
 
-CAPACITY = {"Simple": 2, "LL": 8, "LL128": 8}  # FIFO messages per connection (NCCL_STEPS / slots per message)
 MAX_RANKS = 4096  # the runtimes' readers cannot hold more <gpu> elements in one parse anyway
 MAX_CHUNKS = 1 << 16  # offsets are int16_t: no program can touch more chunks of a buffer
 MAX_LOCATIONS = 1 << 22
@@ -203,7 +203,7 @@ def _semantics(p: Program, selected: frozenset[str], collective: Collective | st
         out.append(Finding("postcondition-unchecked", why_unchecked, {"line": p.line}, severity="warning"))
     good_roots = set(range(p.ngpus)) if all_roots else set()
     root_failures: list[Finding] = []
-    capacity = CAPACITY.get(p.proto or "", 2)
+    capacity = FIFO_MESSAGES.get(p.proto or "", 2)
     modes = _modes(p, selected)
     metrics["modes"] = ["in-place" if m else "out-of-place" for m in modes]
     seen: set[tuple[str, str]] = set()
@@ -297,7 +297,6 @@ def _judge_by_output(run: Any, findings: list[Finding], tbs: list[TbInput], geo:
 BUFFSIZE = {"Simple": 1 << 22, "LL": 8 * 512 * 8 * 16, "LL128": 120 * 640 * 8 * 8}
 NCCL_STEPS = 8
 SLOW_CHUNKSTEPS = frozenset({"broadcast", "reduce"})  # BROADCAST_/REDUCE_CHUNKSTEPS = 1, the others NCCL_STEPS/2
-LEGACY_MAX_BYTES = 1 << 27  # the legacy runtime's default maxBytes
 
 
 def per_chunk_threshold(p: Program) -> int | None:
@@ -323,7 +322,7 @@ def _per_chunk_deadlock(p: Program, mode: str, blocked: list[tuple[int, int, int
     f = _deadlock(blocked, mode, capacity, p.proto, per_chunk=True)
     threshold = per_chunk_threshold(p)
     low = p.min_bytes or 0
-    high = p.max_bytes if p.max_bytes is not None else LEGACY_MAX_BYTES
+    high = p.max_bytes if p.max_bytes is not None else LEGACY_DEFAULT_MAX_BYTES
     unbounded = p.dialect == "executor" and high == 0
     if threshold is None:
         return Finding("fifo-capacity", f.message, f.where, severity="warning")

@@ -27,9 +27,9 @@ from collections.abc import Iterator
 
 import attrs
 
+from smtcoll.msccl.runtime import MAX_STR_LEN as MAX_NAME  # a name stops at 254 characters with its terminator
+
 MAX_ATTRS = 16  # MAX_ATTR_COUNT: further attributes are read and dropped
-MAX_NAME = 255  # MAX_STR_LEN: a name stops at 254 characters including its terminator
-MAX_NODES = 4096  # MAX_NODES: elements one rank's parse may store
 
 OPEN, CLOSE, SINGLE = 0, 1, 2
 
