@@ -29,7 +29,7 @@ import defusedxml.expatreader
 
 from smtcoll.errors import InputError
 from smtcoll.msccl.program import RUNTIMES, Finding, Gpu, Op, Program, ThreadBlock
-from smtcoll.msccl.runtime_reader import Document, Element, read_document
+from smtcoll.msccl.runtime_reader import Document, Element, Node, read_document
 
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 MAX_DEPTH = 64  # the format has 4 levels; deeper nesting is refused before it costs anything
@@ -209,7 +209,7 @@ class _Builder(xml.sax.ContentHandler):
         return self.values(tag, [(n, get(n)) for n in names[:MAX_ATTRS]], max(0, len(names) - MAX_ATTRS),
                            line, where)
 
-    def element(self, tag: str, e: Element, where: dict[str, Any]) -> dict[str, Any]:
+    def element(self, tag: str, e: Element | Node, where: dict[str, Any]) -> dict[str, Any]:
         """The attributes of an element the runtimes' reader loaded (raw values, first occurrence wins)."""
         return self.values(tag, list(e.attributes), e.dropped, e.line, where)
 

@@ -58,7 +58,7 @@ class Element:
     name: str
     attributes: tuple[tuple[str, str], ...]
     line: int
-    children: tuple[Element, ...] = ()
+    children: tuple[Element | Node, ...] = ()
     dropped: int = 0
 
     def get(self, key: str) -> str | None:
@@ -294,7 +294,7 @@ def _load_gpu(nodes: _Nodes, i: int, gpu: Node) -> tuple[RankLoad, int]:
                     skipped.append((n.name, "gpu", n.line))
                     i = _skip(nodes, i, n)
                     continue
-                steps: list[Element] = []
+                steps: list[Element | Node] = []
                 if n.kind != SINGLE:
                     while True:
                         s = nodes.at(i)
@@ -306,7 +306,7 @@ def _load_gpu(nodes: _Nodes, i: int, gpu: Node) -> tuple[RankLoad, int]:
                             skipped.append((s.name, "tb", s.line))
                             i = _skip(nodes, i, s)
                             continue
-                        steps.append(_element(s))
+                        steps.append(s)  # a step's attributes and line are all the parser uses
                         if s.kind != SINGLE:
                             c = nodes.at(i)
                             i += 1
