@@ -99,3 +99,10 @@ def test_self_copy_after_in_place_aliasing_is_not_a_write(tmp_path: Path) -> Non
 def test_the_same_copy_out_of_place_is_a_real_copy(tmp_path: Path) -> None:
     text = in_place_allgather(self_copy_dep=False).replace('inplace="1" outofplace="0"', 'inplace="0" outofplace="1"')
     assert {"race", "read-before-write"} & codes(check(tmp_path, text))
+
+
+def test_strict_option_makes_dead_findings_fail_the_command(tmp_path: Path, cli) -> None:
+    path = write(tmp_path, allgather_with({0: tb(2, -1, -1, 0, step(0, "cpy", "s", 0, "s", 1))}))
+    assert cli("verify", str(path)).returncode == 0
+    strict = cli("verify", "--strict", str(path))
+    assert strict.returncode == 1 and "dead-read" in strict.stdout

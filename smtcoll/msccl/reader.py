@@ -1,16 +1,17 @@
-"""Reading MSCCL XML: a safe XML parse (defusedxml) plus the lexical rules of the runtimes' own readers.
+"""Reading MSCCL XML: the program the runtimes load, read byte for byte like their own readers.
 
-Two layers, because the runtimes do not use an XML library (docs/msccl-xml.md 1.2):
-
-1. `defusedxml` (expat) parses the file with DTDs, entities and external references forbidden, after a
-   size check, and builds the `Program` with the line of every element. A file it cannot parse, an empty
-   file or a root other than `<algo>` raises `InputError` (unusable input, exit code 2).
-2. A scan of the raw text applies the rules of the hand-written readers of both runtimes (no XML
-   declaration, no tab or text between elements, one-line tags with single spaces between double-quoted
-   attributes, at most 16 attributes, 255 characters per name or value). Their violations are findings
-   that reject the file for the runtimes concerned; the program is still read, like an XML library would.
+1. `runtime_reader` reads the file as both runtimes' hand-written readers do (raw values, names up to a
+   space, elements by path, skipped subtrees, crashes) and `_from_document` builds the `Program` from the
+   elements they load, with the line of every element and a finding for everything they skip, drop or
+   refuse. The program checked is the one the runtimes run.
+2. expat (no DTD, no entity declaration, nothing expanded) only says whether the file is also well-formed
+   XML: a file the runtimes load but an XML library cannot read gets a `not-well-formed` warning.
+3. When the runtimes' reader refuses the file, the program `defusedxml` reads is checked instead, with the
+   refusal as a finding, so that the user still sees the other defects. A file neither can read raises
+   `InputError` (unusable input, exit code 2).
 
 Integers are read like `strtol(s, NULL, 0)` into a C `int`: `0x10` is 16, `010` is 8, garbage is 0.
+`lexical_findings` states the readers' rules as a style check of written files (the writer's tests).
 """
 
 from __future__ import annotations
