@@ -82,7 +82,7 @@ def in_place_allgather(self_copy_dep: bool) -> str:
     MSCCL-XML-Builder's both-mode files have them), concurrent with the send of o[r]."""
     def rank(r: int) -> str:
         peer = 1 - r
-        dep = dict(depid=0, deps=0) if self_copy_dep else {}
+        dep = {"depid": 0, "deps": 0} if self_copy_dep else {}
         return gpu(r, 1, 2, 0,
                    tb(0, -1, -1, 0, step(0, "cpy", "i", 0, "o", r, hasdep=1)),
                    tb(1, peer, peer, 0, step(0, "s", "o", r, "o", r, **dep), step(1, "r", "o", peer, "o", peer)))

@@ -105,7 +105,7 @@ def test_a_skipped_element_ends_at_the_first_closing_tag_whatever_its_name() -> 
     # CDATA is read as an unknown open element: skipping it consumes the next step and </tb>
     text = allgather2().replace('hasdep="1"/>', 'hasdep="1"/><![CDATA[x]]>', 1)
     doc = read_document(text.encode())
-    (g0, load0) = doc.gpus[0]
+    _, load0 = doc.gpus[0]
     assert load0.error is not None and "mismatch" in load0.error.message
 
 

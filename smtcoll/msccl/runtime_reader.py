@@ -23,11 +23,12 @@ to say whether the file is well-formed XML.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 
 import attrs
 
-from smtcoll.msccl.runtime import MAX_STR_LEN as MAX_NAME  # a name stops at 254 characters with its terminator
+from smtcoll.msccl.runtime import (
+    MAX_STR_LEN as MAX_NAME,  # a name stops at 254 characters with its terminator
+)
 
 MAX_ATTRS = 16  # MAX_ATTR_COUNT: further attributes are read and dropped
 
