@@ -141,6 +141,8 @@ def write_atomic(path: str, text: str) -> None:
 
 
 def print_report(text: str, color: bool) -> None:
+    if not text:
+        return
     if color:
         from rich.console import Console  # only on a terminal: rich costs start-up time
 
@@ -230,7 +232,7 @@ def verify(
         color = wants_color()
         print_report(format_text(reports, verbose, quiet, color), color)
     else:
-        typer.echo(FORMATTERS[fmt.value](reports, verbose, quiet))
+        print_report(FORMATTERS[fmt.value](reports, verbose, quiet), False)
     code = exit_code(reports)
     if code:
         raise typer.Exit(code)
