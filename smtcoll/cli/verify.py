@@ -13,7 +13,6 @@ import enum
 import os
 import sys
 import tempfile
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -87,6 +86,8 @@ def check_files(files: list[str], runtime: str = "any", collective: str | None =
     workers = jobs if jobs is not None else min(os.cpu_count() or 1, 4)
     if len(files) < PARALLEL_FROM or workers <= 1:
         return [_check_args(a) for a in args]
+    from concurrent.futures import ProcessPoolExecutor  # here: multiprocessing costs start-up for few files
+
     # largest files first, one at a time, so that one big file does not finish last on a busy worker
     order = sorted(range(len(files)), key=lambda i: -_size(files[i]))
     with ProcessPoolExecutor(max_workers=workers) as pool:

@@ -102,14 +102,18 @@ def finding_line(file: str, v: Violation) -> tuple[str, str, str]:
     return location(file, v), code, _message(file, v)
 
 
+def _plain(text: str) -> str:
+    return text
+
+
 def format_text(reports: list[Report], verbose: bool = False, quiet: bool = False, color: bool = False) -> str:
     """Each file's verdict line and its findings, then the summary. `quiet`: the findings only.
     `color`: rich console markup for a terminal (the caller prints it with a rich Console)."""
+    escape: Callable[[str], str] = _plain
     if color:
-        from rich.markup import escape  # only on a terminal: rich costs start-up time
-    else:
-        def escape(text: str) -> str:
-            return text
+        from rich.markup import escape as rich_escape  # only on a terminal: rich costs start-up time
+
+        escape = rich_escape
 
     def style(text: str, name: str) -> str:
         return f"[{_STYLE[name]}]{escape(text)}[/]" if color else text
