@@ -5,18 +5,11 @@ from __future__ import annotations
 import attrs
 
 from smtcoll.errors import SmtcollError
+from smtcoll.msccl.runtime import MAX_CHANNELS, PROTOCOLS
 
 MODES = ("outofplace", "inplace", "both")
 RUNTIME_CHOICES = ("auto", "both", "executor", "legacy")
-PROTOCOLS = ("Simple", "LL", "LL128")
-TBS_PER_CHANNEL = 32  # sending (and receiving) thread blocks per (rank, channel)
-MAX_CHANNELS = 32  # chan must stay below MAXCHANNELS
-MAX_STEPS = {"executor": 64, "legacy": 256}
-MAX_TBS = {"executor": 1024, "legacy": 216}
-MAX_DEPID = 127  # depid is an int8_t
-COPIES_PER_TB = 16
-LEGACY_DEFAULT_MAX_BYTES = 1 << 27
-CAPACITY = {"Simple": 2, "LL": 8, "LL128": 8}  # messages a connection's FIFO holds (NCCL_STEPS / slots per message)
+COPIES_PER_TB = 16  # local copies per thread block: they run in parallel and stay within MAX_STEPS
 # coll spelling per runtime; None: that runtime has no such collective
 SPELLING = {
     "allgather": ("allgather", "allgather"), "alltoall": ("alltoall", "alltoall"),

@@ -10,24 +10,13 @@ from smtcoll.lower.fusion import fuse
 from smtcoll.lower.instances import replicate
 from smtcoll.lower.layout import Layout, recognize
 from smtcoll.lower.ops import LOp
-from smtcoll.lower.options import (
-    CAPACITY,
-    LEGACY_DEFAULT_MAX_BYTES,
-    MAX_DEPID,
-    MAX_STEPS,
-    MAX_TBS,
-    SPELLING,
-    CannotLower,
-    LowerOptions,
-    RejectedSchedule,
-    check_options,
-    runtimes_for,
-)
+from smtcoll.lower.options import SPELLING, CannotLower, LowerOptions, RejectedSchedule, check_options, runtimes_for
 from smtcoll.lower.storage import Aliasing, allocate_scratch, plan
 from smtcoll.lower.threadblocks import Tb, assign_tbs
 from smtcoll.lower.transfers import transfers
 from smtcoll.model import Schedule
 from smtcoll.msccl.program import Gpu, Op, Program, ThreadBlock
+from smtcoll.msccl.runtime import FIFO_MESSAGES, FUSED_TYPES, LEGACY_DEFAULT_MAX_BYTES, MAX_DEPID, MAX_STEPS, MAX_TBS
 from smtcoll.msccl.writer import safe_name
 
 
@@ -61,7 +50,7 @@ def lower(schedule: Schedule, options: LowerOptions = LowerOptions()) -> Lowered
     items = transfers(schedule)
     base = plan(schedule, layout, items, modes)
     if options.fuse:
-        base = fuse(base, CAPACITY[options.protocol])
+        base = fuse(base, FIFO_MESSAGES[options.protocol])
     base, scratch = allocate_scratch(base)
     ops = replicate(base, count)
     by_rank = assign_tbs(ops)
@@ -111,7 +100,7 @@ def lower(schedule: Schedule, options: LowerOptions = LowerOptions()) -> Lowered
     stats = {"thread_blocks": sum(len(g.tbs) for g in gpus), "steps": program.steps, "max_tb_steps": max_steps,
              "scratch_chunks": max((g.s_chunks or 0) for g in gpus), "transfers": len(items),
              "nops": sum(1 for g in gpus for t in g.tbs for s in t.steps if s.type == "nop"),
-             "fused": sum(1 for g in gpus for t in g.tbs for s in t.steps if s.type in ("rcs", "rrs", "rrcs"))}
+             "fused": sum(1 for g in gpus for t in g.tbs for s in t.steps if s.type in FUSED_TYPES)}
     return Lowered(program, layout, targets, verify_collective, stats)
 
 

@@ -127,7 +127,7 @@ def plan(schedule: Schedule, layout: Layout, items: list[Transfer], modes: list[
 
 def _copy(rank: int, time: tuple[int, ...], src: Loc, dst: Loc) -> LOp:
     """A local copy. Copies run on thread blocks of their own, at most `COPIES_PER_TB` each (they run in
-    parallel, and a thread block stays within the executor's 64 steps): the first copies of the run
+    parallel, and a thread block stays within the executor's MAX_STEPS (64)): the first copies of the run
     (time[0] < 0) and the last ones on separate thread blocks."""
     phase = 0 if time[0] < 0 else 1
     return LOp(rank, time, "cpy", -1, -1, src, dst, local=(phase, time[2] // COPIES_PER_TB))

@@ -8,7 +8,8 @@ from collections import Counter, defaultdict
 import attrs
 
 from smtcoll.lower.ops import LOp
-from smtcoll.lower.options import TBS_PER_CHANNEL, CannotLower
+from smtcoll.lower.options import CannotLower
+from smtcoll.msccl.runtime import MAX_TBS_PER_CHANNEL
 
 
 @attrs.frozen
@@ -38,9 +39,9 @@ def assign_tbs(ops: list[LOp]) -> dict[int, list[tuple[Tb, list[LOp]]]]:
     for rank, tbs in groups.items():
         for direction, peer_of in (("send", lambda t: t.send), ("receive", lambda t: t.recv)):
             per_channel = Counter(t.instance for t in tbs if peer_of(t) >= 0)
-            if per_channel and max(per_channel.values()) > TBS_PER_CHANNEL:
+            if per_channel and max(per_channel.values()) > MAX_TBS_PER_CHANNEL:
                 raise CannotLower(f"rank {rank} would {direction} on {max(per_channel.values())} connections in one "
-                                  f"channel; the runtimes allow {TBS_PER_CHANNEL} {direction} thread blocks per channel")
+                                  f"channel; the runtimes allow {MAX_TBS_PER_CHANNEL} {direction} thread blocks per channel")
         ordered = sorted(tbs, key=lambda t: (t.instance, t.send < 0, t.send, t.recv, t.local))
         listing = []
         for i, tb in enumerate(ordered):
