@@ -163,7 +163,7 @@ def verify(
                     max_steps=max_steps)
     if chunks is not None and collective is None:
         raise SmtcollError("--chunks applies to the spec given with --collective")
-    reports = check_files(files, runtime, collective, root, topo, jobs, limits, chunks)
+    reports = check_files(files, runtime, collective, root, topo, jobs, limits, chunks=chunks)
     reports = select_findings(reports, codes(select), codes(ignore))
     if output_file is not None:
         write_atomic(output_file, FORMATTERS[fmt.value](reports, verbose, quiet) + "\n")
