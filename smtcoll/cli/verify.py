@@ -23,7 +23,7 @@ from smtcoll.check.discover import expand
 from smtcoll.check.files import check_files
 from smtcoll.check.report import Report
 from smtcoll.cli.app import app
-from smtcoll.cli.options import RootOpt, Runtime, RuntimeOpt
+from smtcoll.cli.options import MAX_CHUNKS, RootOpt, Runtime, RuntimeOpt
 from smtcoll.cli.verify_output import FORMATTERS, format_text, select_findings, strict_findings, summary
 from smtcoll.errors import EXIT_UNUSABLE, SmtcollError
 from smtcoll.msccl.reader import Limits
@@ -143,9 +143,9 @@ def verify(
     only_algorithms: Annotated[bool, typer.Option("--only-algorithms", metavar="", help="skip named files that are not "
                                                   "algorithm files or are --exclude'd, as the directory walk "
                                                   "does (the pre-commit hook uses this)")] = False,
-    chunks: Annotated[Optional[int], typer.Option(metavar="C", help="chunks per rank's input of the --collective .toml spec "
-                                                       "(default: 1, or as the program's buffers show)",
-                                                  min=1)] = None,
+    chunks: Annotated[Optional[int], typer.Option(
+        metavar="C", min=1, max=MAX_CHUNKS, help="chunks per rank's input of the --collective .toml spec "
+        "(default: 1, or as the program's buffers show)")] = None,
 ) -> None:
     """Verify MSCCL XML programs and step schedules: exit 0 verified, 1 wrong, 2 unusable input."""
     if collective is not None and not collective.endswith(".toml") and not Path(collective).is_file():
