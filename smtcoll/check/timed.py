@@ -275,8 +275,10 @@ def _times(ts: TimedSchedule, done: dict[tuple[int, int], float], out: _Out) -> 
         verified = Quantity(round(finish * ts.us_per_unit, 6) if ts.us_per_unit else finish,
                             "us" if ts.us_per_unit else ts.unit, ts.model,
                             "" if ts.us_per_unit is None or ts.unit == "us" else f"{_fmt(finish)} {ts.unit}")
+    if ts.model_time is not None:
+        verified = ts.model_time
     claimed = ts.claimed
-    if claimed is not None and claimed.unit == ts.unit and ts.us_per_unit:
+    if claimed is not None and claimed.unit == ts.unit and ts.us_per_unit and ts.unit != "us":
         claimed = Quantity(round(claimed.value * ts.us_per_unit, 6), "us", claimed.model,
                            claimed.note or f"{_fmt(claimed.value)} {ts.unit}")
     if claimed is not None and verified is not None and claimed.unit == verified.unit:

@@ -32,6 +32,7 @@ from typing import Any
 
 from smtcoll import library
 from smtcoll.errors import ModelError
+from smtcoll.formats.teccl_machines import machine_for
 from smtcoll.model import Topology
 from smtcoll.model.timed import Finding, Limit, Quantity, TimedSchedule, Transfer, Use
 
@@ -77,9 +78,6 @@ def _ceil(x: float) -> int:
 
 
 def read_teccl(data: dict, topology: Topology | None, name: str = "") -> TimedSchedule:
-    if topology is None:
-        raise TecclError("", "a TE-CCL file holds no topology: give the machine with --topology (a built-in or a "
-                             ".toml file, docs/formats.md)")
     flows_key = "7-Flows" if "7-Flows" in data else "6-Flows"
     paths_key = "8-Chunk paths" if "8-Chunk paths" in data else "7-chunk paths"
     flows = data.get(flows_key, [])
@@ -94,7 +92,6 @@ def read_teccl(data: dict, topology: Topology | None, name: str = "") -> TimedSc
         raise TecclError("3-Epochs_Required", f"expected an integer >= 0, got {epochs!r}")
     finish = _num(data, "4-Collective_Finish_Time")
     algbw = _num(data, "5-Algo_Bandwidth")
-    ranks = topology.ranks
     parsed = [(_hop(f, f"{flows_key}[{n}]"), f"{flows_key}[{n}]") for n, f in enumerate(flows)]
     lp = any(p[0][4] is not None for p in parsed)
     demands = []
@@ -122,6 +119,15 @@ def read_teccl(data: dict, topology: Topology | None, name: str = "") -> TimedSc
         served.update((d, s))
     relays = {x for (_, _, i, j, *_), _ in parsed for x in (i, j)}
     bufferless = switches | (relays - served if served else set())
+    if topology is None:
+        topology = machine_for(ids, switches, {(i, j) for (_, _, i, j, *_), _ in parsed})
+        if topology is None:
+            raise TecclError("", "a TE-CCL file holds no topology and its node ids fit none of TE-CCL's classes "
+                                 "(DGX2, NDv2, Mesh): give the machine with --topology (docs/formats.md)")
+        findings.append(Finding("topology-inferred", f"the file holds no topology; checked on {topology.name!r}, the "
+                                                     "real machine of the TE-CCL class its node ids fit (give "
+                                                     "--topology to choose another)", "info"))
+    ranks = topology.ranks
     n_ids = max(ids) + 1 if ids else 0
     if switches and n_ids - len(switches) == ranks:
         rank_of = {x: r for r, x in enumerate(sorted(set(range(n_ids)) - switches))}
@@ -227,9 +233,9 @@ def read_teccl(data: dict, topology: Topology | None, name: str = "") -> TimedSc
             hop((s, c), rank_of[s] * per_gpu + c, i, j, k, via, 1.0, {"flow": n})
     us_per_epoch = tau * 1e6
     model = "TE-CCL epochs (LP)" if lp else "TE-CCL epochs (MILP)"
-    claimed = Quantity(float(epochs), "epoch", "TE-CCL 3-Epochs_Required")
+    claimed = Quantity(float(epochs), "epochs", "TE-CCL 3-Epochs_Required")
     try:
-        return TimedSchedule(FORMAT, model, coll, topology, transfers, "epoch", us_per_epoch, list(limits.values()),
+        return TimedSchedule(FORMAT, model, coll, topology, transfers, "epochs", us_per_epoch, list(limits.values()),
                              claimed, round(chunk_bytes, 6), conserve_volume=lp, findings=findings, name=name)
     except ModelError as e:
         raise TecclError(e.where, e.detail) from None

@@ -98,7 +98,8 @@ class TimedSchedule:
     `us_per_unit` converts the unit to microseconds (None when the unit has no physical meaning).
     `conserve_volume`: a relay forwards what it received and cannot copy it (TE-CCL's AlltoAll LP);
     otherwise a rank that holds a chunk may send it any number of times. `claimed` is what the file says
-    its time is, in `unit`. `chunk_bytes`, when known, gives the alpha-beta replay and the lower bound."""
+    its time is, in `unit`; `model_time`, when set,
+    is the time in the format's model computed by the reader. `chunk_bytes`, when known, gives the alpha-beta replay and the lower bound."""
 
     format: str
     model: str
@@ -113,3 +114,4 @@ class TimedSchedule:
     conserve_volume: bool = False
     findings: tuple[Finding, ...] = attrs.field(default=(), converter=_tuple)
     name: str = ""
+    model_time: Quantity | None = None  # the format's own time when it is not the last delivery (ForestColl)
