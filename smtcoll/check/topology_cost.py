@@ -54,3 +54,74 @@ def timing(topo: Topology, links: Sequence[tuple[int, int]],
 
 def load_metrics(load: dict[tuple[int, int], list[int]]) -> list[dict[str, Any]]:
     return [{"src": s, "dst": d, "chunks": c, "messages": m} for (s, d), (c, m) in sorted(load.items())]
+
+
+def apply_sharing(metrics: dict[str, Any], topo: Topology, load: dict[tuple[int, int], list[int]],
+                  collective: str | None, ranks: int, chunks_per_loop: int) -> None:
+    """Switch groups and NIC sharing on top of the per-link estimate, and the lower bound.
+
+    The execution estimate serializes each link; links that share an NVSwitch port or a NIC (a switch
+    group) also share its rate, so the estimate is at least the busiest group's chunks x chunk / rate plus
+    the smallest alpha of its links. `switch_groups` lists the busiest groups; `bound` is the time bound
+    of `smtcoll.bounds` for the collective at this chunk size."""
+    from smtcoll.bounds import gb_capacities
+
+    est = metrics.get("estimate")
+    if est is None or est.get("unit") != "us":
+        return
+    link_cap, group_cap, unit = gb_capacities(topo, None)
+    groups = []
+    for g, grp in enumerate(topo.switches):
+        used = [(s, d) for (s, d) in load if s in grp.srcs and d in grp.dsts]
+        chunks = sum(load[x][0] for x in used)
+        if not chunks:
+            continue
+        alphas = [lk.alpha_us or 0.0 for lk in topo.links if (lk.src, lk.dst) in used]
+        t = chunks * DEFAULT_CHUNK_BYTES / (group_cap(grp) * 1e3) + min(alphas, default=0.0)
+        groups.append({"group": grp.name or str(g), "chunks": chunks, "gbps": round(group_cap(grp), 6),
+                       "time": round(t, 6)})
+    groups.sort(key=lambda x: (-x["time"], x["group"]))
+    if groups:
+        metrics["switch_groups"] = groups[:5]
+        if groups[0]["time"] > est["time"]:
+            est["link_only_time"] = est["time"]
+            est["time"] = groups[0]["time"]
+            est["limited_by"] = f"switch group {groups[0]['group']}"
+    bound = _bound(topo, collective, ranks, chunks_per_loop)
+    if bound is not None:
+        metrics["bound"] = bound
+
+
+def _bound(topo: Topology, collective: str | None, ranks: int, chunks_per_loop: int) -> dict[str, Any] | None:
+    """The chunk multiplier C of the built-in collective from the program's chunks per loop: one address per
+    chunk for allreduce, a rank's share for allgather, alltoall and reducescatter; other collectives none."""
+    from smtcoll import library
+    from smtcoll.bounds import best_rounds, distance_bound, flow_network, receive_bound, time_bound
+    from smtcoll.errors import SmtcollError
+
+    per = {"allreduce": chunks_per_loop, "allgather": chunks_per_loop // ranks,
+           "alltoall": chunks_per_loop // ranks, "reducescatter": chunks_per_loop // ranks}
+    if collective not in per or per[collective] < 1 or ranks > 64:
+        return None
+    try:
+        coll = library.collective(collective, ranks, None, per[collective])
+    except SmtcollError:
+        return None
+    steps = distance_bound(topo, coll)
+    rounds = best_rounds(steps, receive_bound(topo, coll, flow_network(topo))) if ranks <= 16 else best_rounds(steps)
+    out_addrs = max(len({coll.address[c] for c in s}) for s in coll.post_sets)
+    b = time_bound(topo, coll, steps, rounds, DEFAULT_CHUNK_BYTES * out_addrs)
+    if b.value is None:
+        return None
+    return {"value": b.value, "unit": "us", "model": "alpha-beta lower bound (smtcoll bounds: steps x alpha + "
+                                                     "rounds x beta)", "chunk_bytes": DEFAULT_CHUNK_BYTES}
+
+
+def program_time(report: Any) -> dict[str, Any] | None:
+    """The `time` object of an XML program's report: no claim (XML states none); the estimate is the
+    alpha-beta replay; the bound when known."""
+    est = report.metrics.get("estimate")
+    if est is None:
+        return None
+    ab = {"value": est["time"], "unit": est["unit"], "model": "alpha-beta estimate of the program"}
+    return {"claimed": None, "verified": None, "alpha_beta": ab, "bound": report.metrics.get("bound")}

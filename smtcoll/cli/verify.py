@@ -15,21 +15,24 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Annotated, Optional
 
+import attrs
 import typer
 
 from smtcoll import specs
 from smtcoll.check.program import check_program_file, unusable_report
 from smtcoll.check.report import Report, Violation
-from smtcoll.check.schedule import check_schedule_file
+from smtcoll.check.inputs import check_input_file
+from smtcoll.check.topology_cost import program_time
 from smtcoll.cli.app import app, print_json
 from smtcoll.cli.verify_output import FORMATTERS, format_text  # noqa: F401  (format_text: public helper)
 from smtcoll.errors import EXIT_UNUSABLE, SmtcollError
+from smtcoll.formats.inputs import INPUT_FORMATS, detect
 from smtcoll.model import Topology
 from smtcoll.msccl.reader import Limits
 
 EXIT_WRONG = 1
 PARALLEL_FROM = 8  # files; below this a process pool costs more than it saves
-SUFFIXES = (".xml", ".json")
+SUFFIXES = (".xml", ".json", ".csv")
 DEFAULTS = Limits()
 
 
@@ -68,19 +71,22 @@ def expand(paths: list[str]) -> list[str]:
 
 
 def check_file(path: str, runtime: str, collective: str | None, root: int | None, topology: Topology | None,
-               limits: Limits | int | None = None) -> Report:
-    """Check one file; never raises for bad input. `limits` (or only a size limit) bound what is read."""
+               limits: Limits | int | None = None, input_format: str = "auto") -> Report:
+    """Check one file; never raises for bad input. `limits` (or only a size limit) bound what is read;
+    `input_format` is a name of `INPUT_FORMATS` (`auto`: by content, docs/formats.md)."""
     if not isinstance(limits, Limits):
         limits = Limits() if limits is None else Limits(max_bytes=limits)
     try:
-        if path.endswith(".json"):
+        fmt = detect(path) if input_format == "auto" else input_format
+        if fmt != "msccl-xml":
             size = _size(path)
             if size > limits.max_bytes:
                 raise SmtcollError(f"{path}: " + limits.exceeded("--max-bytes", f"file is {size} bytes",
                                                                   limits.max_bytes))
-            return check_schedule_file(path, topology)
-        return check_program_file(path, runtime=runtime, collective=collective, root=root, topology=topology,
-                                  limits=limits)
+            return check_input_file(path, input_format, topology)
+        report = check_program_file(path, runtime=runtime, collective=collective, root=root, topology=topology,
+                                    limits=limits)
+        return attrs.evolve(report, format=None if report.unusable else fmt, time=program_time(report))
     except SmtcollError as e:
         return unusable_report(path, e)
     except (RecursionError, MemoryError):
@@ -91,17 +97,17 @@ def check_file(path: str, runtime: str, collective: str | None, root: int | None
             "please report it with the file", "error")], unusable=True)
 
 
-def _check_args(args: tuple[str, str, str | None, int | None, Topology | None, Limits]) -> Report:
+def _check_args(args: tuple[str, str, str | None, int | None, Topology | None, Limits, str]) -> Report:
     return check_file(*args)
 
 
 def check_files(files: list[str], runtime: str = "any", collective: str | None = None, root: int | None = None,
                 topology: Topology | None = None, jobs: int | None = None,
-                limits: Limits | int | None = None) -> list[Report]:
+                limits: Limits | int | None = None, input_format: str = "auto") -> list[Report]:
     """Reports in the order of `files`; a process pool when there are many files and more than one core."""
     if not isinstance(limits, Limits):
         limits = Limits() if limits is None else Limits(max_bytes=limits)
-    args = [(f, runtime, collective, root, topology, limits) for f in files]
+    args = [(f, runtime, collective, root, topology, limits, input_format) for f in files]
     workers = jobs if jobs is not None else min(os.cpu_count() or 1, 4)
     if len(files) < PARALLEL_FROM or workers <= 1:
         return [_check_args(a) for a in args]
@@ -132,13 +138,16 @@ def exit_code(reports: list[Report]) -> int:
 
 @app.command("verify")
 def verify(
-    paths: Annotated[list[str], typer.Argument(help="MSCCL XML files, schedule JSON files, directories or globs")],
+    paths: Annotated[list[str], typer.Argument(help="MSCCL XML programs, schedules (smtcoll, SCCL, TACCL, TE-CCL, "
+                                                    "ForestColl, transfer logs), directories or globs")],
     fmt: Annotated[OutputFormat, typer.Option("--format", "-f", help="text for people, json for scripts, junit "
                                                                       "(JUnit XML) and github (annotations) for CI")
                    ] = OutputFormat.text,
     topology: Annotated[Optional[str], typer.Option(help="XML: map connections to links of this topology (a "
-                                                         "name or .toml) and estimate the time; JSON schedules: "
-                                                         "check them on this topology")] = None,
+                                                         "name or .toml) and estimate the time; schedules: check "
+                                                         "them on this topology (docs/formats.md)")] = None,
+    input_format: Annotated[str, typer.Option("--input-format", help="auto (by content), " + ", ".join(
+        INPUT_FORMATS[1:]))] = "auto",
     collective: Annotated[Optional[str], typer.Option(help="check the programs against this collective (a built-in "
                                                            "name or a .toml spec) instead of their coll")] = None,
     root: Annotated[Optional[int], typer.Option(help="root rank of broadcast, reduce, gather, scatter")] = None,
@@ -160,6 +169,8 @@ def verify(
     """Verify MSCCL XML programs and step schedules: exit 0 verified, 1 wrong, 2 unusable input."""
     if runtime not in {r.value for r in Runtime}:
         raise SmtcollError(f"--runtime {runtime!r}: expected executor, legacy or any")
+    if input_format not in INPUT_FORMATS:
+        raise SmtcollError(f"--input-format {input_format!r}: expected {', '.join(INPUT_FORMATS)}")
     files = expand(paths)
     if not files:
         raise SmtcollError("no .xml or .json files found in " + ", ".join(paths))
@@ -172,7 +183,7 @@ def verify(
                                f"({', '.join(sorted(BUILTIN))}) nor a .toml spec file")
     limits = Limits(max_bytes=max_bytes, max_ranks=max_ranks, max_chunks=max_chunks, max_tbs=max_tbs,
                     max_steps=max_steps)
-    reports = check_files(files, runtime, collective, root, topo, jobs, limits)
+    reports = check_files(files, runtime, collective, root, topo, jobs, limits, input_format)
     if fmt is OutputFormat.json:
         print_json([r.to_json() for r in reports])
     else:

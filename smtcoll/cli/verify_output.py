@@ -31,6 +31,37 @@ def summary(reports: list[Report]) -> str:
             f"{counts['unusable']} unusable")
 
 
+def _q(q: dict | None) -> str:
+    return "-" if not q else f"{q['value']:.6g} {q['unit']}"
+
+
+def time_lines(r: Report) -> list[str]:
+    """Claimed, verified, alpha-beta and bound times side by side; the busiest links and switch groups."""
+    out = []
+    t = r.time
+    if t:
+        parts = []
+        for key, label in (("claimed", "claimed"), ("verified", "verified"), ("alpha_beta", "alpha-beta"),
+                           ("bound", "bound")):
+            q = t.get(key)
+            if q:
+                parts.append(f"{label} {_q(q)} ({q.get('model', '')})")
+        if parts:
+            out.append("  time: " + "; ".join(parts))
+    est = r.metrics.get("estimate")
+    if est and est.get("limited_by"):
+        out.append(f"  estimate limited by {est['limited_by']} (links alone: {est['link_only_time']:.6g} {est['unit']})")
+    links = r.metrics.get("links")
+    if isinstance(links, list) and links:
+        top = sorted(links, key=lambda x: (-x.get("chunks", 0), x.get("src", 0), x.get("dst", 0)))[:3]
+        out.append("  busiest links: " + ", ".join(f"{x['src']}->{x['dst']} {x['chunks']} chunk(s)" for x in top))
+    groups = r.metrics.get("switch_groups")
+    if groups:
+        out.append("  busiest switch groups: " + ", ".join(f"{g['group']} {g['chunks']} chunk(s) {g['time']:.6g} us"
+                                                           for g in groups[:3]))
+    return out
+
+
 def format_text(reports: list[Report], verbose: bool = False) -> str:
     lines: list[str] = []
     for r in reports:
@@ -43,6 +74,7 @@ def format_text(reports: list[Report], verbose: bool = False) -> str:
         if facts:
             head += f" ({'; '.join(facts)})"
         lines.append(head)
+        lines += time_lines(r)
         for v in r.violations:
             if v.severity == "info" and not verbose:
                 continue
