@@ -325,9 +325,10 @@ def alpha_beta_replay(ts: TimedSchedule) -> Quantity | None:
         t = ts.transfers[i]
         if any(x not in timing for x in t.links):
             return None
-        at = ready.get((t.src, t.chunk))
-        if at is None:
+        at0 = ready.get((t.src, t.chunk))
+        if at0 is None:
             continue  # not held: reported by the causality check
+        at = at0
         for a, b in t.links:
             alpha, beta = timing[(a, b)]
             groups = topo.switches_of(a, b)
@@ -337,7 +338,9 @@ def alpha_beta_replay(ts: TimedSchedule) -> Quantity | None:
                 free[("g", g)] = start + group_beta[g] * t.volume
             at = start + max([beta] + [group_beta[g] for g in groups]) * t.volume + alpha
         key = (t.dst, t.chunk)
-        ready[key] = min(ready.get(key, at), at) if not ts.conserve_volume else max(ready.get(key, 0.0), at)
+        # a copy is there from its first arrival; a reduced value or a split volume from its last part
+        last = ts.conserve_volume or coll.is_combining
+        ready[key] = max(ready.get(key, 0.0), at) if last else min(ready.get(key, at), at)
     need = _required(ts)
     reached = [ready[k] for k in need if k in ready]
     if not reached:

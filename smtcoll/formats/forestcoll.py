@@ -7,7 +7,8 @@ edge crosses). Every rank's data is split into k chunks; the trees rooted at u c
 path through switches is a link bounded by switch groups).
 
 Cost model (ForestColl's): the trees are pipelined, so the time is set by the busiest link, load_e x
-chunk / rate_e, where load_e is the chunks all trees send over e; switch groups count the same way. The
+chunk / rate_e, where load_e is the chunks all trees send over e (switch groups count the same way),
+plus the latency of the deepest tree (its height x the largest alpha of its links). The
 file states no time; the chunk is `NODE_BYTES` / k. In the replay, tree level d sends in [d, d + 1).
 """
 
@@ -64,6 +65,7 @@ def read_forestcoll(text: str, topology: Topology | None, name: str = "") -> Tim
     per_root: Counter[int] = Counter()
     offset: Counter[int] = Counter()
     load: Counter[tuple[int, int]] = Counter()
+    latency = 0.0
     trees = [t for t in root if t.tag == "tree"]
     if sum(1 + len(t) for t in trees) > MAX_ELEMENTS:
         raise ForestError("", f"more than {MAX_ELEMENTS} elements")
@@ -78,6 +80,7 @@ def read_forestcoll(text: str, topology: Topology | None, name: str = "") -> Tim
         first = offset[u]
         offset[u] += c
         depth = {u: 0}
+        edges = []
         for si, send in enumerate(x for x in tree if x.tag == "send"):
             sw = f"{tw}.send[{si}]"
             a, b = _int(send, "src", sw), _int(send, "dst", sw)
@@ -90,11 +93,14 @@ def read_forestcoll(text: str, topology: Topology | None, name: str = "") -> Tim
                 level = len(trees) + n
             depth.setdefault(b, level + 1)
             load[(a, b)] += c
+            edges.append((a, b))
             for j in range(c):
                 chunk = u * k + first + j
                 if first + j < k:
                     transfers.append(Transfer(chunk, a, b, level, level + 1, {"tree": tree_name, "send": si}))
         deepest = max(depth.values())
+        alphas = [lk.alpha_us or 0.0 for a, b in edges for lk in [topology.link(a, b)] if lk is not None]
+        latency = max(latency, deepest * max(alphas, default=0.0))
         if deepest != height and deepest < n:
             findings.append(Finding("bad-height", f"tree {tree_name} declares height {height} but is {deepest} deep",
                                     "warning", {"tree": tree_name}))
@@ -103,7 +109,7 @@ def read_forestcoll(text: str, topology: Topology | None, name: str = "") -> Tim
             findings.append(Finding("chunk-count", f"the trees rooted at rank {u} carry {per_root[u]} chunk(s); "
                                                    f"nchunkspernode is {k}", "error", {"gpu": u}))
     chunk_bytes = NODE_BYTES / k
-    model_time = _pipelined_time(topology, load, chunk_bytes)
+    model_time = _pipelined_time(topology, load, chunk_bytes, latency)
     try:
         return TimedSchedule(FORMAT, "ForestColl pipelined trees", coll, topology, transfers, "level", None, (),
                              None, chunk_bytes, findings=findings, name=name, model_time=model_time)
@@ -111,7 +117,8 @@ def read_forestcoll(text: str, topology: Topology | None, name: str = "") -> Tim
         raise ForestError(e.where, e.detail) from None
 
 
-def _pipelined_time(topo: Topology, load: Counter[tuple[int, int]], chunk_bytes: float) -> Quantity | None:
+def _pipelined_time(topo: Topology, load: Counter[tuple[int, int]], chunk_bytes: float,
+                    latency: float) -> Quantity | None:
     from smtcoll.bounds import gb_capacities
 
     link_cap, group_cap, unit = gb_capacities(topo, None)
@@ -132,6 +139,6 @@ def _pipelined_time(topo: Topology, load: Counter[tuple[int, int]], chunk_bytes:
             worst, where = t, f"switch group {grp.name or g}"
     if worst == 0:
         return None
-    return Quantity(round(worst, 6), "us", "ForestColl pipelined trees",
-                    f"busiest: {where}; {NODE_BYTES} B per rank")
+    return Quantity(round(worst + latency, 6), "us", "ForestColl pipelined trees",
+                    f"busiest: {where}; {NODE_BYTES} B per rank; latency {latency:.6g} us")
 

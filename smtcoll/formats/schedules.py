@@ -11,6 +11,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import attrs
+
 from smtcoll import specs
 from smtcoll.errors import InputError, ModelError
 from smtcoll.model import Collective, Link, Schedule, Send, Step, SwitchGroup, Topology
@@ -146,6 +148,8 @@ def sccl_collective(data: dict) -> Collective:
     if isinstance(c, dict) and "chunks" not in c and "input_map" in data and "output_map" in data:
         return _collective_from_maps(c, data, ranks)
     coll = _sccl_collective(c, data, ranks)
+    if "(" in coll.name:  # TACCL names the collective like `Alltoall(n=8)`
+        coll = attrs.evolve(coll, name=coll.name.split("(")[0].lower())
     instance = data.get("instance") or {}
     factor = instance.get("chunks", 1) if isinstance(instance, dict) else 1
     if not isinstance(factor, int) or isinstance(factor, bool) or not 1 <= factor <= 4096:

@@ -16,6 +16,8 @@ from __future__ import annotations
 import csv
 import io
 import math
+import re
+from pathlib import Path
 from typing import Any
 
 from smtcoll import specs
@@ -31,6 +33,7 @@ US_PER = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}
 UNITS = sorted(US_PER) + ["rounds", "cycles"]
 COLUMNS = ("chunk", "src", "dst", "start", "end")
 MAX_TRANSFERS = 5_000_000
+_META = re.compile(r"^#\s*([A-Za-z_]+)\s*:\s*(.*)$")
 
 
 class LogError(Exception):
@@ -80,9 +83,9 @@ def parse_csv(text: str) -> dict[str, Any]:
         if not s.startswith("#"):
             body_start = n
             break
-        if ":" in s:
-            key, _, value = s[1:].partition(":")
-            key = key.strip()
+        m = _META.match(s)
+        if m:  # `# key: value`; any other comment line is free text
+            key, value = m.groups()
             if key not in KEYS - {"format", "transfers"}:
                 raise LogError(f"line {n + 1}", f"unknown key {key!r} (known: collective, ranks, root, chunks, "
                                                 "topology, unit, chunk_bytes, claimed_time, name)")
@@ -115,8 +118,11 @@ def read_transfer_log(data: dict, topology: Topology | None, name: str = "") -> 
     if topology is None:
         if not data.get("topology"):
             raise LogError("topology", "the log names no topology: give one with --topology or a `topology` key")
+        ref = str(data["topology"])
+        if ref.endswith(".toml") and not Path(ref).is_absolute():
+            ref = str(Path(name).parent / ref)  # relative to the log, as spec files refer to each other
         try:
-            topology = specs.resolve_topology(str(data["topology"]))
+            topology = specs.resolve_topology(ref)
         except SmtcollError as e:
             raise LogError("topology", str(e)) from None
     ranks = _integer(data.get("ranks", topology.ranks), "ranks")
