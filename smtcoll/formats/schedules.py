@@ -138,7 +138,9 @@ Bad = _Bad  # raised by the readers with the place in the file
 def sccl_collective(data: dict) -> Collective:
     """The collective of an SCCL/TACCL algorithm file on `ranks` = the embedded topology's ranks (TACCL:
     `copies` x `ngpus_per_node`; else `collective.nodes`), with the instance's chunk multiplier."""
-    t = data.get("topology") if isinstance(data.get("topology"), dict) else {}
+    t = data.get("topology")
+    if not isinstance(t, dict):
+        t = {}
     c = data.get("collective")
     ranks = c.get("nodes") if isinstance(c, dict) else None
     if isinstance(t.get("copies"), int) and isinstance(t.get("ngpus_per_node"), int):

@@ -58,9 +58,10 @@ def taccl_topology(t: dict) -> tuple[Topology, dict[tuple[int, int], float], tup
     copies = _int(t.get("copies"), "topology.copies", 1, 4096)
     p = _int(t.get("ngpus_per_node"), "topology.ngpus_per_node", 1, 4096)
     links, invbws = t.get("node_links"), t.get("node_invbws")
-    for key, m in (("node_links", links), ("node_invbws", invbws)):
+    for field, m in (("node_links", links), ("node_invbws", invbws)):
         if not isinstance(m, list) or len(m) != p or not all(isinstance(r, list) and len(r) == p for r in m):
-            raise TacclError(f"topology.{key}", f"expected a {p} x {p} matrix [dst][src]")
+            raise TacclError(f"topology.{field}", f"expected a {p} x {p} matrix [dst][src]")
+    assert isinstance(links, list) and isinstance(invbws, list)
     alpha = _cost(t.get("remote_alpha", 0), "topology.remote_alpha")
     beta = _cost(t.get("remote_beta", t.get("remote_invbw", 0)), "topology.remote_beta")
     conn = t.get("internode_conn") or {}
@@ -121,7 +122,7 @@ def read_taccl(data: dict, collective: Collective, topology: Topology | None, na
     steps = data.get("steps")
     if not isinstance(steps, list):
         raise TacclError("steps", "expected an array of steps")
-    raw = []
+    raw: list[tuple[int, int, int, float, int, dict[str, Any]]] = []
     claim = 0
     for i, step in enumerate(steps):
         if not isinstance(step, dict) or not isinstance(step.get("sends"), list):
@@ -132,11 +133,12 @@ def read_taccl(data: dict, collective: Collective, topology: Topology | None, na
             if not isinstance(x, list) or len(x) not in (5, 6):
                 raise TacclError(w, f"expected [chunk, src, dst, t, link] (and an operator), got {str(x)[:80]}")
             c, s, d = (_int(v, w) for v in x[:3])
-            t = _cost(x[3], f"{w}[3]") / SCALE_TIME
-            raw.append((c, s, d, t, _int(x[4], f"{w}[4]"), {"step": i, "send": j}))
+            start = _cost(x[3], f"{w}[3]") / SCALE_TIME
+            raw.append((c, s, d, start, _int(x[4], f"{w}[4]"), {"step": i, "send": j}))
     batch = Counter((s, d, t) for _, s, d, t, _, _ in raw if (s, d) in ib)
     index: Counter[tuple[int, int, float]] = Counter()
-    transfers, limits = [], {}
+    transfers: list[Transfer] = []
+    limits: dict[str, Limit] = {}
     for c, s, d, t, link, place in raw:
         address = collective.address[c] if 0 <= c < collective.chunks else c
         if (s, d) in ib:
@@ -147,8 +149,8 @@ def read_taccl(data: dict, collective: Collective, topology: Topology | None, na
             uses = [Use(f"IB link {s}->{d}", *busy), Use(f"IB send side of gpu {s}", *busy),
                     Use(f"IB receive side of gpu {d}", *busy)]
         else:
-            w = local.get((s, d), 0.0)
-            end = t + w
+            invbw = local.get((s, d), 0.0)
+            end = t + invbw
             uses = [Use(f"link {s}->{d}", t, end)] if (s, d) in local else []
         for u in uses:
             limits.setdefault(u.resource, Limit(u.resource, 1, "concurrent", 1, "TACCL: one chunk at a time (beta "

@@ -94,17 +94,17 @@ def parse_csv(text: str) -> dict[str, Any]:
     reader = csv.reader(io.StringIO("\n".join(lines[body_start:])))
     header = None
     for k, row in enumerate(reader):
-        line = body_start + k + 1
+        lineno = body_start + k + 1
         if not row or all(not c.strip() for c in row) or row[0].lstrip().startswith("#"):
             continue
         if header is None:
             header = [c.strip().lower() for c in row]
             if header[:5] != list(COLUMNS):
-                raise LogError(f"line {line}", f"expected the header {','.join(COLUMNS)}")
+                raise LogError(f"line {lineno}", f"expected the header {','.join(COLUMNS)}")
             continue
         if len(row) < 5:
-            raise LogError(f"line {line}", f"expected {len(COLUMNS)} columns: {','.join(COLUMNS)}")
-        rows.append(({c: row[i].strip() for i, c in enumerate(COLUMNS)}, {"line": line}))
+            raise LogError(f"line {lineno}", f"expected {len(COLUMNS)} columns: {','.join(COLUMNS)}")
+        rows.append(({c: row[i].strip() for i, c in enumerate(COLUMNS)}, {"line": lineno}))
     meta["transfers"] = rows
     return meta
 
