@@ -120,19 +120,22 @@ def _replay(ts: TimedSchedule, valid: list[int], out: _Out) -> dict[tuple[int, i
     if ts.conserve_volume:
         have: dict[tuple[int, int], float] = defaultdict(float)
         got: dict[tuple[int, int], float] = defaultdict(float)
+        group = max(1, ts.volume_group)
         for r, c in coll.pre:
-            have[(r, coll.address[c])] = 1.0
+            have[(r, coll.address[c] // group)] += 1.0
         for time, kind, i in events:
             t = ts.transfers[i]
+            held = (t.src, t.chunk // group)
             if kind == 1:
-                have[(t.src, t.chunk)] -= t.volume
-                if have[(t.src, t.chunk)] < -VOLUME_EPS:
+                have[held] -= t.volume
+                if have[held] < -VOLUME_EPS:
+                    what = f"chunk {t.chunk}" if group == 1 else f"chunks {held[1] * group}..{held[1] * group + group - 1}"
                     out.add("not-held", f"rank {t.src} sends volume {_fmt(t.volume)} of chunk {t.chunk} at "
-                                        f"{_fmt(t.start)} {ts.unit} but has received only "
-                                        f"{_fmt(have[(t.src, t.chunk)] + t.volume)} of it by then", t.place)
-                    have[(t.src, t.chunk)] = 0.0
+                                        f"{_fmt(t.start)} {ts.unit} but holds only {_fmt(have[held] + t.volume)} of "
+                                        f"{what} by then", t.place)
+                    have[held] = 0.0
             else:
-                have[(t.dst, t.chunk)] += t.volume
+                have[(t.dst, t.chunk // group)] += t.volume
                 got[(t.dst, t.chunk)] += t.volume
                 key = (t.dst, t.chunk)
                 if key in need and key not in done and got[key] >= 1 - VOLUME_EPS:

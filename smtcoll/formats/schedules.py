@@ -213,7 +213,9 @@ def _sccl_collective(c: Any, data: dict, ranks: int) -> Collective:
     chunks = c.get("chunks")
     if not isinstance(chunks, list) or not chunks:
         raise _Bad("collective.chunks", "expected an array of chunks with pre, post and addr")
-    pre, post, addr = [], [], []
+    pre: list[tuple[int, int]] = []
+    post: list[tuple[int, int]] = []
+    addr: list[int] = []
     for i, ch in enumerate(chunks):
         if not isinstance(ch, dict):
             raise _Bad(f"collective.chunks[{i}]", "expected an object with pre, post and addr")

@@ -74,7 +74,30 @@ def _hop(text: Any, where: str) -> tuple[int | None, int | None, int, int, float
 
 
 def _ceil(x: float) -> int:
-    return math.ceil(x - 1e-9)  # 0.35e-6 / 5e-9 is 70.00000000000001 in floating point
+    return math.ceil(x - 1e-6)  # 0.35e-6 / 5e-9 is 70.00000000000001 in floating point
+
+
+def _chunk_gb(data: dict, output_gb: float, ranks: int, topology: Topology, tau: float,
+              findings: list[Finding]) -> float:
+    """The chunk size in GB. `5-Algo_Bandwidth` x finish time is GPUs x chunk for the GPU count TE-CCL's
+    input named, normally the ranks; some inputs named half of them (DGX2 `Fast_Early_Stop`). TE-CCL set
+    the epoch before its alpha adjustment (`2-Expected_Epoch_Duration`) to 1 or 2 chunks over the fastest
+    or slowest link, so the candidate that also fits the epoch is taken."""
+    expected = data.get("2-Expected_Epoch_Duration", tau)
+    speeds = [lk.gbps for lk in topology.links if lk.gbps]
+    if not isinstance(expected, int | float) or isinstance(expected, bool) or expected <= 0 or not speeds:
+        return output_gb / ranks
+    fits = [expected * c / m for c in (max(speeds), min(speeds)) for m in (1, 2)]
+    for gpus in (ranks, ranks // 2):
+        size = output_gb / max(1, gpus)
+        if any(abs(size - f) <= 1e-6 * f for f in fits):
+            if gpus != ranks:
+                findings.append(Finding("chunk-size", f"5-Algo_Bandwidth counts {gpus} GPUs, not {ranks}: the chunk "
+                                                      f"size that fits the epoch is {size * 1e9:.6g} B", "info"))
+            return size
+    findings.append(Finding("chunk-size", f"the chunk size {output_gb / ranks * 1e9:.6g} B from 5-Algo_Bandwidth does "
+                                          "not fit 2-Expected_Epoch_Duration over any link speed", "warning"))
+    return output_gb / ranks
 
 
 def read_teccl(data: dict, topology: Topology | None, name: str = "") -> TimedSchedule:
@@ -143,7 +166,7 @@ def read_teccl(data: dict, topology: Topology | None, name: str = "") -> TimedSc
         raise TecclError("", f"the file names {n_ids} node ids ({len(switches)} of them switches) but topology "
                              f"{topology.name!r} has {ranks} ranks: not the machine this file was made for")
 
-    chunk_gb = algbw * finish / ranks
+    chunk_gb = _chunk_gb(data, algbw * finish, ranks, topology, tau, findings)
     chunk_bytes = chunk_gb * 1e9
     if abs(finish - tau * epochs) > 1e-6 * finish:
         findings.append(Finding("inconsistent-claim", f"4-Collective_Finish_Time {finish} s is not 1-Epoch_Duration "
@@ -236,7 +259,8 @@ def read_teccl(data: dict, topology: Topology | None, name: str = "") -> TimedSc
     claimed = Quantity(float(epochs), "epochs", "TE-CCL 3-Epochs_Required")
     try:
         return TimedSchedule(FORMAT, model, coll, topology, transfers, "epochs", us_per_epoch, list(limits.values()),
-                             claimed, round(chunk_bytes, 6), conserve_volume=lp, findings=findings, name=name)
+                             claimed, round(chunk_bytes, 6), conserve_volume=lp, findings=findings, name=name,
+                             volume_group=ranks if lp else 1)
     except ModelError as e:
         raise TecclError(e.where, e.detail) from None
 

@@ -96,7 +96,8 @@ class TimedSchedule:
     """Transfers of one collective on one topology, in `unit` (`us`, `s`, `epoch`, ...).
 
     `us_per_unit` converts the unit to microseconds (None when the unit has no physical meaning).
-    `conserve_volume`: a relay forwards what it received and cannot copy it (TE-CCL's AlltoAll LP);
+    `conserve_volume`: a relay forwards what it received and cannot copy it (TE-CCL's AlltoAll LP, where
+    the commodity a relay balances is all chunks of one source: `volume_group` = ranks);
     otherwise a rank that holds a chunk may send it any number of times. `claimed` is what the file says
     its time is, in `unit`; `model_time`, when set,
     is the time in the format's model computed by the reader. `chunk_bytes`, when known, gives the alpha-beta replay and the lower bound."""
@@ -114,4 +115,5 @@ class TimedSchedule:
     conserve_volume: bool = False
     findings: tuple[Finding, ...] = attrs.field(default=(), converter=_tuple)
     name: str = ""
+    volume_group: int = 1  # with conserve_volume: relays balance volume per chunk // volume_group (a commodity)
     model_time: Quantity | None = None  # the format's own time when it is not the last delivery (ForestColl)
