@@ -135,9 +135,11 @@ def _replay(ts: TimedSchedule, valid: list[int], out: _Out) -> dict[tuple[int, i
                                         f"{what} by then", t.place)
                     have[held] = 0.0
             else:
-                have[(t.dst, t.chunk // group)] += t.volume
-                got[(t.dst, t.chunk)] += t.volume
                 key = (t.dst, t.chunk)
+                # the destination keeps what it needs (a sink); only the rest can be forwarded
+                kept = min(t.volume, max(0.0, 1.0 - got[key])) if key in need else 0.0
+                have[(t.dst, t.chunk // group)] += t.volume - kept
+                got[key] += t.volume
                 if key in need and key not in done and got[key] >= 1 - VOLUME_EPS:
                     done[key] = time
         for key in need:

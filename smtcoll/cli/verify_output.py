@@ -96,7 +96,8 @@ def _cases(report: Report) -> list[tuple[str, list[Violation]]]:
         return [("read", list(report.violations))]
     modes = [m for m in report.metrics.get("modes", []) if isinstance(m, str)]
     if not modes:
-        return [("schedule" if report.file.endswith(".json") else "program", list(report.violations))]
+        timed = report.format not in (None, "msccl-xml")
+        return [("schedule" if timed or report.file.endswith(".json") else "program", list(report.violations))]
     return [(mode, [v for v in report.violations if v.where.get("mode", mode) == mode]) for mode in modes]
 
 
