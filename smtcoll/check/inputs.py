@@ -11,9 +11,11 @@ from smtcoll.check.timed import check_timed
 from smtcoll.errors import SmtcollError
 from smtcoll.formats.inputs import read_input
 from smtcoll.model import Schedule, Topology
+from smtcoll.model.timed import BoundFn
 
 
-def check_input_file(path: str, fmt: str = "auto", topology: Topology | None = None) -> Report:
+def check_input_file(path: str, fmt: str = "auto", topology: Topology | None = None,
+                     bound: BoundFn | None = None) -> Report:
     """Unreadable input gives an `unusable` report. `topology` replaces the file's own (step schedules,
     TACCL) or supplies the one the format lacks (TE-CCL, ForestColl, transfer logs)."""
     try:
@@ -22,7 +24,7 @@ def check_input_file(path: str, fmt: str = "auto", topology: Topology | None = N
         return Report(path, violations=[Violation("unusable", str(e), "error")], unusable=True,
                       format=None if fmt == "auto" else fmt)
     if not isinstance(schedule, Schedule):
-        return check_timed(schedule, path)
+        return check_timed(schedule, path, bound)
     if topology is not None:
         if topology.ranks != schedule.topology.ranks:
             return Report(path, schedule.collective.name, schedule.collective.ranks, None, [Violation(

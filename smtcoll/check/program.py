@@ -226,7 +226,7 @@ def _semantics(p: Program, selected: frozenset[str], collective: Collective | st
             metrics["estimate"] = {"time": round(timed.makespan, 6), "unit": unit}
             if unit == "us":
                 metrics["estimate"]["chunk_bytes"] = topology_cost.DEFAULT_CHUNK_BYTES
-                topology_cost.apply_sharing(metrics, topology, load, geo_coll, p.ngpus, p.nchunksperloop)
+                topology_cost.apply_sharing(metrics, topology, load)
         if not run.deadlock and exp is not None:
             post, wrong = postconditions.check(geo, exp, run.memory, MAX_LISTED)
             for code, message, rank in post:

@@ -23,13 +23,12 @@ from typing import Any
 
 from smtcoll.check.report import Report, Violation
 from smtcoll.model import Topology
-from smtcoll.model.timed import Limit, Quantity, TimedSchedule, Transfer
+from smtcoll.model.timed import BoundFn, Limit, Quantity, TimedSchedule, Transfer, group_gbps
 
 MAX_LISTED = 20
 CLAIM_TOLERANCE = 0.01  # a claim within 1% of the verified time is accepted
 EPS = 1e-9
 VOLUME_EPS = 1e-6
-FULL_BOUND_UP_TO = 16  # ranks
 
 
 class _Out:
@@ -54,7 +53,8 @@ def _fmt(x: float) -> str:
     return f"{x:.6g}"
 
 
-def check_timed(ts: TimedSchedule, file: str = "<schedule>") -> Report:
+def check_timed(ts: TimedSchedule, file: str = "<schedule>", bound: BoundFn | None = None) -> Report:
+    """`bound` gives the lower bound shown next to the times (the CLI passes `smtcoll bounds`' time bound)."""
     coll, topo = ts.collective, ts.topology
     out = _Out()
     for f in ts.findings:
@@ -92,7 +92,7 @@ def check_timed(ts: TimedSchedule, file: str = "<schedule>") -> Report:
     for limit, (code, message, where) in _capacity(ts, valid):
         out.add(code, message, where)
 
-    time = _times(ts, done, out)
+    time = _times(ts, done, out, bound)
     sends = len(ts.transfers)
     metrics: dict[str, Any] = {"transfers": sends, "topology": topo.name, "model": ts.model, "unit": unit}
     if ts.chunk_bytes is not None:
@@ -273,7 +273,8 @@ def _busiest(ts: TimedSchedule, valid: list[int]) -> list[dict[str, Any]]:
 
 # --- times ---------------------------------------------------------------------------------------
 
-def _times(ts: TimedSchedule, done: dict[tuple[int, int], float], out: _Out) -> dict[str, Any]:
+def _times(ts: TimedSchedule, done: dict[tuple[int, int], float], out: _Out,
+           bound: BoundFn | None) -> dict[str, Any]:
     verified = None
     if done:
         finish = max(done.values())
@@ -295,7 +296,8 @@ def _times(ts: TimedSchedule, done: dict[tuple[int, int], float], out: _Out) -> 
                                          f"take {_fmt(verified.value)} {verified.unit} in {ts.model}", None, "info")
     ab = alpha_beta_replay(ts)
     return {"claimed": claimed.to_json() if claimed else None, "verified": verified.to_json() if verified else None,
-            "alpha_beta": ab.to_json() if ab else None, "bound": _bound(ts)}
+            "alpha_beta": ab.to_json() if ab else None,
+            "bound": bound(ts.topology, ts.collective, ts.chunk_bytes) if bound and ts.chunk_bytes else None}
 
 
 def _link_timing(topo: Topology, chunk_bytes: float) -> dict[tuple[int, int], tuple[float, float]] | None:
@@ -317,10 +319,10 @@ def alpha_beta_replay(ts: TimedSchedule) -> Quantity | None:
     timing = _link_timing(topo, ts.chunk_bytes)
     if timing is None:
         return None
-    from smtcoll.bounds import gb_capacities
-
-    _, group_cap, _ = gb_capacities(topo, None)
-    group_beta = [ts.chunk_bytes / (group_cap(g) * 1e3) for g in topo.switches]
+    group_beta = []
+    for g in topo.switches:
+        rate = group_gbps(topo, g)
+        group_beta.append(ts.chunk_bytes / (rate * 1e3) if rate else 0.0)
     ready: dict[tuple[int, int], float] = {}
     for r, c in coll.pre:
         ready[(r, coll.address[c])] = 0.0
@@ -353,24 +355,3 @@ def alpha_beta_replay(ts: TimedSchedule) -> Quantity | None:
     return Quantity(round(max(reached), 6), "us", "alpha-beta",
                     f"chunk {_fmt(ts.chunk_bytes)} B; links and switch groups carry one chunk at a time")
 
-
-def _bound(ts: TimedSchedule) -> dict[str, Any] | None:
-    """`smtcoll.bounds`' alpha-beta time bound for this machine and chunk size. Its cut bounds cost a
-    max-flow per cut; above `FULL_BOUND_UP_TO` ranks only the distance bound (rounds >= steps) is used,
-    which is weaker but as sound."""
-    if ts.chunk_bytes is None:
-        return None
-    from smtcoll.bounds import best_rounds, distance_bound, flow_network, receive_bound, time_bound
-
-    topo, coll = ts.topology, ts.collective
-    steps = distance_bound(topo, coll)
-    parts = [steps]
-    if coll.ranks <= FULL_BOUND_UP_TO:
-        parts.append(receive_bound(topo, coll, flow_network(topo)))
-    rounds = best_rounds(*parts)
-    out_addrs = max(len({coll.address[c] for c in s}) for s in coll.post_sets)
-    b = time_bound(topo, coll, steps, rounds, int(round(ts.chunk_bytes * out_addrs)))
-    if b.value is None:
-        return None
-    return Quantity(b.value, b.unit, "alpha-beta lower bound (smtcoll bounds: steps x alpha + rounds x beta)"
-                    ).to_json()

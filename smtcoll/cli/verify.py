@@ -20,6 +20,7 @@ from smtcoll.check.files import check_files, expand
 from smtcoll.check.report import Report
 from smtcoll.cli.app import app, print_json
 from smtcoll.cli.verify_output import FORMATTERS, format_text  # noqa: F401  (format_text: public helper)
+from smtcoll.cli.verify_times import lower_bound
 from smtcoll.errors import EXIT_UNUSABLE, SmtcollError
 from smtcoll.formats.inputs import INPUT_FORMATS
 from smtcoll.msccl.reader import Limits
@@ -96,7 +97,7 @@ def verify(
                                f"({', '.join(sorted(BUILTIN))}) nor a .toml spec file")
     limits = Limits(max_bytes=max_bytes, max_ranks=max_ranks, max_chunks=max_chunks, max_tbs=max_tbs,
                     max_steps=max_steps)
-    reports = check_files(files, runtime, collective, root, topo, jobs, limits, input_format)
+    reports = check_files(files, runtime, collective, root, topo, jobs, limits, input_format, lower_bound)
     if fmt is OutputFormat.json:
         print_json([r.to_json() for r in reports])
     else:

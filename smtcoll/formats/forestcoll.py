@@ -22,7 +22,7 @@ from defusedxml import ElementTree as SafeET
 from smtcoll import library
 from smtcoll.errors import ModelError
 from smtcoll.model import Topology
-from smtcoll.model.timed import Finding, Quantity, TimedSchedule, Transfer
+from smtcoll.model.timed import Finding, Quantity, TimedSchedule, Transfer, group_gbps
 
 FORMAT = "forestcoll-xml"
 NODE_BYTES = 1 << 20  # data per rank for the time in ForestColl's model (the XML states no size)
@@ -119,22 +119,22 @@ def read_forestcoll(text: str, topology: Topology | None, name: str = "") -> Tim
 
 def _pipelined_time(topo: Topology, load: Counter[tuple[int, int]], chunk_bytes: float,
                     latency: float) -> Quantity | None:
-    from smtcoll.bounds import gb_capacities
-
-    link_cap, group_cap, unit = gb_capacities(topo, None)
-    if unit != "GB/s":
-        return None
     worst, where = 0.0, ""
     for (a, b), chunks in sorted(load.items()):
         lk = topo.link(a, b)
         if lk is None:
             continue
-        t = chunks * chunk_bytes / (link_cap(lk) * 1e3)
+        if not lk.gbps:
+            return None
+        t = chunks * chunk_bytes / (lk.gbps * 1e3)
         if t > worst:
             worst, where = t, f"link {a}->{b}"
     for g, grp in enumerate(topo.switches):
         chunks = sum(v for (a, b), v in load.items() if a in grp.srcs and b in grp.dsts)
-        t = chunks * chunk_bytes / (group_cap(grp) * 1e3)
+        rate = group_gbps(topo, grp)
+        if not chunks or not rate:
+            continue
+        t = chunks * chunk_bytes / (rate * 1e3)
         if t > worst:
             worst, where = t, f"switch group {grp.name or g}"
     if worst == 0:

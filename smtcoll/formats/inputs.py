@@ -11,6 +11,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import attrs
+
 from smtcoll.errors import InputError, ModelError
 from smtcoll.formats import forestcoll, schedules, taccl, teccl, transfers
 from smtcoll.model import Schedule, Topology
@@ -82,7 +84,8 @@ def read_input(path: str, fmt: str = "auto", topology: Topology | None = None) -
         fmt = detect(path, text)
     try:
         if fmt == "transfers-csv":
-            return fmt, transfers.read_transfer_log(transfers.parse_csv(text), topology, path)
+            return fmt, attrs.evolve(transfers.read_transfer_log(transfers.parse_csv(text), topology, path),
+                                     format=fmt)
         if fmt == "forestcoll-xml":
             return fmt, forestcoll.read_forestcoll(text, topology, path)
         if fmt == "msccl-xml":
@@ -102,7 +105,7 @@ def read_input(path: str, fmt: str = "auto", topology: Topology | None = None) -
         if fmt == "transfers-json":
             if not isinstance(data, dict):
                 raise InputError(path, "expected a JSON object")
-            return fmt, transfers.read_transfer_log(data, topology, path)
+            return fmt, attrs.evolve(transfers.read_transfer_log(data, topology, path), format=fmt)
         return "schedule-json", schedules.parse_schedule(text, path)
     except (teccl.TecclError, taccl.TacclError, transfers.LogError, forestcoll.ForestError,
             schedules.Bad) as e:

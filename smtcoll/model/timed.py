@@ -7,13 +7,13 @@ format's own time unit and cost model; `smtcoll/check/timed.py` judges it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, Literal
 
 import attrs
 
 from smtcoll.model.collective import Collective
-from smtcoll.model.topology import Topology
+from smtcoll.model.topology import SwitchGroup, Topology
 
 
 def _tuple(items: Iterable) -> tuple:
@@ -117,3 +117,16 @@ class TimedSchedule:
     name: str = ""
     volume_group: int = 1  # with conserve_volume: relays balance volume per chunk // volume_group (a commodity)
     model_time: Quantity | None = None  # the format's own time when it is not the last delivery (ForestColl)
+
+
+# A lower bound on the time of a collective on a topology for a chunk size in bytes, as a `Quantity.to_json()`
+# (`smtcoll bounds` provides it; the checker takes it as a function so that it does not depend on it).
+BoundFn = Callable[[Topology, Collective, float], "dict[str, Any] | None"]
+
+
+def group_gbps(topo: Topology, group: SwitchGroup) -> float | None:
+    """GB/s of a switch group: its bandwidth times the per-unit speed of the fastest link it bounds (the
+    same rule as `smtcoll bounds`); None when those links have no speed."""
+    speeds = [lk.gbps / lk.bandwidth for lk in topo.links
+              if lk.gbps and lk.src in group.srcs and lk.dst in group.dsts]
+    return group.bandwidth * max(speeds) if speeds else None
