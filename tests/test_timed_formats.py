@@ -329,3 +329,29 @@ def test_teccl_alltoall_lp_dialect(tmp_path):
     assert [v.code for v in rep.errors] == ["not-held"] * 4
     held = rep.errors[0]
     assert set(held.where) == {"path", "hop"} and held.where["hop"] == 1
+
+
+def test_teccl_slow_link_window(tmp_path):
+    """A 50 GB/s link with 100 GB chunks and 1 s epochs carries half a chunk per epoch (b = 1): a chunk
+    needs two epochs, and two chunks in two consecutive epochs overload it."""
+    topo = tmp_path / "pair.toml"
+    topo.write_text('[topology]\nname = "pair"\nranks = 2\nlinks = [{src = 0, dst = 1, gbps = 100.0}, '
+                    '{src = 1, dst = 0, gbps = 50.0}]\n')
+
+    def teccl(flows: list[str], epochs: int) -> str:
+        return json.dumps({"1-Epoch_Duration": 1.0, "2-Expected_Epoch_Duration": 1.0, "3-Epochs_Required": epochs,
+                           "4-Collective_Finish_Time": float(epochs), "5-Algo_Bandwidth": 2 * 100 / epochs,
+                           "7-Flows": flows, "Solver_Time": 0.0})
+
+    f = tmp_path / "t.json"
+    f.write_text(teccl(["Chunk 0 from 0 traveled over 0->1 in epoch 0", "Chunk 0 from 1 traveled over 1->0 in epoch 0"], 2))
+    code_ok = check_input_file(str(f), topology=specs.resolve_topology(str(topo)))
+    assert code_ok.verdict == "ok" and code_ok.time["verified"]["value"] == 2e6, code_ok.violations
+    f.write_text(teccl(["Chunk 0 from 0 traveled over 0->1 in epoch 0", "Chunk 0 from 1 traveled over 1->0 in epoch 0"], 1))
+    rep = check_input_file(str(f), topology=specs.resolve_topology(str(topo)))
+    assert [v.code for v in rep.errors] == ["optimistic-claim"]
+    f.write_text(teccl(["Chunk 0 from 0 traveled over 0->1 in epoch 0", "Chunk 1 from 0 traveled over 0->1 in epoch 1",
+                        "Chunk 0 from 1 traveled over 1->0 in epoch 0", "Chunk 1 from 1 traveled over 1->0 in epoch 1"], 3))
+    rep = check_input_file(str(f), topology=specs.resolve_topology(str(topo)))
+    bad = [v for v in rep.errors if v.code == "bandwidth"]
+    assert len(bad) == 1 and "1->0" in bad[0].message and "window of 2" in bad[0].message

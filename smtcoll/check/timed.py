@@ -18,7 +18,9 @@
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import Counter, defaultdict
+from itertools import accumulate
 from typing import Any
 
 from smtcoll.check.report import Report, Violation
@@ -241,8 +243,10 @@ def _capacity(ts: TimedSchedule, valid: list[int]) -> list[tuple[Limit, tuple[st
                 k = int(round(s))
                 per[k] += amount
                 first.setdefault(k, i)
-            for k in sorted(per):
-                total = sum(per.get(k + d, 0.0) for d in range(lim.window))
+            keys = sorted(per)
+            prefix = list(accumulate((per[k] for k in keys), initial=0.0))
+            for n, k in enumerate(keys):  # a window starting at a used epoch covers any other's uses
+                total = prefix[bisect_left(keys, k + lim.window)] - prefix[n]
                 if total > lim.capacity + VOLUME_EPS:
                     span = f"epoch {k}" if lim.window == 1 else f"epochs {k}..{k + lim.window - 1}"
                     found.append((lim, ("bandwidth", f"{res} carries {_fmt(total)} chunk(s) in {span}; its capacity is "
