@@ -174,8 +174,8 @@ def test_acausal_transfer_log_names_the_transfer(cli):
 
 
 def test_transfer_log_json_acausal_and_double_count(cli, tmp_path):
+    (tmp_path / "ring4.toml").write_text((EXAMPLES / "ring4.toml").read_text())
     data = json.loads((EXAMPLES / "allreduce-ring4.json").read_text())
-    data["topology"] = str(EXAMPLES / "ring4.toml")
     data["transfers"][2]["start"] = 10  # rank 1 forwards before rank 2's value arrived: a partial sum
     data["transfers"][2]["end"] = 30.5
     f = tmp_path / "early.json"
@@ -184,12 +184,18 @@ def test_transfer_log_json_acausal_and_double_count(cli, tmp_path):
     assert rep["verdict"] == "error"
     assert any(v["code"] == "postcondition" for v in rep["violations"])
     data = json.loads((EXAMPLES / "allreduce-ring4.json").read_text())
-    data["topology"] = str(EXAMPLES / "ring4.toml")
     data["transfers"].append({"chunk": 0, "src": 1, "dst": 0, "start": 41, "end": 61.5})
     f.write_text(json.dumps(data))
     _, (rep,) = _verify(cli, str(f))
     dc = [v for v in rep["violations"] if v["code"] == "double-count"]
     assert dc and dc[0]["where"] == {"transfer": 6}
+
+
+def test_transfer_log_reads_no_topology_outside_its_folder(tmp_path):
+    f = tmp_path / "log.csv"
+    f.write_text("# collective: allgather\n# topology: ../../etc/x.toml\nchunk,src,dst,start,end\n")
+    rep = check_input_file(str(f))
+    assert rep.verdict == "unusable" and "log's folder" in rep.violations[0].message
 
 
 def test_transfer_log_bad_input_is_unusable_with_place(cli, tmp_path):
@@ -210,7 +216,7 @@ def test_link_concurrency_follows_the_topology_bandwidth(tmp_path):
         topo.write_text(f'[topology]\nname = "pair"\nranks = 2\nlinks = [{{src = 0, dst = 1, bandwidth = {bw}}}, '
                         '{src = 1, dst = 0}]\n')
         f = tmp_path / f"log{bw}.csv"
-        f.write_text(f"# collective: allgather\n# topology: {topo}\n{rows}")
+        f.write_text(f"# collective: allgather\n# topology: {topo.name}\n{rows}")
         rep = check_input_file(str(f))
         assert (rep.verdict == "ok") == ok, rep.violations
 

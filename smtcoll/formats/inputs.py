@@ -56,6 +56,8 @@ def detect(path: str, text: str | None = None) -> str:
         if '"smtcoll.transfers"' in keys:
             return "transfers-json"
         return "json"  # decided on the parsed object: TACCL's topology may come after 4 KB
+    if path.endswith(".csv"):
+        return "transfers-csv"
     return "msccl-xml" if path.endswith(".xml") else "schedule-json"
 
 

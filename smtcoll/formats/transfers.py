@@ -119,8 +119,12 @@ def read_transfer_log(data: dict, topology: Topology | None, name: str = "") -> 
         if not data.get("topology"):
             raise LogError("topology", "the log names no topology: give one with --topology or a `topology` key")
         ref = str(data["topology"])
-        if ref.endswith(".toml") and not Path(ref).is_absolute():
-            ref = str(Path(name).parent / ref)  # relative to the log, as spec files refer to each other
+        if ref.endswith(".toml"):
+            # only a file next to the log: a log must not make the checker read files elsewhere
+            if Path(ref).name != ref or ref.startswith("."):
+                raise LogError("topology", f"{ref!r}: expected a built-in name or the name of a .toml file in "
+                                           "the log's folder (or give --topology)")
+            ref = str(Path(name).parent / ref)
         try:
             topology = specs.resolve_topology(ref)
         except SmtcollError as e:
