@@ -282,7 +282,9 @@ def resolve_topology(name_or_path: str, nodes: int = 1) -> Topology:
 
 
 def save_topology(topo: Topology, path: Path | str) -> None:
-    Path(path).write_text(dumps_topology(topo))
+    from smtcoll.files import write_text
+
+    write_text(path, dumps_topology(topo))
 
 
 def dumps_topology(topo: Topology) -> str:
@@ -385,4 +387,6 @@ def dumps_collective(coll: Collective) -> str:
 
 
 def save_collective(coll: Collective, path: Path | str) -> None:
-    Path(path).write_text(dumps_collective(coll))
+    from smtcoll.files import write_text
+
+    write_text(path, dumps_collective(coll))

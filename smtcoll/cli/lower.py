@@ -19,7 +19,7 @@ import typer
 from smtcoll.check.program import check_program_file
 from smtcoll.check.report import Report
 from smtcoll.cli.app import Format, app, print_json
-from smtcoll.errors import InputError
+from smtcoll.files import check_writable, write_text
 from smtcoll.formats import load_schedule
 from smtcoll.model import Schedule
 from smtcoll.msccl.lower import Lowered, LowerOptions, lower
@@ -52,15 +52,8 @@ def verify_lowered(lowered: Lowered, path: str | os.PathLike[str]) -> tuple[bool
 
 
 def _write(path: Path, text: str) -> None:
-    """Replace `path` atomically, so that a runtime scanning the folder never sees half a file."""
-    folder = path.parent if str(path.parent) else Path(".")
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=".smtcoll-", suffix=".tmp", dir=folder)
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except OSError as e:
-        raise InputError(str(path), f"cannot write: {e.strerror or e}") from None
+    """Replace `path` atomically, never a device or a directory (smtcoll/files.py)."""
+    write_text(path, text)
 
 
 def lower_to_file(schedule: Schedule, output: Path, options: LowerOptions = LowerOptions(),
@@ -117,6 +110,7 @@ def lower_command(
     """Lower a step schedule to MSCCL XML: exit 0 written, 1 rejected or not verified, 2 unusable input."""
     mode = "both" if inplace and outofplace else "inplace" if inplace else "outofplace"
     options = LowerOptions(instances, protocol.value, runtime.value, mode, min_bytes, max_bytes, fuse, name)
+    check_writable(output)
     result, report = lower_to_file(load_schedule(schedule), output, options, verify)
     result["schedule"] = str(schedule)
     if fmt is Format.json:

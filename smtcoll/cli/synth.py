@@ -140,7 +140,7 @@ def certify(result: SynthResult, topo: Topology, base: Collective, out_dir: Path
         try:
             entry["file"] = str(write_certificate(claim, topo, coll, out_dir))
         except ClaimRefuted as e:
-            raise SmtcollError(f"internal error: the synthesizer pruned a point that has a schedule: {e}") from None
+            raise InternalError(f"the synthesizer pruned a point that has a schedule: {e}") from None
         except SmtcollError as e:
             entry["why"] = str(e)
         out.append(entry)

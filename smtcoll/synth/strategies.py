@@ -17,7 +17,7 @@ from collections.abc import Callable
 from fractions import Fraction
 
 from smtcoll.check.schedule import check_schedule
-from smtcoll.errors import SmtcollError
+from smtcoll.errors import InternalError, SmtcollError
 from smtcoll.model import Collective, Schedule, Step, Topology
 from smtcoll.synth.bounds_basic import Bounds, bounds
 from smtcoll.synth.combining import compose, dual_collective, reverse_schedule
@@ -28,7 +28,7 @@ from smtcoll.synth.result import Attempt, Outcome, Point, SynthResult
 Progress = Callable[[Attempt], None]
 
 
-class SynthBug(SmtcollError):
+class SynthBug(InternalError):
     """The checker rejected a schedule the synthesizer produced: never returned to the user."""
 
 
