@@ -221,7 +221,14 @@ def topology(name: str, nodes: int = 1) -> Topology:
     else:
         known = ", ".join([f"{g}:..." for g in GENERATORS] + list(MACHINES))
         raise ModelError("topology", f"unknown topology {name!r} (built-ins: {known}; or give a .toml file)")
+    check_composed(topo, nodes)
     return topo.compose(nodes)
+
+
+def check_composed(topo: Topology, nodes: int) -> None:
+    """Refuse `nodes` copies of `topo` above MAX_RANKS ranks before composing them (quadratic in nodes)."""
+    if isinstance(nodes, int) and nodes > 1 and topo.ranks * nodes > MAX_RANKS:
+        raise ModelError("nodes", f"= {nodes}: {nodes} x {topo.ranks} ranks is more than {MAX_RANKS} ranks in all")
 
 
 # --- collectives ---------------------------------------------------------------------------------
@@ -253,6 +260,9 @@ class CollectiveSpec:
         if count < 1 or count > MAX_RANKS * MAX_RANKS:
             raise ModelError("chunks", f"= {count} (from {self.chunks!r} at ranks={ranks}): must be between 1 and "
                                        f"{MAX_RANKS * MAX_RANKS}")
+        from smtcoll.limits import check_cells
+
+        check_cells(self.name, ranks, count, chunks)  # before evaluating ranks x chunks expressions
         allowed = {"rank", "chunk", "ranks", "chunks", "root"}
         pre = expr.parse(self.pre, allowed, "pre")
         post = expr.parse(self.post, allowed, "post")

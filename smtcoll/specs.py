@@ -269,9 +269,10 @@ def load_topology(path: Path | str, nodes: int = 1) -> Topology:
         raise _fail(str(path), text, extra[0], "unknown top-level key (a topology file has one [topology] table)")
     try:
         topo = topology_from_dict(data["topology"], path.parent)
-        return topo.compose(nodes)
     except ModelError as e:
         raise _fail(str(path), text, e.where, e.detail) from None
+    library.check_composed(topo, nodes)  # --nodes: a command-line error, not one of the file
+    return topo.compose(nodes)
 
 
 def resolve_topology(name_or_path: str, nodes: int = 1) -> Topology:

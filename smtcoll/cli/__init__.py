@@ -17,4 +17,7 @@ from smtcoll.cli import synth  # noqa: F401  (registers synth)
 
 
 def main() -> None:
+    from smtcoll import limits
+
+    limits.APPLY_RLIMIT = True  # the memory cap of --max-memory applies to this process only
     run_guarded(app, sys.argv[1:])
