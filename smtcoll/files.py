@@ -49,7 +49,12 @@ def check_writable(path: str | os.PathLike[str]) -> Path:
 
 
 def write_text(path: str | os.PathLike[str], text: str) -> Path:
-    """Write `text` to `path` as described above; returns the file written (the symlink's target)."""
+    """Write `text` (UTF-8) to `path` as described above; returns the file written (the symlink's target)."""
+    return write_bytes(path, text.encode("utf-8"))
+
+
+def write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
+    """Write `data` to `path` as described above; returns the file written (the symlink's target)."""
     target = check_writable(path)
     try:
         mode = stat.S_IMODE(target.stat().st_mode)
@@ -60,8 +65,8 @@ def write_text(path: str | os.PathLike[str], text: str) -> Path:
     tmp = None
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
             f.flush()
             os.fsync(f.fileno())
         os.chmod(tmp, mode)

@@ -24,6 +24,7 @@ from smtcoll.check.schedule import check_schedule_file
 from smtcoll.cli.app import app, print_json
 from smtcoll.cli.verify_output import FORMATTERS, format_text  # noqa: F401  (format_text: public helper)
 from smtcoll.errors import EXIT_UNUSABLE, SmtcollError
+from smtcoll.limits import check_jobs
 from smtcoll.model import Topology
 from smtcoll.msccl.reader import Limits
 
@@ -163,6 +164,7 @@ def verify(
     files = expand(paths)
     if not files:
         raise SmtcollError("no .xml or .json files found in " + ", ".join(paths))
+    check_jobs(jobs)
     topo = specs.resolve_topology(topology) if topology else None
     if collective is not None and not collective.endswith(".toml") and not Path(collective).is_file():
         from smtcoll.check.postconditions import BUILTIN

@@ -326,7 +326,7 @@ class Encoding:
         if self._decls or self._asserts:
             text = "".join(f"(declare-const {n} Bool)" for n in self._decls)
             text += "".join(f"(assert {a})" for a in self._asserts)
-            self.solver.add(z3.parse_smt2_string(text, ctx=self.ctx))
+            self.solver.from_string(text)  # parsed into the solver: no Python loop over the assertions
             self._decls, self._asserts = [], []
 
     def _z(self, name: str) -> z3.BoolRef:
@@ -454,12 +454,10 @@ class Encoding:
         # at most `extra` extra rounds: a guard literal for the cap, made once per cap
         guard = self._caps.get(extra)
         if guard is None:
-            # the extra-round literals were declared in an earlier parse: declare them again in this one
-            # (a constant of the same name and sort is the same term in z3's context)
+            # the solver's parser keeps the declarations of earlier `from_string` calls: declare the guard only
             name = f"cap_{extra}"
             body = _atmost(self.all_extra, extra) if extra > 0 else _and(*[_not(e) for e in self.all_extra])
-            text = "".join(f"(declare-const {n} Bool)" for n in [name, *self.all_extra])
-            self.solver.add(z3.parse_smt2_string(text + f"(assert {_imp(name, body)})", ctx=self.ctx))
+            self.solver.from_string(f"(declare-const {name} Bool)(assert {_imp(name, body)})")
             guard = self._caps[extra] = self._z(name)
         return [guard]
 
