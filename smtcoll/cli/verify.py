@@ -161,10 +161,10 @@ def verify(
     """Verify MSCCL XML programs and step schedules: exit 0 verified, 1 wrong, 2 unusable input."""
     if runtime not in {r.value for r in Runtime}:
         raise SmtcollError(f"--runtime {runtime!r}: expected executor, legacy or any")
+    check_jobs(jobs)
     files = expand(paths)
     if not files:
         raise SmtcollError("no .xml or .json files found in " + ", ".join(paths))
-    check_jobs(jobs)
     topo = specs.resolve_topology(topology) if topology else None
     if collective is not None and not collective.endswith(".toml") and not Path(collective).is_file():
         from smtcoll.check.postconditions import BUILTIN
