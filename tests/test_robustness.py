@@ -275,12 +275,18 @@ def test_verify_jobs_bounded(capsys, tmp_path) -> None:
     (["show", "collective", "alltoall", "-n", "4096"], "--max-cells"),
     (["bounds", "-t", "ring:4096", "-c", "alltoall"], "--max-ranks"),
     (["bounds", "-t", "ring:300", "-c", "allgather"], "--max-ranks"),
-    (["show", "topology", "fully-connected:300", "--draw", "x.svg"], "--max-ranks"),
-    (["show", "topology", "fully-connected:1000"], "--max-links"),
+    (["show", "topology", "ring:300", "--draw", "x.svg"], "--max-ranks"),
+    (["show", "topology", "ring:64", "--max-links", "100"], "--max-links"),
 ])
 def test_size_limits_name_the_option_that_raises_them(capsys, args, option) -> None:
     code, _, err = cli(capsys, *args)
     assert code == 2 and option in err
+
+
+@pytest.mark.parametrize("args", [["fully-connected:4096"], ["dgx2", "--nodes", "256"]])
+def test_generated_and_composed_links_are_bounded(capsys, args) -> None:
+    code, _, err = cli(capsys, "show", "topology", *args)
+    assert code == 2 and "links" in err
 
 
 def test_expression_generated_chunk_count_is_bounded(capsys, tmp_path) -> None:
