@@ -17,6 +17,8 @@ other exception is a bug of ours: `internal error: ...`, exit `EXIT_INTERNAL`, a
 
 from __future__ import annotations
 
+from typing import Any
+
 EXIT_OK = 0
 EXIT_WRONG = 1
 EXIT_UNUSABLE = 2
@@ -90,6 +92,17 @@ class Wrong(SmtcollError):
 
 class VerificationFailed(Wrong):
     """A program or schedule failed verification (the checker's report says why)."""
+
+
+class NotVerified(VerificationFailed):
+    """A file smtcoll produced fails the independent checker, so it was not written (exit 1).
+
+    `report` is the checker's report and `summary` what the command would have printed."""
+
+    def __init__(self, message: str, report: Any = None, summary: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.report = report
+        self.summary = summary if summary is not None else {}
 
 
 class LimitReached(SmtcollError):

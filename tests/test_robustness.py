@@ -49,7 +49,7 @@ def _subclasses(cls: type) -> list[type]:
 
 
 def test_every_named_exception_has_a_code_of_the_table() -> None:
-    import smtcoll.msccl.lower  # noqa: F401  (defines RejectedSchedule, CannotLower)
+    import smtcoll.lower  # noqa: F401  (defines RejectedSchedule, CannotLower)
     import smtcoll.proofs.certificate  # noqa: F401
     import smtcoll.synth.strategies  # noqa: F401
 

@@ -19,11 +19,11 @@ import typer
 from smtcoll import limits, specs
 from smtcoll.cli.app import Format, app, print_json
 from smtcoll.cli.lower import Protocol, Target
-from smtcoll.errors import InternalError, ModelError, NotWritten, OutputError, SmtcollError, TooLarge
+from smtcoll.errors import ModelError, NotVerified, NotWritten, OutputError, TooLarge
 from smtcoll.files import check_writable
-from smtcoll.msccl.lower import CannotLower, LowerOptions, RejectedSchedule
+from smtcoll.lower import CannotLower, LowerOptions, RejectedSchedule
 from smtcoll.formats import save_schedule
-from smtcoll.model import Collective, Schedule, Topology
+from smtcoll.model import Schedule
 from smtcoll.synth.result import Attempt, SynthResult
 
 EXIT = {"found": 0, "infeasible": 1, "timeout": 3}
@@ -150,7 +150,9 @@ def synth(
     if xml is not None:
         data["xml"] = {"file": str(xml), "written": schedule is not None and xml_error is None, "error": xml_error}
     if prove is not None:
-        data["certificates"] = certify(result, topo, base, prove)
+        from smtcoll.proofs.certify import certify  # networkx: only when certificates are asked for
+
+        data["certificates"] = certify(result.pruned, topo, base, prove)
     if fmt is Format.json:
         print_json(data)
     else:
@@ -170,38 +172,16 @@ def synth(
 def _lower(schedule: Schedule, xml: Path, options: LowerOptions) -> str | None:
     """Lower, verify and write the XML; the reason when it cannot be (a runtime limit names the option that
     avoids it), None when written."""
-    from smtcoll.cli.lower import lower_to_file
+    from smtcoll.lower import lower_to_file
 
     try:
-        result, report = lower_to_file(schedule, xml, options)
+        lower_to_file(schedule, xml, options)
     except (CannotLower, RejectedSchedule, OutputError) as e:
         return str(e)
-    if not result["written"]:
-        first = next((v for v in report.violations if v.severity == "error"), None) if report else None
+    except NotVerified as e:
+        first = next((v for v in e.report.violations if v.severity == "error"), None) if e.report else None
         return "the lowered program does not verify" + (f" ({first.code}: {first.message})" if first else "")
     return None
-
-
-def certify(result: SynthResult, topo: Topology, base: Collective, out_dir: Path) -> list[dict[str, Any]]:
-    """A certificate for each claim a pruned point rests on; a claim the proof tools cannot establish
-    (a solver's time limit) is listed with the reason, never hidden."""
-    from smtcoll.proofs.certificate import ClaimRefuted, write_certificate
-    from smtcoll.proofs.claim import Claim
-
-    out = []
-    for p in result.pruned:
-        if p.status != "infeasible" or p.claim is None:
-            continue
-        claim, coll = Claim(*p.claim), base.with_chunks(max(1, p.chunks))
-        entry: dict[str, Any] = {"claim": claim.text(topo, coll), "file": None}
-        try:
-            entry["file"] = str(write_certificate(claim, topo, coll, out_dir))
-        except ClaimRefuted as e:
-            raise InternalError(f"the synthesizer pruned a point that has a schedule: {e}") from None
-        except SmtcollError as e:
-            entry["why"] = str(e)
-        out.append(entry)
-    return out
 
 
 def _text(result: SynthResult, topo: str, coll: str, output: Path | None) -> None:
