@@ -116,6 +116,7 @@ def synth(
     if base.ranks != topo.ranks:
         raise ModelError("collective", f"has {base.ranks} ranks but topology {topo.name} has {topo.ranks}")
     if chosen is Strategy.instance:
+        assert steps is not None  # checked above: the instance strategy needs --steps
         coll = base.with_chunks(chunks)
         n = limits.encoding_variables(steps, rounds or steps, topo.ranks, len(topo.links), coll.chunks,
                                       len(coll.addresses))
@@ -130,6 +131,7 @@ def synth(
 
     progress = _progress()
     if chosen is Strategy.instance:
+        assert steps is not None
         result = strategies.instance(topo, base, steps, rounds, chunks, timeout, progress, max_memory_mb=memory)
     elif chosen is Strategy.least_steps:
         result = strategies.least_steps(topo, base, rounds, chunks, max_steps, timeout, progress,
@@ -205,7 +207,7 @@ def _text(result: SynthResult, topo: str, coll: str, output: Path | None) -> Non
         echo(f"Pareto frontier{unproved} (steps, rounds, chunks, rounds/chunk):" if result.points
              else "no Pareto point")
         for p in result.points:
-            echo(f"  ({p.steps}, {p.rounds}, {p.chunks})  {p.rounds / p.chunks:.4g}")
+            echo(f"  ({p.steps}, {p.rounds}, {p.chunks})  {(p.rounds or 0) / p.chunks:.4g}")
         echo(f"pruned ({len(result.pruned)}), each with its reason:")
         for p in result.pruned:
             what = f"steps {p.steps}" + (f", chunks {p.chunks}" if p.chunks else "") + \
