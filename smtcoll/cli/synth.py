@@ -130,14 +130,17 @@ def synth(
     from smtcoll.synth import strategies
 
     progress = _progress()
-    if chosen is Strategy.instance:
-        assert steps is not None
-        result = strategies.instance(topo, base, steps, rounds, chunks, timeout, progress, max_memory_mb=memory)
-    elif chosen is Strategy.least_steps:
-        result = strategies.least_steps(topo, base, rounds, chunks, max_steps, timeout, progress,
-                                        max_memory_mb=memory)
-    else:
-        result = strategies.pareto(topo, base, max_chunks, max_steps, timeout, progress, max_memory_mb=memory)
+    try:
+        if chosen is Strategy.instance:
+            assert steps is not None
+            result = strategies.instance(topo, base, steps, rounds, chunks, timeout, progress, max_memory_mb=memory)
+        elif chosen is Strategy.least_steps:
+            result = strategies.least_steps(topo, base, rounds, chunks, max_steps, timeout, progress,
+                                            max_memory_mb=memory)
+        else:
+            result = strategies.pareto(topo, base, max_chunks, max_steps, timeout, progress, max_memory_mb=memory)
+    finally:
+        z3.set_param("memory_max_size", 0)  # z3's default (no cap): the cap is this command's, not the process's
     schedule = result.schedule
     xml_error: str | None = None
     if schedule is not None:
