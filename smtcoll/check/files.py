@@ -40,7 +40,7 @@ def expand(paths: list[str]) -> list[str]:
 
 
 def check_file(path: str, runtime: str, collective: str | None, root: int | None, topology: Topology | None,
-               limits: Limits | int | None = None) -> Report:
+               limits: Limits | int | None = None, strict: bool = False) -> Report:
     """Check one file; never raises for bad input. `limits` (or only a size limit) bound what is read."""
     if not isinstance(limits, Limits):
         limits = Limits() if limits is None else Limits(max_bytes=limits)
@@ -52,7 +52,7 @@ def check_file(path: str, runtime: str, collective: str | None, root: int | None
                                                                   limits.max_bytes))
             return check_schedule_file(path, topology)
         return check_program_file(path, runtime=runtime, collective=collective, root=root, topology=topology,
-                                  limits=limits)
+                                  limits=limits, strict=strict)
     except SmtcollError as e:
         return unusable_report(path, e)
     except (RecursionError, MemoryError):
@@ -63,17 +63,17 @@ def check_file(path: str, runtime: str, collective: str | None, root: int | None
             "please report it with the file", "error")], unusable=True)
 
 
-def _check_args(args: tuple[str, str, str | None, int | None, Topology | None, Limits]) -> Report:
+def _check_args(args: tuple[str, str, str | None, int | None, Topology | None, Limits, bool]) -> Report:
     return check_file(*args)
 
 
 def check_files(files: list[str], runtime: str = "any", collective: str | None = None, root: int | None = None,
                 topology: Topology | None = None, jobs: int | None = None,
-                limits: Limits | int | None = None) -> list[Report]:
+                limits: Limits | int | None = None, strict: bool = False) -> list[Report]:
     """Reports in the order of `files`; a process pool when there are many files and more than one core."""
     if not isinstance(limits, Limits):
         limits = Limits() if limits is None else Limits(max_bytes=limits)
-    args = [(f, runtime, collective, root, topology, limits) for f in files]
+    args = [(f, runtime, collective, root, topology, limits, strict) for f in files]
     workers = jobs if jobs is not None else min(os.cpu_count() or 1, 4)
     if len(files) < PARALLEL_FROM or workers <= 1:
         return [_check_args(a) for a in args]

@@ -74,6 +74,10 @@ def verify(
                                          min=1)] = DEFAULTS.max_tbs,
     max_steps: Annotated[int, typer.Option(help="refuse XML programs with more <step> elements in all",
                                            min=1)] = DEFAULTS.max_steps,
+    max_pieces: Annotated[int, typer.Option(help="refuse XML programs whose steps move more chunk pieces in all "
+                                                "(sum of cnt)", min=1)] = DEFAULTS.max_pieces,
+    strict: Annotated[bool, typer.Option("--strict", help="make dead-read, dead-race and dead-double-count (defects "
+                                                          "whose data never reaches an output) errors")] = False,
 ) -> None:
     """Verify MSCCL XML programs and step schedules: exit 0 verified, 1 wrong, 2 unusable input."""
     if runtime not in {r.value for r in Runtime}:
@@ -90,8 +94,8 @@ def verify(
             raise SmtcollError(f"--collective {collective!r}: not a built-in postcondition "
                                f"({', '.join(sorted(BUILTIN))}) nor a .toml spec file")
     limits = Limits(max_bytes=max_bytes, max_ranks=max_ranks, max_chunks=max_chunks, max_tbs=max_tbs,
-                    max_steps=max_steps)
-    reports = check_files(files, runtime, collective, root, topo, jobs, limits)
+                    max_steps=max_steps, max_pieces=max_pieces)
+    reports = check_files(files, runtime, collective, root, topo, jobs, limits, strict)
     if fmt is OutputFormat.json:
         print_json([r.to_json() for r in reports])
     else:
