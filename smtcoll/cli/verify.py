@@ -27,6 +27,7 @@ from smtcoll.cli.verify_output import FORMATTERS, format_text, select_findings, 
 from smtcoll.cli.verify_times import lower_bound
 from smtcoll.errors import EXIT_UNUSABLE, SmtcollError
 from smtcoll.formats.inputs import INPUT_FORMATS
+from smtcoll.limits import check_jobs
 from smtcoll.msccl.reader import Limits
 
 EXIT_WRONG = 1
@@ -157,6 +158,7 @@ def verify(
         raise SmtcollError(f"--runtime {runtime!r}: expected executor, legacy or any")
     if input_format not in INPUT_FORMATS:
         raise SmtcollError(f"--input-format {input_format!r}: expected {', '.join(INPUT_FORMATS)}")
+    check_jobs(jobs)
     files = expand(paths, codes(exclude), only_algorithms)
     if not files:
         if only_algorithms:  # the hook passes every changed .xml/.json: none being an algorithm is fine
