@@ -14,6 +14,7 @@ from smtcoll.cli import bounds  # noqa: F401  (registers bounds)
 from smtcoll.cli import proof  # noqa: F401  (registers proof check)
 from smtcoll.cli import lower  # noqa: F401  (registers lower)
 from smtcoll.cli import synth  # noqa: F401  (registers synth)
+from smtcoll.cli import sweep  # noqa: F401  (registers sweep)
 
 
 def main() -> None:

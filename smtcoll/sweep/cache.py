@@ -1,0 +1,58 @@
+"""Task results on disk, by the task's content hash (`Task.key`): an interrupted sweep resumes where it
+stopped, and a sweep with one more node count computes only the new tasks.
+
+Only successful results are stored (a failure is tried again next time). Each entry is written to a
+temporary file in the same folder and renamed over the final name, so a sweep killed mid-write leaves no
+half entry; an entry that does not parse is ignored and computed again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from smtcoll.errors import InputError
+
+
+class Cache:
+    def __init__(self, folder: Path | None) -> None:
+        self.folder = folder
+
+    def _path(self, key: str) -> Path:
+        assert self.folder is not None
+        return self.folder / key[:2] / f"{key}.json"
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        if self.folder is None:
+            return None
+        try:
+            data = json.loads(self._path(key).read_text())
+        except (OSError, ValueError):
+            return None
+        return data if isinstance(data, dict) and data.get("key") == key else None
+
+    def put(self, key: str, result: dict[str, Any]) -> None:
+        if self.folder is None:
+            return
+        path = self._path(key)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(path, json.dumps({**result, "key": key}, sort_keys=True))
+        except OSError as e:
+            raise InputError(str(path), f"cannot write the cache entry: {e.strerror or e}") from None
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Replace `path` in one rename: readers (a runtime scanning the folder, a resumed sweep) never see
+    half a file."""
+    fd, tmp = tempfile.mkstemp(prefix=".smtcoll-", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
