@@ -16,7 +16,7 @@ from typing import Any
 from smtcoll.errors import InputError
 from smtcoll.sweep import cost
 from smtcoll.sweep.cache import write_atomic
-from smtcoll.sweep.tasks import Options, Task
+from smtcoll.sweep.tasks import Invalid, Options, Task
 
 FORMAT = "smtcoll-sweep/1"
 SCHEMA = Path(__file__).with_name("manifest.schema.json")
@@ -30,7 +30,7 @@ def _folder(runtime: str, options: Options) -> str:
     return f"{runtime}/" if len(options.runtimes) > 1 else ""
 
 
-def build(tasks: Sequence[Task], results: dict[str, dict[str, Any]], options: Options,
+def build(tasks: Sequence[Task | Invalid], results: dict[str, dict[str, Any]], options: Options,
           request: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str], dict[str, str]]:
     """(manifest, algorithm files by relative path, proof files by relative path): a function of the
     tasks' results only, in the tasks' fixed order."""
@@ -39,6 +39,10 @@ def build(tasks: Sequence[Task], results: dict[str, dict[str, Any]], options: Op
     entries, task_rows = [], []
     found_versions: dict[str, str] = {}
     for t in tasks:
+        if isinstance(t, Invalid):
+            task_rows.append({**t.describe(), "key": None, "status": "failed", "why": t.why, "attempts": [],
+                              "files": [], "rejected": [], "certificates": []})
+            continue
         res = results[t.key()]
         row: dict[str, Any] = {**t.describe(), "key": t.key(), "status": res["status"]}
         if res["status"] != "ok":

@@ -13,7 +13,7 @@ from smtcoll.errors import ModelError
 from smtcoll.sweep import manifest as manifest_mod
 from smtcoll.sweep.cache import Cache
 from smtcoll.sweep.run import Limits, Progress, Where, run_tasks
-from smtcoll.sweep.tasks import Options, Task
+from smtcoll.sweep.tasks import Invalid, Options, Task
 
 
 @attrs.frozen
@@ -35,12 +35,22 @@ def _label(name: str) -> str:
     return Path(name).stem if name.endswith(".toml") else name
 
 
-def make_tasks(request: Request) -> list[Task]:
-    """One task per topology, node count and collective, in that order (the order of the outputs)."""
-    tasks = []
+def make_tasks(request: Request) -> list[Task | Invalid]:
+    """One task per topology, node count and collective, in that order (the order of the outputs). A
+    topology that cannot be composed into N nodes (no NIC model) gives failed entries for N, with the
+    reason, and the rest of the sweep goes on; any other bad input is an error."""
+    tasks: list[Task | Invalid] = []
     for t in request.topologies:
+        specs.resolve_topology(t, 1)  # a wrong name or file is an error of the whole command
         for n in request.nodes:
-            topo = specs.resolve_topology(t, n)
+            try:
+                topo = specs.resolve_topology(t, n)
+            except ModelError as e:
+                if n == 1:
+                    raise
+                tasks += [Invalid(_label(t), n, _label(c), f"cannot compose {n} nodes: {e}")
+                          for c in request.collectives]
+                continue
             for c in request.collectives:
                 coll = specs.resolve_collective(c, topo.ranks)
                 if coll.ranks != topo.ranks:
@@ -59,15 +69,15 @@ class Outcome:
 
 def sweep(request: Request, out: Path, limits: Limits, where: Where = Where(), cache_dir: Path | None = None,
           progress: Progress | None = None, faults: dict[str, str] | None = None,
-          tasks: Sequence[Task] | None = None) -> Outcome:
+          tasks: Sequence[Task | Invalid] | None = None) -> Outcome:
     """Run the sweep and write `out` and `out.sweep/` (`manifest.py`). `faults`: test-only (`run.execute`)."""
     from smtcoll.sweep import report
 
-    todo = list(tasks) if tasks is not None else make_tasks(request)
+    entries = list(tasks) if tasks is not None else make_tasks(request)
     side = manifest_mod.side_folder(out)
     cache = Cache(cache_dir if cache_dir is not None else side / "cache")
-    results = run_tasks(todo, limits, where, cache, progress, faults)
-    data, files, proofs = manifest_mod.build(todo, results, request.options, request.to_json())
+    results = run_tasks([t for t in entries if isinstance(t, Task)], limits, where, cache, progress, faults)
+    data, files, proofs = manifest_mod.build(entries, results, request.options, request.to_json())
     path = manifest_mod.write(out, data, files, proofs)
     text = report.tables(data)
     from smtcoll.sweep.cache import write_atomic

@@ -84,6 +84,19 @@ class Task:
                 "ranks": self.topology.ranks}
 
 
+@attrs.frozen
+class Invalid:
+    """A combination of the request that is no task (e.g. a topology without NICs on several nodes)."""
+
+    label: str
+    nodes: int
+    collective: str
+    why: str
+
+    def describe(self) -> dict[str, Any]:
+        return {"topology": self.label, "nodes": self.nodes, "collective": self.collective, "ranks": None}
+
+
 def _safe(text: str) -> str:
     return "".join(ch if ch.isalnum() or ch in "._" else "-" for ch in text)
 
