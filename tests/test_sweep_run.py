@@ -18,7 +18,7 @@ from smtcoll.check.program import check_program_file  # noqa: E402
 from smtcoll.sweep import cost  # noqa: E402
 from smtcoll.sweep.manifest import SCHEMA  # noqa: E402
 from smtcoll.sweep.plan import Request, make_tasks, sweep  # noqa: E402
-from smtcoll.sweep.run import Limits, Where  # noqa: E402
+from smtcoll.sweep.run import CLUSTER_CONFIG, Limits, Where  # noqa: E402
 from smtcoll.sweep.selection import tiles  # noqa: E402
 from smtcoll.sweep.sizes import SizeRange  # noqa: E402
 from smtcoll.sweep.tasks import Options, Task  # noqa: E402
@@ -46,7 +46,7 @@ def cluster():
     import dask
     from distributed import LocalCluster
 
-    with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
+    with dask.config.set(CLUSTER_CONFIG):
         c = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
                          silence_logs=logging.CRITICAL, memory_limit=0)
     yield Where(scheduler=c.scheduler_address)
@@ -109,6 +109,7 @@ def test_small_sweep_verifies_file_by_file_and_tiles_the_sizes(cluster, ring, tm
     assert "allgather" in outcome.report and "allreduce" in outcome.report and "FAILED" in outcome.report
 
 
+@pytest.mark.slow
 def test_resumed_sweep_writes_the_same_bytes_and_computes_only_what_is_missing(cluster, ring, tmp_path):
     out, cache = tmp_path / "algos", tmp_path / "cache"
     req = request([ring], nodes=(1, 2))
@@ -151,6 +152,7 @@ def test_failing_tasks_are_recorded_retried_once_and_do_not_stop_the_sweep(clust
     assert len(list((tmp_path / "cache").rglob("*.json"))) == 4
 
 
+@pytest.mark.slow
 def test_one_and_two_workers_write_identical_bytes(cluster, ring, tmp_path):
     req = request([ring, "dgx1"], collectives=("allgather", "reducescatter"), runtimes=("executor", "legacy"))
     sweep(req, tmp_path / "two", LIMITS, cluster, tmp_path / "c2")
@@ -160,6 +162,7 @@ def test_one_and_two_workers_write_identical_bytes(cluster, ring, tmp_path):
     assert two == one
 
 
+@pytest.mark.slow
 def test_cli_attaches_to_a_running_scheduler(cluster, ring, tmp_path, cli):
     out = tmp_path / "algos"
     r = cli("sweep", "-t", ring, "-c", "allgather", "--sizes", "1KiB:1MiB", "-o", str(out), "--max-chunks", "2",

@@ -28,6 +28,10 @@ from smtcoll.sweep.cache import Cache
 from smtcoll.sweep.tasks import FAULT_ENV, Task
 
 ATTEMPTS = 2  # a failed task is retried once
+# The local cluster's scheduler: a worker that dies fails its task at once (the sweep retries it once
+# itself, ATTEMPTS), and a worker holds only the task it runs (no queue on the worker), so that a worker's
+# death is blamed on that task alone.
+CLUSTER_CONFIG = {"distributed.scheduler.allowed-failures": 0, "distributed.scheduler.worker-saturation": 1.0}
 
 
 class ClusterError(SmtcollError):
@@ -105,8 +109,7 @@ def _client(where: Where) -> tuple[Any, Any]:
             return Client(scheduler_file=str(where.scheduler_file), timeout="20s"), None
         import logging
 
-        # a worker that dies fails its task at once: the sweep retries it once itself (ATTEMPTS)
-        with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
+        with dask.config.set(CLUSTER_CONFIG):
             cluster = LocalCluster(n_workers=where.workers, threads_per_worker=1, processes=True,
                                    dashboard_address=None, silence_logs=logging.CRITICAL, memory_limit=0)
         return Client(cluster), cluster
