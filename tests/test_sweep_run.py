@@ -14,14 +14,14 @@ import pytest
 pytest.importorskip("distributed")
 jsonschema = pytest.importorskip("jsonschema")
 
-from smtcoll.check.program import check_program_file  # noqa: E402
-from smtcoll.sweep import cost  # noqa: E402
-from smtcoll.sweep.manifest import SCHEMA  # noqa: E402
-from smtcoll.sweep.plan import Request, make_tasks, sweep  # noqa: E402
-from smtcoll.sweep.run import CLUSTER_CONFIG, Limits, Where  # noqa: E402
-from smtcoll.sweep.selection import tiles  # noqa: E402
-from smtcoll.sweep.sizes import SizeRange  # noqa: E402
-from smtcoll.sweep.tasks import Options, Task  # noqa: E402
+from smtcoll.check.program import check_program_file
+from smtcoll.sweep import cost
+from smtcoll.sweep.manifest import SCHEMA
+from smtcoll.sweep.plan import Request, make_tasks, sweep
+from smtcoll.sweep.run import CLUSTER_CONFIG, Limits, Where
+from smtcoll.sweep.selection import tiles
+from smtcoll.sweep.sizes import SizeRange
+from smtcoll.sweep.tasks import Options, Task
 
 RING_NIC = """\
 [topology]

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from smtcoll.errors import InputError
+from smtcoll.errors import InputError, SmtcollError
 from smtcoll.sweep import cost
 from smtcoll.sweep.cache import write_atomic
 from smtcoll.sweep.tasks import Invalid, Options, Task
@@ -89,11 +89,23 @@ def dumps(manifest: dict[str, Any]) -> str:
     return json.dumps(manifest, indent=2, sort_keys=False) + "\n"
 
 
+def validate(manifest: dict[str, Any]) -> None:
+    """The manifest has the shape its schema promises (a failure here is a bug of ours)."""
+    import jsonschema
+
+    try:
+        jsonschema.validate(manifest, json.loads(SCHEMA.read_text()))
+    except jsonschema.ValidationError as e:
+        raise SmtcollError(f"internal error: the manifest does not match its schema at "
+                           f"{'/'.join(map(str, e.absolute_path))}: {e.message}") from None
+
+
 def write(out: Path, manifest: dict[str, Any], files: dict[str, str], proofs: dict[str, str]) -> Path:
     """Write the directory (only the algorithm files) and the side folder; returns the manifest's path.
 
     Files a previous sweep wrote there and this one does not are removed; a file in `out` that no sweep
     wrote is an error (the runtime would load it too), and nothing is written then."""
+    validate(manifest)
     side = side_folder(out)
     previous: set[str] = set()
     try:

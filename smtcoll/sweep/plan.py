@@ -67,7 +67,7 @@ class Outcome:
     plot: Path | None
 
 
-def sweep(request: Request, out: Path, limits: Limits, where: Where = Where(), cache_dir: Path | None = None,
+def sweep(request: Request, out: Path, limits: Limits, where: Where | None = None, cache_dir: Path | None = None,
           progress: Progress | None = None, faults: dict[str, str] | None = None,
           tasks: Sequence[Task | Invalid] | None = None) -> Outcome:
     """Run the sweep and write `out` and `out.sweep/` (`manifest.py`). `faults`: test-only (`run.execute`)."""
@@ -76,7 +76,7 @@ def sweep(request: Request, out: Path, limits: Limits, where: Where = Where(), c
     entries = list(tasks) if tasks is not None else make_tasks(request)
     side = manifest_mod.side_folder(out)
     cache = Cache(cache_dir if cache_dir is not None else side / "cache")
-    results = run_tasks([t for t in entries if isinstance(t, Task)], limits, where, cache, progress, faults)
+    results = run_tasks([t for t in entries if isinstance(t, Task)], limits, where or Where(), cache, progress, faults)
     data, files, proofs = manifest_mod.build(entries, results, request.options, request.to_json())
     path = manifest_mod.write(out, data, files, proofs)
     text = report.tables(data)

@@ -75,7 +75,7 @@ def execute(payload: dict[str, Any], limits: Limits, fault: str | None = None) -
 
     try:
         proc = subprocess.run([sys.executable, "-m", "smtcoll.sweep.tasks"], input=json.dumps(payload),
-                              capture_output=True, text=True, timeout=limits.seconds, env=env,
+                              capture_output=True, text=True, timeout=limits.seconds, env=env, check=False,
                               preexec_fn=limit_memory)
     except subprocess.TimeoutExpired:
         return {"status": "failed", "why": f"time limit: the task ran longer than {limits.seconds:g} s (killed)"}
@@ -159,7 +159,7 @@ def run_tasks(tasks: Sequence[Task], limits: Limits, where: Where, cache: Cache,
             t, attempt, reasons = by_future.pop(fut)
             try:
                 res = fut.result()
-            except Exception as e:  # the task raised on the worker, or its worker died (KilledWorker)
+            except Exception as e:  # noqa: BLE001  (whatever the task raised on the worker, or KilledWorker)
                 res = {"status": "failed", "why": _why(e)}
             fut.release()
             if res.get("status") == "ok":
@@ -191,8 +191,14 @@ def _why(e: BaseException) -> str:
 
 def rich_progress(total_label: str) -> tuple[Progress, Callable[[], None]]:
     """A live display on the terminal: done, running, failed, elapsed and remaining time."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress as Bar, TextColumn, TimeElapsedColumn, \
-        TimeRemainingColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+    from rich.progress import Progress as Bar
 
     bar = Bar(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
               TextColumn("running {task.fields[running]}  failed {task.fields[failed]}"), TimeElapsedColumn(),

@@ -45,7 +45,7 @@ class Options:
     budget: float = 60.0  # the synthesizer's time limit per task, seconds (`synth --timeout`)
     max_chunks: int = 4
     max_steps: int | None = None
-    timing: cost.Timing = cost.Timing()
+    timing: cost.Timing = attrs.Factory(cost.Timing)
     prove: bool = False
 
     def to_json(self) -> dict[str, Any]:
@@ -133,9 +133,9 @@ def compute(payload: dict[str, Any]) -> dict[str, Any]:
     o = _options(payload["options"])
     label, nodes, kind = payload["label"], payload["nodes"], payload["collective"]
     result = strategies.pareto(topo, base, o.max_chunks, o.max_steps, o.budget)
-    points = [p for p in result.points if p.schedule is not None]
+    points = [(p, p.schedule) for p in result.points if p.schedule is not None]
     out: dict[str, Any] = {"status": "ok", "versions": versions(),
-                           "synth": {"status": result.status, "frontier": [[p.steps, p.rounds, p.chunks] for p in points],
+                           "synth": {"status": result.status, "frontier": [[p.steps, p.rounds, p.chunks] for p, _ in points],
                                      "complete": result.status == "found", "message": result.message,
                                      "lower_bound": result.lower_bound, "optimal": result.optimal},
                            "files": [], "rejected": [], "certificates": []}
@@ -143,8 +143,8 @@ def compute(payload: dict[str, Any]) -> dict[str, Any]:
         out.update(status="failed", why=f"the synthesizer found no schedule ({result.status}: {result.message})")
         return out
     method = "pareto" if result.status == "found" else "pareto (time limit: frontier incomplete)"
-    cands = [Candidate(i, p.schedule, proto, inst, cost.predict(p.schedule, proto, inst, o.timing))
-             for i, p in enumerate(points) for proto in cost.PROTOCOLS for inst in cost.INSTANCES]
+    cands = [Candidate(i, s, proto, inst, cost.predict(s, proto, inst, o.timing))
+             for i, (_, s) in enumerate(points) for proto in cost.PROTOCOLS for inst in cost.INSTANCES]
     lb = result.lower_bound
     bound = None
     if lb.get("steps") is not None and lb.get("rounds_per_chunk_exact") is not None:
