@@ -25,7 +25,7 @@ import attrs
 
 from smtcoll.errors import SmtcollError
 from smtcoll.sweep.cache import Cache
-from smtcoll.sweep.tasks import FAULT_ENV, Task
+from smtcoll.sweep.tasks import FAULT_ENV, MEMORY_ENV, Task
 
 ATTEMPTS = 2  # a failed task is retried once
 # The local cluster's scheduler: a worker that dies fails its task at once (the sweep retries it once
@@ -62,21 +62,14 @@ def execute(payload: dict[str, Any], limits: Limits, fault: str | None = None) -
         raise RuntimeError("injected failure (test hook)")
     if fault == "exit":
         os._exit(13)
-    env = dict(os.environ, PYTHONHASHSEED="0")
+    # the child sets its own memory limit first thing (a preexec_fn is unsafe in a threaded worker)
+    env = dict(os.environ, PYTHONHASHSEED="0", **{MEMORY_ENV: str(limits.memory)})
     env.pop(FAULT_ENV, None)
     if fault in ("hang", "memory"):
         env[FAULT_ENV] = fault
-
-    def limit_memory() -> None:
-        if limits.memory:
-            import resource
-
-            resource.setrlimit(resource.RLIMIT_AS, (limits.memory, limits.memory))
-
     try:
         proc = subprocess.run([sys.executable, "-m", "smtcoll.sweep.tasks"], input=json.dumps(payload),
-                              capture_output=True, text=True, timeout=limits.seconds, env=env, check=False,
-                              preexec_fn=limit_memory)
+                              capture_output=True, text=True, timeout=limits.seconds, env=env, check=False)
     except subprocess.TimeoutExpired:
         return {"status": "failed", "why": f"time limit: the task ran longer than {limits.seconds:g} s (killed)"}
     if proc.returncode != 0:
@@ -154,6 +147,7 @@ def run_tasks(tasks: Sequence[Task], limits: Limits, where: Where, cache: Cache,
             by_future[f] = (t, attempt, reasons)
             return f
 
+        slots = max(1, sum(client.nthreads().values()))
         pending = as_completed([submit(t, 1, []) for t in todo])
         for fut in pending:
             t, attempt, reasons = by_future.pop(fut)
@@ -174,7 +168,7 @@ def run_tasks(tasks: Sequence[Task], limits: Limits, where: Where, cache: Cache,
                 done += 1
                 failed += 1
             if progress:
-                progress("update", done, len(by_future), failed, total)
+                progress("update", done, min(len(by_future), slots), failed, total)
     finally:
         client.close()
         if cluster is not None:

@@ -34,6 +34,7 @@ from smtcoll.sweep.selection import envelope, tiles
 from smtcoll.sweep.sizes import SizeRange, file_bounds
 
 FAULT_ENV = "SMTCOLL_SWEEP_FAULT"  # test-only: makes the child process hang or crash (tests/test_sweep*.py)
+MEMORY_ENV = "SMTCOLL_SWEEP_MEMORY"  # the child's address-space limit in bytes (0: none), set by run.execute
 
 
 @attrs.frozen
@@ -132,19 +133,35 @@ def compute(payload: dict[str, Any]) -> dict[str, Any]:
     base = specs.collective_from_dict(payload["coll"])
     o = _options(payload["options"])
     label, nodes, kind = payload["label"], payload["nodes"], payload["collective"]
-    result = strategies.pareto(topo, base, o.max_chunks, o.max_steps, o.budget)
-    points = [(p, p.schedule) for p in result.points if p.schedule is not None]
+    status: str
+    try:
+        result = strategies.pareto(topo, base, o.max_chunks, o.max_steps, o.budget)
+        status = result.status
+    except SmtcollError:
+        raise
+    except Exception as e:  # noqa: BLE001  a synthesizer bug must not cost the task its greedy fallback
+        from smtcoll.synth.result import SynthResult
+
+        result = SynthResult("timeout", None, "pareto", {}, (),
+                             message=f"the synthesizer failed ({type(e).__name__}: {str(e)[:200]}); please report this")
+        status = "error"
+    schedules = [p.schedule for p in result.points if p.schedule is not None]
     out: dict[str, Any] = {"status": "ok", "versions": versions(),
-                           "synth": {"status": result.status, "frontier": [[p.steps, p.rounds, p.chunks] for p, _ in points],
+                           "synth": {"status": status,
+                                     "frontier": [[p.steps, p.rounds, p.chunks] for p in result.points
+                                                  if p.schedule is not None],
                                      "complete": result.status == "found", "message": result.message,
                                      "lower_bound": result.lower_bound, "optimal": result.optimal},
                            "files": [], "rejected": [], "certificates": []}
-    if not points:
-        out.update(status="failed", why=f"the synthesizer found no schedule ({result.status}: {result.message})")
-        return out
     method = "pareto" if result.status == "found" else "pareto (time limit: frontier incomplete)"
+    if not schedules:
+        fallback = _greedy(topo, base, result.lower_bound, o.max_steps)
+        if fallback is None:
+            out.update(status="failed", why=f"the synthesizer found no schedule ({status}: {result.message})")
+            return out
+        schedules, method = [fallback], f"greedy (the exact search: {status})"
     cands = [Candidate(i, s, proto, inst, cost.predict(s, proto, inst, o.timing))
-             for i, (_, s) in enumerate(points) for proto in cost.PROTOCOLS for inst in cost.INSTANCES]
+             for i, s in enumerate(schedules) for proto in cost.PROTOCOLS for inst in cost.INSTANCES]
     lb = result.lower_bound
     bound = None
     if lb.get("steps") is not None and lb.get("rounds_per_chunk_exact") is not None:
@@ -156,6 +173,21 @@ def compute(payload: dict[str, Any]) -> dict[str, Any]:
     if o.prove:
         out["certificates"] = _certificates(result, topo, base)
     return out
+
+
+def _greedy(topo: Topology, base: Collective, lower_bound: dict[str, Any], max_steps: int | None) -> Schedule | None:
+    """Where the exact search gives no schedule within its budget: the greedy schedule (non-combining
+    collectives), with each step's rounds lowered to what its loads need, if the checker accepts it."""
+    from smtcoll.check.schedule import check_schedule
+    from smtcoll.synth.greedy import greedy_schedule
+    from smtcoll.synth.strategies import default_max_steps, tight_rounds
+
+    top = max_steps or default_max_steps(topo, int(lower_bound.get("steps") or 1))
+    found = greedy_schedule(topo, base, top)
+    if found is None:
+        return None
+    found = tight_rounds(found)
+    return found if check_schedule(found).verdict == "ok" else None
 
 
 def _select_and_write(cands: list[Candidate], sizes: SizeRange, runtime: str, label: str, nodes: int, kind: str,
@@ -260,6 +292,11 @@ def _certificates(result: Any, topo: Topology, base: Collective) -> list[dict[st
 
 def main() -> None:
     """The child process: the task's JSON on stdin, the result's JSON on stdout."""
+    memory = int(os.environ.get(MEMORY_ENV) or 0)
+    if memory:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
     fault = os.environ.get(FAULT_ENV)
     if fault == "hang":
         time.sleep(3600)
