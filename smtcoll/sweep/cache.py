@@ -9,12 +9,11 @@ half entry; an entry that does not parse is ignored and computed again.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from smtcoll.errors import InputError
+from smtcoll.lower.files import write_atomically
 
 
 class Cache:
@@ -40,19 +39,7 @@ class Cache:
         path = self._path(key)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            write_atomic(path, json.dumps({**result, "key": key}, sort_keys=True))
         except OSError as e:
-            raise InputError(str(path), f"cannot write the cache entry: {e.strerror or e}") from None
+            raise InputError(str(path.parent), f"cannot create the cache folder: {e.strerror or e}") from None
+        write_atomically(path, json.dumps({**result, "key": key}, sort_keys=True))
 
-
-def write_atomic(path: Path, text: str) -> None:
-    """Replace `path` in one rename: readers (a runtime scanning the folder, a resumed sweep) never see
-    half a file."""
-    fd, tmp = tempfile.mkstemp(prefix=".smtcoll-", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

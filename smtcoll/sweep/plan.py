@@ -10,6 +10,7 @@ import attrs
 
 from smtcoll import specs
 from smtcoll.errors import ModelError
+from smtcoll.lower.files import write_atomically
 from smtcoll.sweep import manifest as manifest_mod
 from smtcoll.sweep.cache import Cache
 from smtcoll.sweep.run import Limits, Progress, Where, run_tasks
@@ -80,9 +81,7 @@ def sweep(request: Request, out: Path, limits: Limits, where: Where | None = Non
     data, files, proofs = manifest_mod.build(entries, results, request.options, request.to_json())
     path = manifest_mod.write(out, data, files, proofs)
     text = report.tables(data)
-    from smtcoll.sweep.cache import write_atomic
-
-    write_atomic(side / "report.txt", text)
+    write_atomically(side / "report.txt", text)
     png = side / "bandwidth.png"
     plotted = report.plot(data, png)
     return Outcome(data, path, text, png if plotted else None)

@@ -194,7 +194,7 @@ def _select_and_write(cands: list[Candidate], sizes: SizeRange, runtime: str, la
                       method: str, bound: cost.Line | None, ranks: int) -> tuple[list[dict], list[dict]]:
     """Select on the candidates that lower and verify; a candidate that does not is dropped (with the
     reason) and the selection is made again without it."""
-    from smtcoll.msccl.lower import LowerOptions, lower
+    from smtcoll.lower import LowerOptions, lower
     from smtcoll.msccl.writer import write_program
 
     alive = list(range(len(cands)))
@@ -232,7 +232,7 @@ def _select_and_write(cands: list[Candidate], sizes: SizeRange, runtime: str, la
 
 def _verify(lowered: Any, text: str) -> tuple[bool, str]:
     """The checker's verdict on the file exactly as it will be written."""
-    from smtcoll.cli.lower import verify_lowered
+    from smtcoll.lower import verify_lowered
 
     with tempfile.TemporaryDirectory(prefix="smtcoll-sweep-") as tmp:
         probe = Path(tmp) / "algo.xml"
@@ -276,11 +276,11 @@ def _gbps(kind: str, ranks: int, size: int, t: Fraction) -> float | None:
 
 def _certificates(result: Any, topo: Topology, base: Collective) -> list[dict[str, Any]]:
     """Certificates of the claims the frontier rests on (`smtcoll synth --prove`), as file texts."""
-    from smtcoll.cli.synth import certify
+    from smtcoll.proofs.certify import certify
 
     out = []
     with tempfile.TemporaryDirectory(prefix="smtcoll-sweep-proofs-") as tmp:
-        for entry in certify(result, topo, base, Path(tmp)):
+        for entry in certify(result.pruned, topo, base, Path(tmp)):
             files = {}
             if entry["file"]:
                 stem = Path(entry["file"])
