@@ -149,6 +149,8 @@ def run_tasks(tasks: Sequence[Task], limits: Limits, where: Where, cache: Cache,
 
         slots = max(1, sum(client.nthreads().values()))
         pending = as_completed([submit(t, 1, []) for t in todo])
+        if progress:
+            progress("update", done, min(len(todo), slots), failed, total)
         for fut in pending:
             t, attempt, reasons = by_future.pop(fut)
             try:
