@@ -16,7 +16,8 @@ from typing import Annotated, Optional
 import typer
 
 from smtcoll.cli.app import Format, app, print_json
-from smtcoll.errors import ModelError
+from smtcoll.cli.extras import missing_extra
+from smtcoll.errors import ModelError, SmtcollError
 
 EXIT_FAILED_TASKS = 1
 
@@ -83,6 +84,12 @@ def sweep_command(
                                         "scripts")] = Format.text,
 ) -> None:
     """Synthesize, select by size, lower and verify the algorithms of a whole cluster, on Dask."""
+    try:
+        import distributed  # noqa: F401
+        import jsonschema  # noqa: F401
+        import z3  # noqa: F401
+    except ImportError as e:
+        raise SmtcollError(missing_extra(e, "sweep") or f"smtcoll sweep cannot start: {e}") from None
     from smtcoll.sweep import cost
     from smtcoll.sweep.plan import Request, sweep
     from smtcoll.sweep.run import Limits, Where, rich_progress
