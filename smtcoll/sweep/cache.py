@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from smtcoll.errors import InputError
-from smtcoll.lower.files import write_atomically
+from smtcoll.files import write_text
 
 
 class Cache:
@@ -41,5 +41,5 @@ class Cache:
             path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as e:
             raise InputError(str(path.parent), f"cannot create the cache folder: {e.strerror or e}") from None
-        write_atomically(path, json.dumps({**result, "key": key}, sort_keys=True))
+        write_text(path, json.dumps({**result, "key": key}, sort_keys=True))
 

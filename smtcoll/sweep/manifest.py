@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from smtcoll.errors import InputError, SmtcollError
-from smtcoll.lower.files import write_atomically
+from smtcoll.files import write_text
 from smtcoll.sweep import cost
 from smtcoll.sweep.tasks import Invalid, Options, Task
 
@@ -129,14 +129,14 @@ def write(out: Path, manifest: dict[str, Any], files: dict[str, str], proofs: di
             path = out / rel
             path.parent.mkdir(parents=True, exist_ok=True)
             if not path.exists() or path.read_text() != text:
-                write_atomically(path, text)
+                write_text(path, text)
         out.mkdir(parents=True, exist_ok=True)
         for rel, text in sorted(proofs.items()):
             path = side / rel
             path.parent.mkdir(parents=True, exist_ok=True)
-            write_atomically(path, text)
+            write_text(path, text)
         side.mkdir(parents=True, exist_ok=True)
-        write_atomically(side / "manifest.json", dumps(manifest))
+        write_text(side / "manifest.json", dumps(manifest))
     except OSError as e:
         raise InputError(str(getattr(e, "filename", None) or out), f"cannot write: {e.strerror or e}") from None
     return side / "manifest.json"

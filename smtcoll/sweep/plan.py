@@ -10,7 +10,7 @@ import attrs
 
 from smtcoll import specs
 from smtcoll.errors import ModelError
-from smtcoll.lower.files import write_atomically
+from smtcoll.files import write_text
 from smtcoll.sweep import manifest as manifest_mod
 from smtcoll.sweep.cache import Cache
 from smtcoll.sweep.run import Limits, Progress, Where, run_tasks
@@ -81,7 +81,7 @@ def sweep(request: Request, out: Path, limits: Limits, where: Where | None = Non
     data, files, proofs = manifest_mod.build(entries, results, request.options, request.to_json())
     path = manifest_mod.write(out, data, files, proofs)
     text = report.tables(data)
-    write_atomically(side / "report.txt", text)
+    write_text(side / "report.txt", text)
     png = side / "bandwidth.png"
     plotted = report.plot(data, png)
     return Outcome(data, path, text, png if plotted else None)
