@@ -7,7 +7,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from smtcoll import library, specs
+from smtcoll import library, limits, specs
 from smtcoll.cli.app import Format, app, print_json
 from smtcoll.cli.options import (
     ChunksOpt,
@@ -24,6 +24,9 @@ from smtcoll.text import count
 
 show_app = typer.Typer(help="Show a topology, a collective or a schedule.", no_args_is_help=True)
 app.add_typer(show_app, name="show")
+
+SHOW_MAX = (1024, 1 << 16)  # ranks, links: the all-pair distances of the diameter take ~10 s at the limit
+DRAW_MAX = (256, 4096)  # a layout beyond this is slow and unreadable
 
 
 @app.command("list")
@@ -74,11 +77,20 @@ def show_topology(
     nodes: NodesOpt = 1,
     draw: DrawOpt = None,
     force: ForceOpt = False,
+    max_ranks: Annotated[Optional[int], typer.Option("--max-ranks", metavar="N", help=f"refuse larger topologies "
+                                                    f"(default {SHOW_MAX[0]}, {DRAW_MAX[0]} with --draw)",
+                                                    min=1)] = None,
+    max_links: Annotated[Optional[int], typer.Option("--max-links", metavar="N", help=f"refuse topologies with more "
+                                                    f"links (default {SHOW_MAX[1]}, {DRAW_MAX[1]} with --draw)",
+                                                    min=1)] = None,
     fmt: FormatOpt = Format.text,
 ) -> None:
     """Ranks, links, bandwidths, switch groups and diameter of a topology."""
     refuse_overwrite(force, draw)
     topo = specs.resolve_topology(name, nodes)
+    default = DRAW_MAX if draw is not None else SHOW_MAX
+    limits.check_graph(topo.ranks, len(topo.links), max_ranks or default[0], max_links or default[1],
+                       "drawing" if draw is not None else "show topology (all-pair distances)")
     if draw is not None:
         need_matplotlib("--draw", draw)
         from smtcoll.draw.topology import draw_topology  # matplotlib is optional and slow to import
@@ -140,10 +152,14 @@ def show_collective(
                                                  max=library.MAX_RANKS)] = None,
     root: RootOpt = None,
     chunks: ChunksOpt = 1,
+    max_cells: Annotated[int, typer.Option("--max-cells", metavar="N", help="refuse collectives with more ranks x "
+                                           "chunks", min=1)] = limits.MAX_CELLS,
     fmt: FormatOpt = Format.text,
 ) -> None:
     """Chunks, pre- and postconditions and addresses of a collective."""
-    coll = specs.resolve_collective(name, ranks, root, chunks)
+    with limits.cell_limit(max_cells):
+        coll = specs.resolve_collective(name, ranks, root, chunks)
+        limits.check_cells(coll.name, coll.ranks, coll.chunks)  # also explicit pairs from a file
     info = collective_summary(coll)
     if fmt is Format.json:
         print_json(info)

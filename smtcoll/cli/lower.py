@@ -71,7 +71,7 @@ def lower_command(
     """Lower a step schedule to MSCCL XML: exit 0 written, 1 rejected or not verified, 2 unusable input."""
     mode = "both" if inplace and outofplace else "inplace" if inplace else "outofplace"
     options = LowerOptions(instances, protocol.value, runtime.value, mode, min_bytes, max_bytes, fuse, name)
-    refuse_overwrite(force, output)
+    refuse_overwrite(force, output)  # also refuses what the safe writer would (check_writable)
     failure: NotVerified | None = None
     try:
         result, report = lower_to_file(load_schedule(schedule), output, options, verify)

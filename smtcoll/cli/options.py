@@ -14,7 +14,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from smtcoll.errors import SmtcollError
+from smtcoll.errors import OutputError, SmtcollError
+from smtcoll.files import check_writable
 
 MAX_CHUNKS = 64  # chunks per input: far beyond what any solver call or runtime handles
 MAX_NODES = 64
@@ -57,18 +58,19 @@ DrawOpt = Annotated[Optional[Path], typer.Option("--draw", metavar="FILE.png|FIL
 
 
 def refuse_overwrite(force: bool, *paths: Path | str | None) -> None:
-    """Refuse to replace an existing file unless `--force`, and a file in a folder that does not exist:
-    checked before any work is done, so that a long synthesis is never thrown away at the end. Other
-    targets (a directory, a device) are left to the writer to refuse."""
-    for p in paths:
-        if p is not None and not Path(p).parent.is_dir() and not Path(p).exists():
-            raise SmtcollError(f"{p}: cannot write: folder {Path(p).parent} does not exist")
+    """Refuse to replace an existing file unless `--force`, and any target the safe writer would refuse (a
+    folder that does not exist, a directory, a device): checked before any work is done, so that a long
+    synthesis is never thrown away at the end."""
+    given = [p for p in paths if p is not None]
+    for p in given:
+        check_writable(p)
     if force:
         return
-    existing = [str(p) for p in paths if p is not None and Path(p).is_file()]
+    existing = [str(p) for p in given if Path(p).is_file()]
+    if len(existing) == 1:
+        raise OutputError(existing[0], "exists; use --force (-f) to replace it")
     if existing:
-        raise SmtcollError(f"{existing[0]}: exists; use --force (-f) to replace it" if len(existing) == 1 else
-                           f"{existing[0]}: exists (and {', '.join(existing[1:])}); use --force (-f) to replace them")
+        raise OutputError(existing[0], f"exists (and {', '.join(existing[1:])}); use --force (-f) to replace them")
 
 
 def need_matplotlib(option: str, path: Path | None = None) -> None:

@@ -25,7 +25,10 @@ from smtcoll.check.report import Report
 from smtcoll.cli.app import app
 from smtcoll.cli.options import MAX_CHUNKS, RootOpt, Runtime, RuntimeOpt
 from smtcoll.cli.verify_output import FORMATTERS, format_text, select_findings, strict_findings, summary
+from smtcoll.cli.verify_times import lower_bound
 from smtcoll.errors import EXIT_UNUSABLE, SmtcollError
+from smtcoll.formats.inputs import INPUT_FORMATS
+from smtcoll.limits import check_jobs
 from smtcoll.msccl.reader import Limits
 
 EXIT_WRONG = 1
@@ -95,13 +98,16 @@ def wants_color() -> bool:
 @app.command("verify")
 def verify(
     paths: Annotated[list[str], typer.Argument(
-        metavar="PATH", help="MSCCL XML files, schedule JSON files, directories or globs")],
+        metavar="PATH", help="MSCCL XML programs, schedules (smtcoll, SCCL, TACCL, TE-CCL, ForestColl, transfer "
+        "logs), directories or globs")],
     fmt: Annotated[OutputFormat, typer.Option(
         "--format", metavar="text|json|junit|github|sarif", help="text for people, json for scripts, junit "
         "(JUnit XML), github (annotations) and sarif (code scanning) for CI")] = OutputFormat.text,
     topology: Annotated[Optional[str], typer.Option(
         "--topology", "-t", metavar="NAME|FILE", help="XML: map connections to links of this topology (a name "
-        "or .toml) and estimate the time; JSON schedules: check them on this topology")] = None,
+        "or .toml) and estimate the time; schedules: check them on this topology (docs/formats.md)")] = None,
+    input_format: Annotated[str, typer.Option(
+        "--input-format", metavar="FORMAT", help="auto (by content), " + ", ".join(INPUT_FORMATS[1:]))] = "auto",
     collective: Annotated[Optional[str], typer.Option(
         "--collective", "-c", metavar="NAME|FILE", help="check the programs against this collective (a built-in "
         "name or a .toml spec) instead of their coll")] = None,
@@ -157,6 +163,13 @@ def verify(
             raise SmtcollError(f"--collective {collective!r}: not a built-in postcondition"
                                + (f"; did you mean {hint!r}?" if hint else "")
                                + f" ({', '.join(sorted(BUILTIN))}) nor a .toml spec file")
+    if input_format not in INPUT_FORMATS:
+        from smtcoll.library import did_you_mean
+
+        hint = did_you_mean(input_format, list(INPUT_FORMATS))
+        raise SmtcollError(f"--input-format {input_format!r}: expected {', '.join(INPUT_FORMATS)}"
+                           + (f"; did you mean {hint!r}?" if hint else ""))
+    check_jobs(jobs)
     files = expand(paths, codes(exclude), only_algorithms)
     if not files:
         if only_algorithms:  # the hook passes every changed .xml/.json: none being an algorithm is fine
@@ -169,7 +182,8 @@ def verify(
                     max_steps=max_steps, max_pieces=max_pieces)
     if chunks is not None and collective is None:
         raise SmtcollError("--chunks applies to the spec given with --collective")
-    reports = check_files(files, runtime.value, collective, root, topo, jobs, limits, chunks=chunks, strict=strict)
+    reports = check_files(files, runtime.value, collective, root, topo, jobs, limits, chunks=chunks, strict=strict,
+                          input_format=input_format, bound=lower_bound)
     reports = select_findings(reports, codes(select), codes(ignore))
     if strict:
         reports = strict_findings(reports)

@@ -7,6 +7,7 @@ backend, and nothing to close. Output is deterministic: fixed layouts and seeds,
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -42,10 +43,10 @@ def save(fig: Figure, path: Path | str | None) -> None:
     path = check_suffix(path)
     import matplotlib
 
+    from smtcoll.files import write_bytes
+
     fmt = path.suffix.lower()[1:]
+    buffer = io.BytesIO()  # rendered in memory, then written safely (atomic, non-regular targets refused)
     with matplotlib.rc_context({"svg.hashsalt": "smtcoll"}):
-        try:
-            fig.savefig(path, format=fmt, dpi=110,
-                        metadata={"Date": None} if fmt == "svg" else {"Software": None})
-        except OSError as e:
-            raise SmtcollError(f"{path}: cannot write: {e.strerror or e}") from None
+        fig.savefig(buffer, format=fmt, dpi=110, metadata={"Date": None} if fmt == "svg" else {"Software": None})
+    write_bytes(path, buffer.getvalue())
