@@ -9,6 +9,7 @@ import typer
 
 from smtcoll import library, limits, specs
 from smtcoll.cli.app import Format, app, print_json
+from smtcoll.draw import need_matplotlib  # no matplotlib import until it is called
 from smtcoll.cli.options import (
     ChunksOpt,
     DrawOpt,
@@ -16,7 +17,6 @@ from smtcoll.cli.options import (
     FormatOpt,
     NodesOpt,
     RootOpt,
-    need_matplotlib,
     refuse_overwrite,
 )
 from smtcoll.model import Collective, Topology

@@ -71,17 +71,3 @@ def refuse_overwrite(force: bool, *paths: Path | str | None) -> None:
         raise OutputError(existing[0], "exists; use --force (-f) to replace it")
     if existing:
         raise OutputError(existing[0], f"exists (and {', '.join(existing[1:])}); use --force (-f) to replace them")
-
-
-def need_matplotlib(option: str, path: Path | None = None) -> None:
-    """A clear message, before any work, when a picture is asked for in a format we do not write or
-    matplotlib is not installed."""
-    if path is not None:
-        from smtcoll.draw import check_suffix
-
-        check_suffix(path, option)
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        raise SmtcollError(f"{option} needs matplotlib: pip install matplotlib (from a clone: "
-                           "pip install -e '.[draw]')") from None

@@ -18,6 +18,7 @@ import typer
 from smtcoll import limits, specs
 from smtcoll.cli.app import Format, app, print_json
 from smtcoll.cli.lower import Protocol, Target
+from smtcoll.draw import need_matplotlib  # no matplotlib import until it is called
 from smtcoll.cli.options import (
     MAX_CHUNKS,
     CollectiveOpt,
@@ -27,7 +28,6 @@ from smtcoll.cli.options import (
     RootOpt,
     TimeoutOpt,
     TopologyOpt,
-    need_matplotlib,
     refuse_overwrite,
 )
 from smtcoll.cli.progress import solver_progress

@@ -50,3 +50,15 @@ def save(fig: Figure, path: Path | str | None) -> None:
     with matplotlib.rc_context({"svg.hashsalt": "smtcoll"}):
         fig.savefig(buffer, format=fmt, dpi=110, metadata={"Date": None} if fmt == "svg" else {"Software": None})
     write_bytes(path, buffer.getvalue())
+
+
+def need_matplotlib(option: str, path: Path | None = None) -> None:
+    """A clear message, before any work, when a picture is asked for in a format we do not write or
+    matplotlib is not installed."""
+    if path is not None:
+        check_suffix(path, option)
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise SmtcollError(f"{option} needs matplotlib: pip install matplotlib (from a clone: "
+                           "pip install -e '.[draw]')") from None
