@@ -34,7 +34,7 @@ GENERATORS = {
     "hypercube": "hypercube:D, 2^D ranks, linked when their ids differ in one bit",
 }
 
-# DGX-1 / NDv2 NVLink counts per pair (peers.md).
+# DGX-1 / NDv2 NVLink counts per pair (the published hybrid cube-mesh).
 DGX1_NVLINKS = [
     [0, 2, 1, 1, 2, 0, 0, 0],
     [2, 0, 1, 2, 0, 1, 0, 0],
@@ -175,7 +175,7 @@ def generate(kind: str, params: list[int]) -> Topology:
 
 
 def machine(name: str) -> Topology:
-    """The named machine topologies, with timing and NIC models from peers.md."""
+    """The named machine topologies, with timing and NIC models from the vendors' published numbers."""
     if name in ("dgx1", "ndv2"):
         nics = [Nic([0], [1], 1, 0, 2.6, 12.5)] if name == "ndv2" else []
         return Topology(name, 8, adjacency_links(DGX1_NVLINKS, 0.7, 25.0), nics=nics)

@@ -1,6 +1,6 @@
 """The checker's result for one file: a verdict, violations with their place, and metrics.
 
-`Report.to_json()` is the stable contract of `smtcoll verify --format json` (DESIGN.md):
+`Report.to_json()` is the stable contract of `smtcoll verify --format json` (docs/verify.md):
 `{"file", "verdict", "collective", "ranks", "runtimes", "violations": [{"code", "severity", "message",
 "where"}], "metrics"}`.
 """

@@ -1,6 +1,6 @@
 """`smtcoll synth`: step-optimal schedules and the latency/bandwidth frontier, with the proof status.
 
-Exit codes (DESIGN.md): 0 found, 1 proved that none exists within the bounds, 2 unusable input,
+Exit codes (docs/synth.md): 0 found, 1 proved that none exists within the bounds, 2 unusable input,
 3 time limit (the best schedule and the bounds known so far are still reported and written).
 """
 

@@ -6,7 +6,7 @@
 - `github`: GitHub Actions workflow commands (`::error file=F,line=L,title=T::message`) that show up as
   annotations on the lines of the pull request, with the escaping the runner requires.
 
-The JSON format is `Report.to_json()` (DESIGN.md). Every format is deterministic: no times, no dates.
+The JSON format is `Report.to_json()` (docs/verify.md). Every format is deterministic: no times, no dates.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from smtcoll.model import Schedule
 
 
 class Aliasing:
-    """Physical location of a base-level (buffer, index) on a rank in one mode (msccl-xml.md 1.7)."""
+    """Physical location of a base-level (buffer, index) on a rank in one mode (docs/msccl-format.md, "In place and out of place")."""
 
     def __init__(self, layout: Layout) -> None:
         self.kind, self.split = layout.kind, layout.nchunks // layout.ranks if layout.nchunks % layout.ranks == 0 else 0

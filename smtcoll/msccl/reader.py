@@ -1,6 +1,6 @@
 """Reading MSCCL XML: a safe XML parse (defusedxml) plus the lexical rules of the runtimes' own readers.
 
-Two layers, because the runtimes do not use an XML library (docs/msccl-xml.md 1.2):
+Two layers, because the runtimes do not use an XML library (docs/msccl-format.md, "Reading rules"):
 
 1. `defusedxml` (expat) parses the file with DTDs, entities and external references forbidden, after a
    size check, and builds the `Program` with the line of every element. A file it cannot parse, an empty

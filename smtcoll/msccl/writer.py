@@ -1,4 +1,4 @@
-"""`Program` -> MSCCL XML text that the hand-written readers of both runtimes accept (msccl-xml.md 1.2).
+"""`Program` -> MSCCL XML text that the hand-written readers of both runtimes accept (docs/msccl-format.md, "Reading rules").
 
 The runtimes' readers are not XML parsers: one element per line, attributes on that line separated by
 single spaces, double-quoted values, no `<?xml?>` declaration, no tabs, no entities (they are not
