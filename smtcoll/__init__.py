@@ -146,7 +146,7 @@ def load_schedule(path: str | os.PathLike[str]) -> Schedule:
     """
     from smtcoll.formats import load_schedule as load
 
-    return load(path)
+    return load(os.fspath(path))
 
 
 def synthesize(topology: Topology, collective: Collective, *, steps: int | None = None,

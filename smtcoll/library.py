@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections.abc import Sequence
 
 import attrs
 
@@ -95,7 +96,7 @@ def adjacency_links(matrix: list[list[int]], alpha_us: float | None = None,
     ]
 
 
-def _from_pairs(name: str, ranks: int, pairs: list[tuple[int, int]], switches: list[SwitchGroup] = (),
+def _from_pairs(name: str, ranks: int, pairs: list[tuple[int, int]], switches: Sequence[SwitchGroup] = (),
                 alpha_us: float | None = None, gbps: float | None = None) -> Topology:
     """Directed pairs (repeats add bandwidth, as parallel links) into a topology."""
     bw: dict[tuple[int, int], int] = {}
@@ -202,8 +203,8 @@ _NAME = re.compile(r"^([a-z0-9-]+?)(?::(\d+(?:x\d+)*))?$")
 
 def is_builtin_topology(name: str) -> bool:
     m = _NAME.match(name)
-    return bool(m) and ((m.group(1) in GENERATORS and m.group(2) is not None)
-                        or (m.group(1) in MACHINES and m.group(2) is None))
+    return m is not None and ((m.group(1) in GENERATORS and m.group(2) is not None)
+                              or (m.group(1) in MACHINES and m.group(2) is None))
 
 
 def topology(name: str, nodes: int = 1) -> Topology:

@@ -7,11 +7,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import attrs
 
 from smtcoll.vocabulary import Severity, Verdict
+
+# Typed converters (a plain `converter=tuple` loses the element type for the type checker).
+def _violations(items: Iterable[Violation]) -> tuple[Violation, ...]:
+    return tuple(items)
+
+
+def _where(items: Mapping[str, Any]) -> dict[str, Any]:
+    return dict(items)
+
 
 # Order of the keys of a place, as they are printed.
 PLACE_KEYS = ("mode", "gpu", "tb", "step", "send", "line")
@@ -25,7 +35,7 @@ class Violation:
     code: str
     message: str
     severity: Severity = "error"
-    where: dict[str, Any] = attrs.field(factory=dict, converter=dict)
+    where: dict[str, Any] = attrs.field(factory=dict, converter=_where)
 
     def place(self) -> str:
         parts = [f"{k} {self.where[k]}" for k in PLACE_KEYS if k in self.where]
@@ -46,8 +56,8 @@ class Report:
     collective: str | None = None
     ranks: int | None = None
     runtimes: dict[str, bool] | None = None
-    violations: tuple[Violation, ...] = attrs.field(default=(), converter=tuple)
-    metrics: dict[str, Any] = attrs.field(factory=dict, converter=dict)
+    violations: tuple[Violation, ...] = attrs.field(default=(), converter=_violations)
+    metrics: dict[str, Any] = attrs.field(factory=dict, converter=_where)
     unusable: bool = False
 
     @property
