@@ -260,16 +260,22 @@ def topology_to_dict(topo: Topology) -> dict[str, Any]:
     return out
 
 
+def _spec_table(path: Path, kind: str, other: str) -> tuple[Any, str]:
+    """The one `[kind]` table of a spec file, and the file's text (for the line of a later error)."""
+    data, text = read_toml(path)
+    if kind not in data:
+        raise InputError(str(path), f"no [{kind}] table (is this a {other} spec?)")
+    extra = sorted(set(data) - {kind})
+    if extra:
+        raise _fail(str(path), text, extra[0], f"unknown top-level key (a {kind} file has one [{kind}] table)")
+    return data[kind], text
+
+
 def load_topology(path: Path | str, nodes: int = 1) -> Topology:
     path = Path(path)
-    data, text = read_toml(path)
-    if "topology" not in data:
-        raise InputError(str(path), "no [topology] table (is this a collective spec?)")
-    extra = sorted(set(data) - {"topology"})
-    if extra:
-        raise _fail(str(path), text, extra[0], "unknown top-level key (a topology file has one [topology] table)")
+    table, text = _spec_table(path, "topology", "collective")
     try:
-        topo = topology_from_dict(data["topology"], path.parent)
+        topo = topology_from_dict(table, path.parent)
         return topo.compose(nodes)
     except ModelError as e:
         raise _fail(str(path), text, e.where, e.detail) from None
@@ -362,14 +368,9 @@ def spec_to_dict(spec: library.CollectiveSpec) -> dict[str, Any]:
 def load_collective(path: Path | str, ranks: int | None = None, root: int | None = None,
                     chunks: int = 1) -> Collective:
     path = Path(path)
-    data, text = read_toml(path)
-    if "collective" not in data:
-        raise InputError(str(path), "no [collective] table (is this a topology spec?)")
-    extra = sorted(set(data) - {"collective"})
-    if extra:
-        raise _fail(str(path), text, extra[0], "unknown top-level key (a collective file has one [collective] table)")
+    table, text = _spec_table(path, "collective", "topology")
     try:
-        return collective_from_dict(data["collective"], ranks, root, chunks)
+        return collective_from_dict(table, ranks, root, chunks)
     except ModelError as e:
         raise _fail(str(path), text, e.where, e.detail) from None
 
