@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from smtcoll.model import Collective, Schedule, Topology
     from smtcoll.synth.result import SynthResult
 
-__version__ = "0.1.0"
+from smtcoll._version import __version__
 
 # name -> module of the classes and exceptions the API hands out, imported on first use
 _LAZY = {

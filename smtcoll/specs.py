@@ -389,3 +389,13 @@ def dumps_collective(coll: Collective) -> str:
 
 def save_collective(coll: Collective, path: Path | str) -> None:
     Path(path).write_text(dumps_collective(coll))
+
+
+def spec_files_dir() -> Path | None:
+    """The folder of the built-in spec files to copy and edit: inside the installed package (a wheel ships
+    them as `smtcoll/specs_data`), or `specs/` of a clone (an editable install)."""
+    package = Path(__file__).resolve().parent
+    for candidate in (package / "specs_data", package.parent / "specs"):
+        if (candidate / "topologies").is_dir():
+            return candidate
+    return None

@@ -30,7 +30,10 @@ _ALL = (
     Code("integer-format", ("warning",), "a hex or octal integer"),
     Code("attribute-dropped", ("warning",), "more than 16 attributes on one element: the runtimes drop the rest"),
     Code("attribute-value", ("warning",), "a 0/1 attribute with another value, which the runtimes treat as 1"),
-    Code("ignored-element", ("info",), "an element that is not part of the format: the runtimes skip it"),
+    Code("ignored-element", ("info", "warning"), "an element the runtimes skip (a warning when it is misplaced)"),
+    Code("not-well-formed", ("warning",), "the runtimes load the file but an XML library cannot read it"),
+    Code("duplicate-algo", ("warning",), "a second <algo> element: the runtimes use the first"),
+    Code("attribute-repeated", ("warning",), "an attribute given twice: the runtimes read the first"),
     Code("limit", ("error",), "more ranks or chunks than any runtime can hold: not checked further"),
     # accepted by the runtimes, wrong at run time
     Code("channel", ("error",), "more channels than NCCL has, or a thread block on a channel with no connection"),
@@ -40,6 +43,9 @@ _ALL = (
     Code("unsupported-step", ("error",), "a step type a runtime accepts but does not execute (ra stops the legacy interpreter)"),
     Code("not-checked", ("info", "error"), "the semantic checks could not run (missing or out-of-range values)"),
     Code("missing-gpu", ("info",), "a rank has no <gpu> element: it runs no thread block"),
+    Code("array-overflow", ("error",), "more transmissions, dependencies or reductions than a parser array holds"),
+    Code("fusion-overflow", ("error",), "a fused reduction of more than 16 sources: the kernel writes past its array"),
+    Code("fusion-drops-destination", ("error",), "Simple protocol, a fused reduction of 16 sources loses the destination"),
     # selection and style
     Code("max-bytes", ("warning",), "minBytes/maxBytes select the algorithm for no sizes on some runtime"),
     Code("never-selected", ("warning",), "inplace=0 and outofplace=0: the executor never selects it"),
@@ -60,6 +66,7 @@ _ALL = (
     Code("double-count", ("error",), "a reduction adds a contribution twice"),
     # the collective
     Code("postcondition", ("error",), "an output chunk ends wrong (missing, extra or undefined contributions)"),
+    Code("postcondition-roots", ("info",), "a rooted collective without --root: the roots the output is correct for"),
     Code("postcondition-unchecked", ("warning",), "no postcondition known (give --collective or --root)"),
     Code("collective-mismatch", ("error",), "--collective has another number of ranks than the program"),
     # the topology (--topology) and step schedules

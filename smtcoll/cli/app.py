@@ -44,6 +44,14 @@ def run_guarded(application: typer.Typer, args: list[str]) -> None:
     except SmtcollError as e:
         typer.echo(f"error: {e}", err=True)
         sys.exit(e.exit_code)
+    except ImportError as e:  # a package of an extra the light install leaves out (smtcoll.cli.extras)
+        from smtcoll.cli.extras import missing_extra
+
+        message = missing_extra(e, next((a for a in args if not a.startswith("-")), None))
+        if message is None:
+            raise
+        typer.echo(f"error: {message}", err=True)
+        sys.exit(EXIT_UNUSABLE)
     except KeyboardInterrupt:
         typer.echo("error: interrupted", err=True)
         sys.exit(130)

@@ -26,6 +26,7 @@ def list_builtins(fmt: FormatOpt = Format.text) -> None:
         + [{"name": k, "description": v} for k, v in library.MACHINES.items()],
         "collectives": [{"name": c.name, "rooted": c.rooted, "description": c.description}
                         for c in library.COLLECTIVES.values()],
+        "spec_files": str(specs.spec_files_dir() or ""),
     }
     if fmt is Format.json:
         print_json(data)
@@ -36,6 +37,8 @@ def list_builtins(fmt: FormatOpt = Format.text) -> None:
     typer.echo("Collectives (--chunks C splits every chunk in C; rooted ones take --root):")
     for c in data["collectives"]:
         typer.echo(f"  {c['name']:<22} {c['description']}{' (rooted)' if c['rooted'] else ''}")
+    if data["spec_files"]:
+        typer.echo(f"Spec files of the built-ins, to copy and edit: {data['spec_files']}")
 
 
 def topology_summary(topo: Topology) -> dict[str, Any]:
