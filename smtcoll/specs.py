@@ -276,9 +276,10 @@ def load_topology(path: Path | str, nodes: int = 1) -> Topology:
     table, text = _spec_table(path, "topology", "collective")
     try:
         topo = topology_from_dict(table, path.parent)
-        return topo.compose(nodes)
     except ModelError as e:
         raise _fail(str(path), text, e.where, e.detail) from None
+    library.check_composed(topo, nodes)  # --nodes: a command-line error, not one of the file
+    return topo.compose(nodes)
 
 
 def resolve_topology(name_or_path: str, nodes: int = 1) -> Topology:
@@ -290,7 +291,9 @@ def resolve_topology(name_or_path: str, nodes: int = 1) -> Topology:
 
 
 def save_topology(topo: Topology, path: Path | str) -> None:
-    Path(path).write_text(dumps_topology(topo))
+    from smtcoll.files import write_text
+
+    write_text(path, dumps_topology(topo))
 
 
 def dumps_topology(topo: Topology) -> str:
@@ -388,7 +391,9 @@ def dumps_collective(coll: Collective) -> str:
 
 
 def save_collective(coll: Collective, path: Path | str) -> None:
-    Path(path).write_text(dumps_collective(coll))
+    from smtcoll.files import write_text
+
+    write_text(path, dumps_collective(coll))
 
 
 def spec_files_dir() -> Path | None:

@@ -68,4 +68,7 @@ if app.registered_callback is None:
 
 
 def main() -> None:
+    from smtcoll import limits
+
+    limits.APPLY_RLIMIT = True  # the memory cap of --max-memory applies to this process only
     run_guarded(app, sys.argv[1:])

@@ -25,6 +25,7 @@ from smtcoll.check.report import Report
 from smtcoll.cli.app import app
 from smtcoll.cli.verify_output import FORMATTERS, format_text, select_findings, strict_findings, summary
 from smtcoll.errors import EXIT_UNUSABLE, SmtcollError
+from smtcoll.limits import check_jobs
 from smtcoll.msccl.reader import Limits
 
 EXIT_WRONG = 1
@@ -151,6 +152,7 @@ def verify(
     """Verify MSCCL XML programs and step schedules: exit 0 verified, 1 wrong, 2 unusable input."""
     if runtime not in {r.value for r in Runtime}:
         raise SmtcollError(f"--runtime {runtime!r}: expected executor, legacy or any")
+    check_jobs(jobs)
     files = expand(paths, codes(exclude), only_algorithms)
     if not files:
         if only_algorithms:  # the hook passes every changed .xml/.json: none being an algorithm is fine
