@@ -76,7 +76,7 @@ def run_guarded(application: typer.Typer, args: list[str]) -> None:
 def _internal(error: BaseException, args: list[str], what: str) -> None:
     """`internal error: ...` with what to report: the command line, the version and the traceback (in a
     temporary file, or on stderr when SMTCOLL_TRACEBACK=1)."""
-    from smtcoll import __version__
+    from smtcoll._version import __version__
 
     text = "".join(traceback.format_exception(error))
     where = "above"

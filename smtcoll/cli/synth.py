@@ -12,7 +12,7 @@ import enum
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Optional
 
 import typer
 
@@ -21,8 +21,8 @@ from smtcoll.cli.app import Format, app, print_json
 from smtcoll.cli.lower import Protocol, Target
 from smtcoll.errors import ModelError, NotVerified, NotWritten, OutputError, TooLarge
 from smtcoll.files import check_writable
-from smtcoll.lower import CannotLower, LowerOptions, RejectedSchedule
 from smtcoll.formats import save_schedule
+from smtcoll.lower import CannotLower, LowerOptions, RejectedSchedule
 from smtcoll.model import Schedule
 from smtcoll.synth.result import Attempt, SynthResult
 

@@ -116,7 +116,8 @@ def verify(
     collective: Annotated[Optional[str], typer.Option(help="check the programs against this collective (a built-in "
                                                            "name or a .toml spec) instead of their coll")] = None,
     root: Annotated[Optional[int], typer.Option(help="root rank of broadcast, reduce, gather, scatter")] = None,
-    runtime: Annotated[str, typer.Option(help="the runtime that must accept the files: executor, legacy or any")] = "any",
+    runtime: Annotated[str, typer.Option(help="the runtime that must accept the files: executor, legacy or any")
+                       ] = "any",
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="also print informational findings")] = False,
     jobs: Annotated[Optional[int], typer.Option(help="worker processes (default: up to 4, only for 8+ files)",
                                                 min=1)] = None,
