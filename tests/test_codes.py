@@ -13,7 +13,9 @@ from smtcoll.vocabulary import SEVERITIES
 ROOT = Path(__file__).resolve().parents[1]
 KEBAB = re.compile(r"^[a-z]+(-[a-z0-9]+)*$")
 EMITTERS = {"Violation", "Finding"}  # constructors whose first argument is the code
-SOURCES = [*sorted((ROOT / "smtcoll" / "check").glob("*.py")), ROOT / "smtcoll" / "msccl" / "reader.py"]
+# the checker, and the readers whose findings become violations of the report (timed formats)
+SOURCES = [*sorted((ROOT / "smtcoll" / "check").glob("*.py")), *sorted((ROOT / "smtcoll" / "msccl").glob("*reader.py")),
+           *sorted((ROOT / "smtcoll" / "formats").glob("*.py"))]
 
 
 def _code_helpers(tree: ast.Module) -> set[str]:

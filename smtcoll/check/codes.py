@@ -78,6 +78,18 @@ _ALL = (
     Code("not-held", ("error",), "a schedule's rank sends an address before it holds it"),
     Code("bandwidth", ("error",), "a step moves more chunks over a link than bandwidth x rounds"),
     Code("switch-bandwidth", ("error",), "a step moves more chunks through a switch group than its capacity"),
+    # timed schedules (TE-CCL, TACCL, ForestColl, transfer logs)
+    Code("unknown-rank", ("error",), "a transfer names a rank the topology does not have"),
+    Code("bad-time", ("error",), "a transfer ends before it starts, or a time is not a number"),
+    Code("bad-path", ("error",), "a ForestColl send's path does not run from its source to its destination"),
+    Code("chunk-count", ("error",), "the chunks a file declares do not add up (ForestColl trees per root)"),
+    Code("optimistic-claim", ("error",), "the file claims a time more than 1% below the verified one"),
+    Code("pessimistic-claim", ("info",), "the file claims a time more than 1% above the verified one"),
+    Code("bufferless-gpu", ("warning",), "a TE-CCL model treats a GPU as a bufferless switch"),
+    Code("inconsistent-claim", ("warning",), "a file's claimed finish time disagrees with its own epochs"),
+    Code("bad-height", ("warning",), "a ForestColl tree's declared height is not its depth"),
+    Code("topology-inferred", ("info",), "the file holds no topology: the machine used is named"),
+    Code("chunk-size", ("info", "warning"), "how the chunk size in bytes was derived from the file"),
 )
 
 CODES: dict[str, Code] = {c.name: c for c in _ALL}

@@ -130,7 +130,8 @@ def time_lines(r: Report) -> list[str]:
             out.append("  time: " + "; ".join(parts))
     est = r.metrics.get("estimate")
     if est and est.get("limited_by"):
-        out.append(f"  estimate limited by {est['limited_by']} (links alone: {est['link_only_time']:.6g} {est['unit']})")
+        out.append(f"  estimate limited by {est['limited_by']} "
+                   f"(links alone: {est['link_only_time']:.6g} {est['unit']})")
     links = r.metrics.get("links")
     if isinstance(links, list) and links:
         top = sorted(links, key=lambda x: (-x.get("chunks", 0), x.get("src", 0), x.get("dst", 0)))[:3]
