@@ -85,9 +85,11 @@ def _compile(node: ast.AST, allowed: frozenset[str], used: set[str], where: str,
 
     match node:
         case ast.Constant(value=bool() as b):
-            return lambda env, b=int(b): b
+            flag = int(b)
+            return lambda env: flag
         case ast.Constant(value=int() as v):
-            return lambda env, v=v: v
+            value = v
+            return lambda env: value
         case ast.Name(id="true" | "True"):
             return lambda env: 1
         case ast.Name(id="false" | "False"):
@@ -97,7 +99,8 @@ def _compile(node: ast.AST, allowed: frozenset[str], used: set[str], where: str,
                 names = ", ".join(sorted(allowed)) or "none"
                 raise bad(f"unknown name {name!r} (allowed: {names})")
             used.add(name)
-            return lambda env, name=name: env[name]
+            key = name
+            return lambda env: env[key]
         case ast.UnaryOp(op=ast.USub(), operand=x):
             f = sub(x)
             return lambda env: -f(env)
@@ -126,12 +129,12 @@ def _compile(node: ast.AST, allowed: frozenset[str], used: set[str], where: str,
             cmps = [_CMPOPS[type(o)] for o in ops]
 
             def compare(env: Env) -> int:
-                vals = [f(env) for f in fs]
-                return int(all(c(x, y) for c, x, y in zip(cmps, vals, vals[1:], strict=False)))
+                vals = [g(env) for g in fs]
+                return int(all(cmp(a, b) for cmp, a, b in zip(cmps, vals, vals[1:], strict=False)))
 
             return compare
         case ast.IfExp(test=t, body=b, orelse=o):
-            ft, fb, fo = sub(t), sub(b), sub(o)
-            return lambda env: fb(env) if ft(env) else fo(env)
+            f_test, f_then, f_else = sub(t), sub(b), sub(o)
+            return lambda env: f_then(env) if f_test(env) else f_else(env)
         case _:
             raise bad(f"{type(node).__name__} is not allowed")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 import itertools
 import re
+from collections.abc import Sequence
 
 import attrs
 
@@ -36,7 +37,7 @@ GENERATORS = {
     "hypercube": "hypercube:D, 2^D ranks, linked when their ids differ in one bit",
 }
 
-# DGX-1 / NDv2 NVLink counts per pair (peers.md).
+# DGX-1 / NDv2 NVLink counts per pair (the published hybrid cube-mesh).
 DGX1_NVLINKS = [
     [0, 2, 1, 1, 2, 0, 0, 0],
     [2, 0, 1, 2, 0, 1, 0, 0],
@@ -97,7 +98,7 @@ def adjacency_links(matrix: list[list[int]], alpha_us: float | None = None,
     ]
 
 
-def _from_pairs(name: str, ranks: int, pairs: list[tuple[int, int]], switches: list[SwitchGroup] = (),
+def _from_pairs(name: str, ranks: int, pairs: list[tuple[int, int]], switches: Sequence[SwitchGroup] = (),
                 alpha_us: float | None = None, gbps: float | None = None) -> Topology:
     """Directed pairs (repeats add bandwidth, as parallel links) into a topology."""
     bw: dict[tuple[int, int], int] = {}
@@ -179,7 +180,7 @@ def generate(kind: str, params: list[int]) -> Topology:
 
 
 def machine(name: str) -> Topology:
-    """The named machine topologies, with timing and NIC models from peers.md."""
+    """The named machine topologies, with timing and NIC models from the vendors' published numbers."""
     if name in ("dgx1", "ndv2"):
         nics = [Nic([0], [1], 1, 0, 2.6, 12.5)] if name == "ndv2" else []
         return Topology(name, 8, adjacency_links(DGX1_NVLINKS, 0.7, 25.0), nics=nics)
@@ -212,8 +213,8 @@ def did_you_mean(name: str, choices: list[str]) -> str | None:
 
 def is_builtin_topology(name: str) -> bool:
     m = _NAME.match(name)
-    return bool(m) and ((m.group(1) in GENERATORS and m.group(2) is not None)
-                        or (m.group(1) in MACHINES and m.group(2) is None))
+    return m is not None and ((m.group(1) in GENERATORS and m.group(2) is not None)
+                              or (m.group(1) in MACHINES and m.group(2) is None))
 
 
 def topology(name: str, nodes: int = 1) -> Topology:

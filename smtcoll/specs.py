@@ -220,17 +220,18 @@ def _topology(data: Any, base: Path | None) -> Topology:
         except (ModelError, InputError) as e:
             raise _Located("node", str(e)) from None
     switches = list(topo.switches)
-    for i, s in enumerate(_array_of_tables(t, "switches")):
-        s = _table(s, f"switches[{i}]", SWITCH_KEYS)
+    for i, raw in enumerate(_array_of_tables(t, "switches")):
+        s = _table(raw, f"switches[{i}]", SWITCH_KEYS)
         w = f"switches[{i}]."
         switches.append(SwitchGroup(_int_list(s, "srcs", w), _int_list(s, "dsts", w),
                                     _get_int(s, "bandwidth", w, 1), _get_str(s, "name", w, "")))
     nics = list(topo.nics)
-    for i, n in enumerate(_array_of_tables(t, "nics")):
-        n = _table(n, f"nics[{i}]", NIC_KEYS)
+    for i, raw in enumerate(_array_of_tables(t, "nics")):
+        nic = _table(raw, f"nics[{i}]", NIC_KEYS)
         w = f"nics[{i}]."
-        nics.append(Nic(_int_list(n, "senders", w), _int_list(n, "receivers", w), _get_int(n, "bandwidth", w, 1),
-                        _get_int(n, "rail", w, 0), _get_num(n, "alpha_us", w), _get_num(n, "gbps", w)))
+        nics.append(Nic(_int_list(nic, "senders", w), _int_list(nic, "receivers", w),
+                        _get_int(nic, "bandwidth", w, 1), _get_int(nic, "rail", w, 0), _get_num(nic, "alpha_us", w),
+                        _get_num(nic, "gbps", w)))
     topo = Topology(topo.name, topo.ranks, topo.links, switches, nics)
     nodes = _get_int(t, "nodes", "", 1, low=1)
     if nodes > 1:
@@ -259,16 +260,22 @@ def topology_to_dict(topo: Topology) -> dict[str, Any]:
     return out
 
 
+def _spec_table(path: Path, kind: str, other: str) -> tuple[Any, str]:
+    """The one `[kind]` table of a spec file, and the file's text (for the line of a later error)."""
+    data, text = read_toml(path)
+    if kind not in data:
+        raise InputError(str(path), f"no [{kind}] table (is this a {other} spec?)")
+    extra = sorted(set(data) - {kind})
+    if extra:
+        raise _fail(str(path), text, extra[0], f"unknown top-level key (a {kind} file has one [{kind}] table)")
+    return data[kind], text
+
+
 def load_topology(path: Path | str, nodes: int = 1) -> Topology:
     path = Path(path)
-    data, text = read_toml(path)
-    if "topology" not in data:
-        raise InputError(str(path), "no [topology] table (is this a collective spec?)")
-    extra = sorted(set(data) - {"topology"})
-    if extra:
-        raise _fail(str(path), text, extra[0], "unknown top-level key (a topology file has one [topology] table)")
+    table, text = _spec_table(path, "topology", "collective")
     try:
-        topo = topology_from_dict(data["topology"], path.parent)
+        topo = topology_from_dict(table, path.parent)
     except ModelError as e:
         raise _fail(str(path), text, e.where, e.detail) from None
     library.check_composed(topo, nodes)  # --nodes: a command-line error, not one of the file
@@ -277,7 +284,8 @@ def load_topology(path: Path | str, nodes: int = 1) -> Topology:
 
 def resolve_topology(name_or_path: str, nodes: int = 1) -> Topology:
     """A built-in name (`dgx1`, `ring:8`) or a spec file path."""
-    if name_or_path.endswith(".toml") or Path(name_or_path).is_file() and not library.is_builtin_topology(name_or_path):
+    path = Path(name_or_path)
+    if name_or_path.endswith(".toml") or (path.is_file() and not library.is_builtin_topology(name_or_path)):
         return load_topology(name_or_path, nodes)
     return library.topology(name_or_path, nodes)
 
@@ -363,14 +371,9 @@ def spec_to_dict(spec: library.CollectiveSpec) -> dict[str, Any]:
 def load_collective(path: Path | str, ranks: int | None = None, root: int | None = None,
                     chunks: int = 1) -> Collective:
     path = Path(path)
-    data, text = read_toml(path)
-    if "collective" not in data:
-        raise InputError(str(path), "no [collective] table (is this a topology spec?)")
-    extra = sorted(set(data) - {"collective"})
-    if extra:
-        raise _fail(str(path), text, extra[0], "unknown top-level key (a collective file has one [collective] table)")
+    table, text = _spec_table(path, "collective", "topology")
     try:
-        return collective_from_dict(data["collective"], ranks, root, chunks)
+        return collective_from_dict(table, ranks, root, chunks)
     except ModelError as e:
         raise _fail(str(path), text, e.where, e.detail) from None
 

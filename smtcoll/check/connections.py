@@ -1,4 +1,4 @@
-"""Connections: one FIFO per (sender, receiver, channel), matched purely by order (docs/msccl-xml.md 1.11).
+"""Connections: one FIFO per (sender, receiver, channel), matched purely by order (docs/msccl-format.md, "Connections").
 
 For every channel below `nchannels`, a thread block with a send peer p registers (me -> p, chan) and one
 with a receive peer q registers (q -> me, chan). The k-th sending transmission of the sending thread block

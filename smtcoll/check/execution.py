@@ -1,6 +1,6 @@
 """Executing a program on abstract chunks: deadlocks, races, read-before-write, double counting, final memory.
 
-One pipeline iteration is enough (iterations touch disjoint slices of every chunk, msccl-xml.md 1.12).
+One pipeline iteration is enough (iterations touch disjoint slices of every chunk, docs/msccl-format.md, "Pipelining").
 Every thread block runs its transmissions in order; a transmission first waits for its dependencies
 (flags, see `transmissions.py`), then moves its `cnt` chunks one piece at a time through the FIFO of its
 connections. The worst case of the runtime's splitting is assumed: one FIFO message per chunk.
@@ -9,7 +9,7 @@ Why one simulation decides deadlock for every schedule: each thread block is det
 condition it waits for (a flag reaching a value, a message in a FIFO, a free FIFO slot) stays true once
 true until that same thread block acts. The system is therefore confluent: if some order of execution
 blocks forever, every maximal order does. The FIFOs are bounded (capacity in messages: Simple 2, LL and
-LL128 8, msccl-xml.md 1.11); more capacity can only unblock, so when the bounded run deadlocks the run is
+LL128 8, docs/msccl-format.md, "Connections"); more capacity can only unblock, so when the bounded run deadlocks the run is
 repeated with unbounded FIFOs to tell the two kinds apart.
 
 Races are decided by happens-before over all schedules, not by the order this simulation happened to

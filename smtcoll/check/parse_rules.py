@@ -1,4 +1,4 @@
-"""The parse-time rules of both MSCCL runtimes (docs/msccl-xml.md 1.3-1.10), per runtime.
+"""The parse-time rules of both MSCCL runtimes (docs/msccl-format.md, "Elements" / "Buffers and chunk geometry" / "In place and out of place" / "Step types" / "Dependencies"), per runtime.
 
 Each rule yields a `Finding` whose `rejects` names the runtimes that refuse the file (`parse-rule`), or,
 for what the runtimes accept but then execute wrongly (channel 32, peers out of range, `depid` > 127,

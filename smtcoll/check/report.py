@@ -1,6 +1,6 @@
 """The checker's result for one file: a verdict, violations with their place, and metrics.
 
-`Report.to_json()` is the stable contract of `smtcoll verify --format json` (DESIGN.md):
+`Report.to_json()` is the stable contract of `smtcoll verify --format json` (docs/verify.md):
 `{"file", "verdict", "format", "collective", "ranks", "runtimes", "violations": [{"code", "severity",
 "message", "where"}], "metrics", "time"}`. `format` names the input format read; `time` is None or
 `{"claimed", "verified", "alpha_beta", "bound"}`, each None or `{"value", "unit", "model"}` (docs/verify.md).
@@ -8,11 +8,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import attrs
 
 from smtcoll.vocabulary import Severity, Verdict
+
+# Typed converters (a plain `converter=tuple` loses the element type for the type checker).
+def _violations(items: Iterable[Violation]) -> tuple[Violation, ...]:
+    return tuple(items)
+
+
+def _where(items: Mapping[str, Any]) -> dict[str, Any]:
+    return dict(items)
+
 
 # Order of the keys of a place, as they are printed.
 PLACE_KEYS = ("mode", "gpu", "tb", "step", "send", "line")
@@ -26,7 +36,7 @@ class Violation:
     code: str
     message: str
     severity: Severity = "error"
-    where: dict[str, Any] = attrs.field(factory=dict, converter=dict)
+    where: dict[str, Any] = attrs.field(factory=dict, converter=_where)
 
     def place(self) -> str:
         parts = [f"{k} {self.where[k]}" for k in PLACE_KEYS if k in self.where]
@@ -47,8 +57,8 @@ class Report:
     collective: str | None = None
     ranks: int | None = None
     runtimes: dict[str, bool] | None = None
-    violations: tuple[Violation, ...] = attrs.field(default=(), converter=tuple)
-    metrics: dict[str, Any] = attrs.field(factory=dict, converter=dict)
+    violations: tuple[Violation, ...] = attrs.field(default=(), converter=_violations)
+    metrics: dict[str, Any] = attrs.field(factory=dict, converter=_where)
     unusable: bool = False
     format: str | None = None
     time: dict[str, Any] | None = None

@@ -25,7 +25,7 @@ from typing import Any
 
 from smtcoll.check.report import Report, Violation
 from smtcoll.model import Topology
-from smtcoll.model.timed import BoundFn, Limit, Quantity, TimedSchedule, Transfer, group_gbps
+from smtcoll.model.timed import BoundFn, Limit, Quantity, TimedSchedule, group_gbps
 
 MAX_LISTED = 20
 CLAIM_TOLERANCE = 0.01  # a claim within 1% of the verified time is accepted
@@ -127,15 +127,15 @@ def _replay(ts: TimedSchedule, valid: list[int], out: _Out) -> dict[tuple[int, i
             have[(r, coll.address[c] // group)] += 1.0
         for time, kind, i in events:
             t = ts.transfers[i]
-            held = (t.src, t.chunk // group)
+            key = (t.src, t.chunk // group)
             if kind == 1:
-                have[held] -= t.volume
-                if have[held] < -VOLUME_EPS:
-                    what = f"chunk {t.chunk}" if group == 1 else f"chunks {held[1] * group}..{held[1] * group + group - 1}"
+                have[key] -= t.volume
+                if have[key] < -VOLUME_EPS:
+                    what = f"chunk {t.chunk}" if group == 1 else f"chunks {key[1] * group}..{key[1] * group + group - 1}"
                     out.add("not-held", f"rank {t.src} sends volume {_fmt(t.volume)} of chunk {t.chunk} at "
-                                        f"{_fmt(t.start)} {ts.unit} but holds only {_fmt(have[held] + t.volume)} of "
+                                        f"{_fmt(t.start)} {ts.unit} but holds only {_fmt(have[key] + t.volume)} of "
                                         f"{what} by then", t.place)
-                    have[held] = 0.0
+                    have[key] = 0.0
             else:
                 key = (t.dst, t.chunk)
                 # the destination keeps what it needs (a sink); only the rest can be forwarded
@@ -240,7 +240,7 @@ def _capacity(ts: TimedSchedule, valid: list[int]) -> list[tuple[Limit, tuple[st
             per: dict[int, float] = defaultdict(float)
             first: dict[int, int] = {}
             for s, _, amount, i in items:
-                k = int(round(s))
+                k = round(s)
                 per[k] += amount
                 first.setdefault(k, i)
             keys = sorted(per)
@@ -324,8 +324,8 @@ def alpha_beta_replay(ts: TimedSchedule) -> Quantity | None:
     if timing is None:
         return None
     group_beta = []
-    for g in topo.switches:
-        rate = group_gbps(topo, g)
+    for grp in topo.switches:
+        rate = group_gbps(topo, grp)
         group_beta.append(ts.chunk_bytes / (rate * 1e3) if rate else 0.0)
     ready: dict[tuple[int, int], float] = {}
     for r, c in coll.pre:

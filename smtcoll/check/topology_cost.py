@@ -69,7 +69,7 @@ def apply_sharing(metrics: dict[str, Any], topo: Topology, load: dict[tuple[int,
     est = metrics.get("estimate")
     if est is None or est.get("unit") != "us":
         return
-    groups = []
+    groups: list[dict[str, Any]] = []
     for g, grp in enumerate(topo.switches):
         used = [(s, d) for (s, d) in load if s in grp.srcs and d in grp.dsts]
         chunks = sum(load[x][0] for x in used)

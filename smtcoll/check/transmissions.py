@@ -1,6 +1,6 @@
 """What the runtime's parser makes of a thread block: its transmissions, exactly as the interpreter runs them.
 
-The parser (msccl_parser.cc, docs/msccl-xml.md 1.10) drops nops but gives their `depid/deps` to the next
+The parser (msccl_parser.cc, docs/msccl-format.md, "Dependencies") drops nops but gives their `depid/deps` to the next
 transfer, fuses runs of `re` steps with the same destination and source buffer into one multi-source
 reduction (keeping the last step's `cnt` and `hasdep`), and the interpreter numbers transmissions with its
 own counter: +1 per transmission, + (dependencies - 1), + (fused reductions - 1). A `hasdep` transmission

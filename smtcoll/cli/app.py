@@ -12,7 +12,7 @@ from typing import Annotated, Any
 
 import typer
 
-from smtcoll import __version__
+from smtcoll._version import __version__
 from smtcoll.cli.options import Format  # noqa: F401  (re-exported: commands import it from here)
 from smtcoll.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_UNUSABLE, InternalError, MemoryLimit, SmtcollError
 

@@ -100,7 +100,8 @@ def sweep_command(
                         ("--gbps-per-unit", gbps_per_unit)):
         if value is not None and value <= 0:
             raise ModelError(name, f"must be > 0, got {value}")
-    for name, ivalue, low in (("--max-chunks", max_chunks, 1), ("--max-steps", max_steps, 1), ("--workers", workers, 1)):
+    for name, ivalue, low in (("--max-chunks", max_chunks, 1), ("--max-steps", max_steps, 1),
+                              ("--workers", workers, 1)):
         if ivalue is not None and ivalue < low:
             raise ModelError(name, f"must be >= {low}, got {ivalue}")
     if scheduler is not None and scheduler_file is not None:

@@ -32,8 +32,9 @@ from smtcoll.cli.options import (
 )
 from smtcoll.cli.progress import solver_progress
 from smtcoll.errors import ModelError, NotVerified, NotWritten, OutputError, TooLarge
-from smtcoll.lower import CannotLower, LowerOptions, RejectedSchedule
 from smtcoll.formats import save_schedule
+from smtcoll.lower import CannotLower, LowerOptions, RejectedSchedule
+from smtcoll.lower import CannotLower, LowerOptions, RejectedSchedule
 from smtcoll.model import Schedule
 from smtcoll.text import count
 
@@ -41,6 +42,12 @@ if TYPE_CHECKING:
     from smtcoll.synth.result import SynthResult
 
 EXIT = {"found": 0, "infeasible": 1, "timeout": 3}
+
+
+class Method(str, enum.Enum):
+    auto = "auto"
+    exact = "exact"
+    scale = "scale"
 
 
 class Strategy(str, enum.Enum):
@@ -95,6 +102,10 @@ def synth(
                                                  "the pruned points and the lower bounds")] = None,
     prove: Annotated[Optional[Path], typer.Option(metavar="DIR", help="write certificates of every claim the result "
                                                   "rests on into DIR (re-check: smtcoll proof check)")] = None,
+    method: Annotated[Method, typer.Option(metavar="auto|exact|scale", help="least-steps: exact (the SMT search), "
+                                           "scale (the large-instance engine: seconds, with its gap to the bound) "
+                                           "or auto (the engine, then the exact search up to 16 ranks)")
+                      ] = Method.auto,
     force: ForceOpt = False,
     fmt: FormatOpt = Format.text,
 ) -> None:
@@ -152,8 +163,10 @@ def synth(
                 result = strategies.instance(topo, base, steps, rounds, chunks, timeout, progress,
                                              max_memory_mb=memory)
             elif chosen is Strategy.least_steps:
-                result = strategies.least_steps(topo, base, rounds, chunks, max_steps, timeout, progress,
-                                                max_memory_mb=memory)
+                from smtcoll.synth.scale import run
+
+                result = run.least_steps(topo, base, method.value, rounds, chunks, max_steps, timeout, progress,
+                                         max_memory_mb=memory)
             else:
                 result = strategies.pareto(topo, base, max_chunks, max_steps, timeout, progress,
                                            max_memory_mb=memory)
@@ -276,13 +289,17 @@ def _text(result: SynthResult, topo: str, coll: str, output: Path | None) -> Non
              "accepted by the checker")
     else:
         echo(f"{result.status}: {result.message}")
+    if result.method != "exact":
+        echo(f"method: {result.method}")
     if result.optimal.get("why") and "steps" in result.optimal:
         echo(f"optimal: {count(result.optimal['steps'], 'step')} ({result.optimal['why']})")
+    elif result.gap:
+        echo(f"gap to the lower bound: {count(result.gap['gap_steps'], 'step')}, {count(result.gap['gap_rounds'], 'round')}")
     if lb["steps"] is None:  # answered before any bound: the reachability witness is the message
         echo(f"{count(len(result.attempts), 'solver call')}, {result.seconds:.2f} s")
         return
-    echo(f"lower bounds: {count(lb['steps'], 'step')} ({lb['steps_why']}); rounds/chunk >= {lb['rounds_per_chunk_exact']} "
-         f"({lb['rounds_per_chunk_why']})")
+    echo(f"lower bounds: {count(lb['steps'], 'step')} with any rounds ({lb['steps_why']}); "
+         f"{count(lb['rounds'], 'round')}, rounds/chunk >= {lb['rounds_per_chunk_exact']} ({lb['rounds_why']})")
     if result.strategy == "pareto":
         unproved = " (found so far, not proved complete)" if result.status != "found" else ""
         echo(f"Pareto frontier{unproved} (steps, rounds, chunks, rounds/chunk):" if result.points

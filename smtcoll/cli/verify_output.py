@@ -10,7 +10,7 @@
 - `sarif`: SARIF 2.1.0, the format of GitHub code scanning (`github/codeql-action/upload-sarif`) and of
   most static-analysis viewers.
 
-The JSON format is `Report.to_json()` (DESIGN.md). Every format is deterministic: no times, no dates.
+The JSON format is `Report.to_json()` (docs/verify.md). Every format is deterministic: no times, no dates.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from typing import Any, Callable, Sequence
 
 import attrs
 
-from smtcoll import __version__
+from smtcoll._version import __version__
 from smtcoll.check.report import Report, Violation
 
 # Characters XML 1.0 cannot carry even escaped (control characters other than tab, newline, return).
@@ -130,7 +130,8 @@ def time_lines(r: Report) -> list[str]:
             out.append("  time: " + "; ".join(parts))
     est = r.metrics.get("estimate")
     if est and est.get("limited_by"):
-        out.append(f"  estimate limited by {est['limited_by']} (links alone: {est['link_only_time']:.6g} {est['unit']})")
+        out.append(f"  estimate limited by {est['limited_by']} "
+                   f"(links alone: {est['link_only_time']:.6g} {est['unit']})")
     links = r.metrics.get("links")
     if isinstance(links, list) and links:
         top = sorted(links, key=lambda x: (-x.get("chunks", 0), x.get("src", 0), x.get("dst", 0)))[:3]

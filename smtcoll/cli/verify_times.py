@@ -31,7 +31,7 @@ def lower_bound(topo: Topology, coll: Collective, chunk_bytes: float) -> dict[st
         parts.append(receive_bound(topo, coll, flow_network(topo)))
     rounds = best_rounds(*parts)
     out_addrs = max(len({coll.address[c] for c in s}) for s in coll.post_sets)
-    b = time_bound(topo, coll, steps, rounds, int(round(chunk_bytes * out_addrs)))
+    b = time_bound(topo, coll, steps, rounds, round(chunk_bytes * out_addrs))
     if b.value is None:
         return None
     return {"value": b.value, "unit": b.unit,

@@ -139,7 +139,7 @@ def read_taccl(data: dict, collective: Collective, topology: Topology | None, na
     index: Counter[tuple[int, int, float]] = Counter()
     transfers: list[Transfer] = []
     limits: dict[str, Limit] = {}
-    for c, s, d, t, link, place in raw:
+    for c, s, d, t, _link, place in raw:
         address = collective.address[c] if 0 <= c < collective.chunks else c
         if (s, d) in ib:
             k, pos = batch[(s, d, t)], index[(s, d, t)]

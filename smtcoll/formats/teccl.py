@@ -26,6 +26,7 @@ topology; each of its two legs takes half the link's alpha and its full rate.
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from typing import Any
@@ -128,7 +129,7 @@ def read_teccl(data: dict, topology: Topology | None, name: str = "") -> TimedSc
     findings: list[Finding] = []
     ids: set[int] = set()
     switches: set[int] = set()
-    for (c, s, i, j, _, _, via), _ in parsed:
+    for (_c, s, i, j, _, _, via), _ in parsed:
         ids.update((i, j, *via))
         switches.update(via)
         if s is not None:
@@ -201,10 +202,10 @@ def read_teccl(data: dict, topology: Topology | None, name: str = "") -> TimedSc
             return
         nodes = [i, *via, j]
         through = (ri, rj) if via and all(w in switch_nodes for w in via) else None
-        hops = [(ri, rj)] if through else [(rank_of[u], rank_of[v]) for u, v in zip(nodes, nodes[1:])]
+        hops = [(ri, rj)] if through else [(rank_of[u], rank_of[v]) for u, v in itertools.pairwise(nodes)]
         uses, epoch = [], k
         end = k
-        for leg, (u, v) in enumerate(zip(nodes, nodes[1:])):
+        for _leg, (u, v) in enumerate(itertools.pairwise(nodes)):
             p = params(u, v, through)
             if p is None:  # no such link: `missing-link` is reported by the checker; no timing
                 end = epoch
@@ -231,7 +232,7 @@ def read_teccl(data: dict, topology: Topology | None, name: str = "") -> TimedSc
         coll = library.collective("alltoall", ranks)
         if not demands:
             raise TecclError(paths_key, "an AlltoAll (LP) file needs its path map to account for volumes")
-        for (d, c, s, _), key, value in demands:
+        for (d, _c, s, _), key, value in demands:
             if d not in rank_of or s not in rank_of:
                 raise TecclError(f"{paths_key}.{key}", "names a node that is not a rank")
             chunk = rank_of[s] * ranks + rank_of[d]

@@ -30,7 +30,7 @@ VERSION = 1
 KEYS = {"format", "version", "name", "collective", "ranks", "root", "chunks", "topology", "unit", "chunk_bytes",
         "claimed_time", "transfers"}
 US_PER = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}
-UNITS = sorted(US_PER) + ["rounds", "cycles"]
+UNITS = [*sorted(US_PER), "rounds", "cycles"]
 COLUMNS = ("chunk", "src", "dst", "start", "end")
 MAX_TRANSFERS = 5_000_000
 _META = re.compile(r"^#\s*([A-Za-z_]+)\s*:\s*(.*)$")

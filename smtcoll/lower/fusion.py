@@ -45,6 +45,8 @@ def fuse(ops: list[LOp], capacity: int) -> list[LOp]:
         if not later or later[0].type != "s" or later[0].time[0] != step + 1:
             continue
         fwd = later[0]
+        if fwd.partner is None or fwd.partner.dst is None:
+            continue  # a send always has its receive (storage pairs them); nothing to fuse otherwise
         first = min(arrivals.get((fwd.send, step + 1, fwd.partner.dst), []), key=lambda x: x.time, default=None)
         if first is not fwd.partner:
             continue  # it arrives early, so it must stay the first of that step's arrivals at that location
@@ -60,6 +62,7 @@ def fuse(ops: list[LOp], capacity: int) -> list[LOp]:
     dropped: set[int] = set()
     for (rank, p), q in sorted(send_pair.items()):
         for recv, fwd in candidates[(rank, p, q)]:
+            assert recv.dst is not None  # candidates are receives into a location
             key = (recv.rank, recv.dst)
             others = [x for x in reads[key] if x is not fwd and x.time > recv.time]
             others += [w for w in writes[key] if w.time > recv.time]

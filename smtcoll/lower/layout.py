@@ -1,4 +1,6 @@
-"""Where a collective's chunks live in the MSCCL buffers of each rank (msccl-xml.md 1.6-1.7).
+"""Where a collective's chunks live in the MSCCL buffers of each rank.
+
+docs/msccl-format.md, "Buffers and chunk geometry" and "In place and out of place", has the runtimes' rules.
 
 A schedule's collective is matched, up to a renaming of its addresses, against the built-in collectives
 whose chunk geometry the runtimes define (allgather, alltoall, reducescatter, allreduce, broadcast,

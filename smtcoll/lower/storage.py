@@ -17,7 +17,8 @@ from smtcoll.model import Schedule
 
 
 class Aliasing:
-    """Physical location of a base-level (buffer, index) on a rank in one mode (msccl-xml.md 1.7)."""
+    """Physical location of a base-level (buffer, index) on a rank in one mode (docs/msccl-format.md,
+    "In place and out of place")."""
 
     def __init__(self, layout: Layout) -> None:
         self.kind, self.split = layout.kind, layout.nchunks // layout.ranks if layout.nchunks % layout.ranks == 0 else 0
@@ -104,9 +105,9 @@ def plan(schedule: Schedule, layout: Layout, items: list[Transfer], modes: list[
         for x, send in zip(here, sends):
             key = (x.dst, x.addr)
             dst = home_of(key)
-            kind, src = ("rrc", cur[key]) if x.action == "add" else ("r", None)
+            kind, reduced = ("rrc", cur[key]) if x.action == "add" else ("r", None)
             # receives follow the order their messages are sent in (one FIFO per connection)
-            recv = LOp(x.dst, (t, 2, *send.time), kind, -1, x.src, src, dst, partner=send)
+            recv = LOp(x.dst, (t, 2, *send.time), kind, -1, x.src, reduced, dst, partner=send)
             send.partner = recv
             ops.append(recv)
             cur[key] = dst
@@ -116,11 +117,11 @@ def plan(schedule: Schedule, layout: Layout, items: list[Transfer], modes: list[
         if key in at_out:
             continue
         r = key[0]
-        src = cur.get(key)
-        if src is None:
+        held = cur.get(key)
+        if held is None:
             raise CannotLower(f"rank {r} never holds address {key[1]} (the schedule checker should have said so)")
-        if not all(alias.phys(m, r, src) == alias.phys(m, r, out_loc[key]) for m in modes):
-            ops.append(_copy(r, (steps, 3, seq[(r, 1)]), src, out_loc[key]))
+        if not all(alias.phys(m, r, held) == alias.phys(m, r, out_loc[key]) for m in modes):
+            ops.append(_copy(r, (steps, 3, seq[(r, 1)]), held, out_loc[key]))
             seq[(r, 1)] += 1
     return ops
 

@@ -41,7 +41,8 @@ def assign_tbs(ops: list[LOp]) -> dict[int, list[tuple[Tb, list[LOp]]]]:
             per_channel = Counter(t.instance for t in tbs if peer_of(t) >= 0)
             if per_channel and max(per_channel.values()) > MAX_TBS_PER_CHANNEL:
                 raise CannotLower(f"rank {rank} would {direction} on {max(per_channel.values())} connections in one "
-                                  f"channel; the runtimes allow {MAX_TBS_PER_CHANNEL} {direction} thread blocks per channel")
+                                  f"channel; the runtimes allow {MAX_TBS_PER_CHANNEL} {direction} thread blocks "
+                                  "per channel")
         ordered = sorted(tbs, key=lambda t: (t.instance, t.send < 0, t.send, t.recv, t.local))
         listing = []
         for i, tb in enumerate(ordered):

@@ -12,6 +12,10 @@ from smtcoll.errors import ModelError
 Relation = tuple[tuple[int, int], ...]  # sorted (rank, chunk) pairs
 
 
+def _ints(items: Iterable[int]) -> tuple[int, ...]:
+    return tuple(items)
+
+
 def _relation(pairs: Iterable[tuple[int, int]]) -> Relation:
     return tuple(sorted({(int(r), int(c)) for r, c in pairs}))
 
@@ -30,7 +34,7 @@ class Collective:
     chunks: int
     pre: Relation = attrs.field(converter=_relation)
     post: Relation = attrs.field(converter=_relation)
-    address: tuple[int, ...] = attrs.field(converter=tuple)
+    address: tuple[int, ...] = attrs.field(converter=_ints)
     root: int | None = None
     chunk_factor: int = 1
 

@@ -7,13 +7,17 @@ format's own time unit and cost model; `smtcoll/check/timed.py` judges it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal
 
 import attrs
 
 from smtcoll.model.collective import Collective
 from smtcoll.model.topology import SwitchGroup, Topology
+
+
+def _dict(items: Mapping[str, Any]) -> dict[str, Any]:
+    return dict(items)
 
 
 def _tuple(items: Iterable) -> tuple:
@@ -55,7 +59,7 @@ class Transfer:
     dst: int
     start: float
     end: float
-    place: dict[str, Any] = attrs.field(factory=dict, converter=dict)
+    place: dict[str, Any] = attrs.field(factory=dict, converter=_dict)
     volume: float = 1.0
     hops: tuple[tuple[int, int], ...] = attrs.field(default=(), converter=_tuple)
     uses: tuple[Use, ...] = attrs.field(default=(), converter=_tuple)
@@ -88,7 +92,7 @@ class Finding:
     code: str
     message: str
     severity: Literal["error", "warning", "info"] = "error"
-    where: dict[str, Any] = attrs.field(factory=dict, converter=dict)
+    where: dict[str, Any] = attrs.field(factory=dict, converter=_dict)
 
 
 @attrs.frozen
@@ -99,8 +103,8 @@ class TimedSchedule:
     `conserve_volume`: a relay forwards what it received and cannot copy it (TE-CCL's AlltoAll LP, where
     the commodity a relay balances is all chunks of one source: `volume_group` = ranks);
     otherwise a rank that holds a chunk may send it any number of times. `claimed` is what the file says
-    its time is, in `unit`; `model_time`, when set,
-    is the time in the format's model computed by the reader. `chunk_bytes`, when known, gives the alpha-beta replay and the lower bound."""
+    its time is, in `unit`; `model_time`, when set, is the time in the format's model computed by the reader.
+    `chunk_bytes`, when known, gives the alpha-beta replay and the lower bound."""
 
     format: str
     model: str

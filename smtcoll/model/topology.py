@@ -28,6 +28,10 @@ def _int(where: str, value: object, low: int, high: int | None = None, what: str
     return value
 
 
+def _ints(items: Iterable[int]) -> tuple[int, ...]:
+    return tuple(items)
+
+
 @attrs.frozen
 class Link:
     """A directed link carrying `bandwidth` chunks per round; optional timing for the α-β model."""
@@ -44,8 +48,8 @@ class Nic:
     """A node's NIC, for composing multi-node topologies: local `senders` send through it, traffic
     arriving through it lands on local `receivers`; NICs reach the NICs of other nodes on the same rail."""
 
-    senders: tuple[int, ...] = attrs.field(converter=tuple)
-    receivers: tuple[int, ...] = attrs.field(converter=tuple)
+    senders: tuple[int, ...] = attrs.field(converter=_ints)
+    receivers: tuple[int, ...] = attrs.field(converter=_ints)
     bandwidth: int = 1
     rail: int = 0
     alpha_us: float | None = None
@@ -56,13 +60,22 @@ class Nic:
 class SwitchGroup:
     """Bounds the total chunks sent from any rank of `srcs` to any rank of `dsts` per round."""
 
-    srcs: tuple[int, ...] = attrs.field(converter=tuple)
-    dsts: tuple[int, ...] = attrs.field(converter=tuple)
+    srcs: tuple[int, ...] = attrs.field(converter=_ints)
+    dsts: tuple[int, ...] = attrs.field(converter=_ints)
     bandwidth: int = 1
     name: str = ""
 
 
-def _tuple(items: Iterable) -> tuple:
+# Typed converters (a plain `converter=tuple` loses the element type for the type checker).
+def _links(items: Iterable[Link]) -> tuple[Link, ...]:
+    return tuple(items)
+
+
+def _switches(items: Iterable[SwitchGroup]) -> tuple[SwitchGroup, ...]:
+    return tuple(items)
+
+
+def _nics(items: Iterable[Nic]) -> tuple[Nic, ...]:
     return tuple(items)
 
 
@@ -72,9 +85,9 @@ class Topology:
 
     name: str
     ranks: int
-    links: tuple[Link, ...] = attrs.field(converter=_tuple)
-    switches: tuple[SwitchGroup, ...] = attrs.field(default=(), converter=_tuple)
-    nics: tuple[Nic, ...] = attrs.field(default=(), converter=_tuple)
+    links: tuple[Link, ...] = attrs.field(converter=_links)
+    switches: tuple[SwitchGroup, ...] = attrs.field(default=(), converter=_switches)
+    nics: tuple[Nic, ...] = attrs.field(default=(), converter=_nics)
 
     def __attrs_post_init__(self) -> None:
         _int("ranks", self.ranks, 1, what="a topology needs at least one rank")

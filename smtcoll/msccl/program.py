@@ -7,6 +7,7 @@ the value the runtimes would read (`strtol(s, NULL, 0)` truncated to `int`); a m
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import attrs
@@ -25,6 +26,31 @@ from smtcoll.msccl.runtime import (  # noqa: F401
 STEP_ATTRS = ("s", "type", "srcbuf", "srcoff", "dstbuf", "dstoff", "cnt", "depid", "deps", "hasdep")
 
 
+# Typed converters (a plain `converter=tuple` loses the element type for the type checker).
+def _ops(items: Iterable[Op]) -> tuple[Op, ...]:
+    return tuple(items)
+
+
+def _tbs(items: Iterable[ThreadBlock]) -> tuple[ThreadBlock, ...]:
+    return tuple(items)
+
+
+def _gpus(items: Iterable[Gpu]) -> tuple[Gpu, ...]:
+    return tuple(items)
+
+
+def _strs(items: Iterable[str]) -> tuple[str, ...]:
+    return tuple(items)
+
+
+def _str_set(items: Iterable[str]) -> frozenset[str]:
+    return frozenset(items)
+
+
+def _where(items: Mapping[str, Any]) -> dict[str, Any]:
+    return dict(items)
+
+
 @attrs.frozen
 class Finding:
     """A fact found while reading or checking the rules of the runtimes.
@@ -34,8 +60,8 @@ class Finding:
 
     code: str
     message: str
-    where: dict[str, Any] = attrs.field(factory=dict, converter=dict)
-    rejects: frozenset[str] = attrs.field(default=frozenset(), converter=frozenset)
+    where: dict[str, Any] = attrs.field(factory=dict, converter=_where)
+    rejects: frozenset[str] = attrs.field(default=frozenset(), converter=_str_set)
     severity: str = "error"
 
 
@@ -75,7 +101,7 @@ class ThreadBlock:
     send: int | None
     recv: int | None
     chan: int | None
-    steps: tuple[Op, ...] = attrs.field(converter=tuple)
+    steps: tuple[Op, ...] = attrs.field(converter=_ops)
     line: int = 0
 
 
@@ -85,7 +111,7 @@ class Gpu:
     i_chunks: int | None
     o_chunks: int | None
     s_chunks: int | None
-    tbs: tuple[ThreadBlock, ...] = attrs.field(converter=tuple)
+    tbs: tuple[ThreadBlock, ...] = attrs.field(converter=_tbs)
     line: int = 0
     copies: int = 0  # TACCL/TE-CCL `<copy>` children: no runtime executes them
 
@@ -106,9 +132,9 @@ class Program:
     max_bytes: int | None
     nthreads: int | None
     redop: str | None
-    gpus: tuple[Gpu, ...] = attrs.field(converter=tuple)
+    gpus: tuple[Gpu, ...] = attrs.field(converter=_gpus)
     line: int = 1
-    attributes: tuple[str, ...] = attrs.field(default=(), converter=tuple)  # names present on <algo>
+    attributes: tuple[str, ...] = attrs.field(default=(), converter=_strs)  # names present on <algo>
 
     @property
     def steps(self) -> int:

@@ -22,6 +22,7 @@ import os
 import re
 import xml.parsers.expat
 import xml.sax
+from collections.abc import Iterable
 from typing import Any
 
 import attrs
@@ -76,12 +77,16 @@ class Limits:
                 f"(smtcoll verify {option} N)")
 
 
+def _findings(items: Iterable[Finding]) -> tuple[Finding, ...]:
+    return tuple(items)
+
+
 @attrs.frozen
 class ReadResult:
     """The program as the runtimes would see it, and what the reader found on the way."""
 
     program: Program
-    findings: tuple[Finding, ...] = attrs.field(converter=tuple)
+    findings: tuple[Finding, ...] = attrs.field(converter=_findings)
     size: int = 0
 
 

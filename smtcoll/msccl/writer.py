@@ -1,4 +1,6 @@
-"""`Program` -> MSCCL XML text that the hand-written readers of both runtimes accept (msccl-xml.md 1.2).
+"""`Program` -> MSCCL XML text that the hand-written readers of both runtimes accept.
+
+docs/msccl-format.md, "Reading rules", lists what those readers accept.
 
 The runtimes' readers are not XML parsers: one element per line, attributes on that line separated by
 single spaces, double-quoted values, no `<?xml?>` declaration, no tabs, no entities (they are not
@@ -11,6 +13,7 @@ dialect. Output is deterministic: the same `Program` gives the same text.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from smtcoll.errors import ModelError
 from smtcoll.msccl.program import STEP_ATTRS, Op, Program
@@ -25,7 +28,7 @@ def safe_name(name: str) -> str:
     return _SAFE_NAME.sub("_", name)[:MAX_VALUE] or "smtcoll"
 
 
-def _attrs(pairs: list[tuple[str, object]]) -> str:
+def _attrs(pairs: Sequence[tuple[str, object]]) -> str:
     out = []
     for key, value in pairs:
         if value is None:
@@ -52,7 +55,8 @@ def write_program(p: Program) -> str:
             ("minBytes", p.min_bytes), ("maxBytes", p.max_bytes), ("nthreads", p.nthreads), ("redop", p.redop)]
     lines = [f"<algo {_attrs(head)}>"]
     for g in p.gpus:
-        lines.append(f"  <gpu {_attrs([('id', g.id), ('i_chunks', g.i_chunks), ('o_chunks', g.o_chunks), ('s_chunks', g.s_chunks)])}>")
+        sizes = [("id", g.id), ("i_chunks", g.i_chunks), ("o_chunks", g.o_chunks), ("s_chunks", g.s_chunks)]
+        lines.append(f"  <gpu {_attrs(sizes)}>")
         for tb in g.tbs:
             lines.append(f"    <tb {_attrs([('id', tb.id), ('send', tb.send), ('recv', tb.recv), ('chan', tb.chan)])}>")
             lines.extend(f"      {_step(op)}" for op in tb.steps)

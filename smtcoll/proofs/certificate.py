@@ -12,14 +12,15 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from smtcoll import specs
-from smtcoll.files import write_text
 from smtcoll.errors import LimitReached, ModelError, SmtcollError, Wrong
+from smtcoll.files import write_text
 from smtcoll.model import Collective, Topology
 from smtcoll.proofs.claim import Claim
 from smtcoll.proofs.encoding import ENCODER, encode
@@ -131,6 +132,14 @@ def write_certificate(claim: Claim, topology: Topology, collective: Collective, 
 
 # --- checking ------------------------------------------------------------------------------------
 
+def _strs(items: Iterable[str]) -> tuple[str, ...]:
+    return tuple(items)
+
+
+def _runs(items: Iterable[SolverRun]) -> tuple[SolverRun, ...]:
+    return tuple(items)
+
+
 @attrs.frozen
 class CheckResult:
     """`verdict`: ok (the claim holds), error (the certificate does not prove its claim), unusable
@@ -140,8 +149,8 @@ class CheckResult:
     verdict: Verdict
     claim: str = ""
     method: str = ""
-    messages: tuple[str, ...] = attrs.field(default=(), converter=tuple)
-    solvers: tuple[SolverRun, ...] = attrs.field(default=(), converter=tuple)
+    messages: tuple[str, ...] = attrs.field(default=(), converter=_strs)
+    solvers: tuple[SolverRun, ...] = attrs.field(default=(), converter=_runs)
 
     def to_json(self) -> dict[str, Any]:
         return {"file": self.file, "verdict": self.verdict, "claim": self.claim, "method": self.method,
@@ -177,11 +186,11 @@ def check_certificate(path: Path | str, timeout_s: float = DEFAULT_TIMEOUT_S) ->
     notes: list[str] = []
     solvers: list[SolverRun] = []
     try:
-        for key, obj, to_dict in (("topology", topo, specs.topology_to_dict),
-                                  ("collective", coll, specs.collective_to_dict)):
+        for key, explicit in (("topology", specs.topology_to_dict(topo)),
+                              ("collective", specs.collective_to_dict(coll))):
             if data.get(f"{key}_sha256") != sha256_json(data[key]):
                 raise _Wrong(f"the {key} does not match {key}_sha256 (edited {key} or hash)")
-            if sha256_json(to_dict(obj)) != data[f"{key}_sha256"]:
+            if sha256_json(explicit) != data[f"{key}_sha256"]:
                 raise _Wrong(f"the {key} is not in the explicit form smtcoll writes (it does not round-trip)")
         if topo.ranks != coll.ranks:
             raise _Wrong(f"the collective has {coll.ranks} ranks but the topology has {topo.ranks}")
@@ -218,6 +227,8 @@ def _check_bound(witness: Any, claim: Claim, topo: Topology, coll: Collective) -
         value = bounds.check_witness(kind, witness, topo, coll)
     except ModelError as e:
         raise _Wrong(f"the witness does not check: {e}") from None
+    if value is None:
+        raise _Wrong(f"the {kind} witness proves no bound")
     if value != witness.get("value") and not (value >= 10**9 and witness.get("value") is None):
         raise _Wrong(f"the {kind} witness proves {value}, but the certificate records {witness.get('value')}")
     unit = "step(s)" if kind == "steps" else "round(s)"
@@ -255,8 +266,7 @@ def _check_smt(cert_path: Path, smt: Any, claim: Claim, topo: Topology, coll: Co
         raise _Wrong(f"the formula {smt['file']} is not the encoding of this claim ({ENCODER} regenerates a "
                      "different formula from the certificate's topology, collective and claim)")
     notes = [f"{smt['file']} is the encoding of the claim ({ENCODER}), sha256 matches"]
-    for v in solve_all(smt_path, timeout_s):
-        solvers.append(v)
+    solvers.extend(solve_all(smt_path, timeout_s))
     for v in solvers:
         if v.verdict == "error":
             raise _Unusable(f"{v.solver} could not run: {v.reason}")

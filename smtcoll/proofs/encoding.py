@@ -18,7 +18,8 @@ repeated arrival can only be a no-op copy or a double count), so one Boolean per
 
 The checker takes a combining step's arrivals at a rank and address in send order, and whether one
 double counts depends on that order; the formula says "SOME order is accepted" (four rules, proved
-equivalent in docs/proofs.md and tested exhaustively), and `decode` emits such an order. Output is deterministic: the same input gives the same bytes.
+equivalent in docs/proofs.md and tested exhaustively), and `decode` emits such an order. Output is
+deterministic: the same input gives the same bytes.
 """
 
 from __future__ import annotations
@@ -259,7 +260,8 @@ def _capacity(enc: Encoding, out: list[str], family: Callable[[str], None]) -> N
             return _sum([f"(ite {enc.round_var(t, j)} {bw} 0)" for j in range(1, R + 1)])
 
         family(f"round budget: at most {R} rounds over all steps")
-        out.append(f"(assert (<= {_sum([f'(ite {enc.round_var(t, j)} 1 0)' for t in range(1, S + 1) for j in range(1, R + 1)])} {R}))")
+        used = [f"(ite {enc.round_var(t, j)} 1 0)" for t in range(1, S + 1) for j in range(1, R + 1)]
+        out.append(f"(assert (<= {_sum(used)} {R}))")
 
         family("link bandwidth: a link carries at most bandwidth * rounds chunks in a step")
         for t in range(1, S + 1):

@@ -47,7 +47,8 @@ def solve_z3(path: Path, timeout_s: float) -> SolverRun:
         solver.from_file(str(path))
         result = solver.check()
     except z3.Z3Exception as e:
-        return SolverRun("z3", z3.get_version_string(), "error", time.perf_counter() - start, f"z3 rejects the file: {e}")
+        return SolverRun("z3", z3.get_version_string(), "error", time.perf_counter() - start,
+                         f"z3 rejects the file: {e}")
     answer: SolverAnswer = "sat" if result == z3.sat else "unsat" if result == z3.unsat else "unknown"
     reason = solver.reason_unknown() if answer == "unknown" else ""
     return SolverRun("z3", z3.get_version_string(), answer, time.perf_counter() - start, reason)
@@ -74,7 +75,7 @@ def solve_cvc5(path: Path, timeout_s: float) -> SolverRun:
             if command.isNull():
                 break
             output += command.invoke(solver, symbols)
-    except Exception as e:  # noqa: BLE001  (cvc5 raises its own RuntimeError subclasses for bad input)
+    except Exception as e:
         return SolverRun("cvc5", version, "error", time.perf_counter() - start, f"cvc5 rejects the file: {e}")
     words = output.split()
     last = words[-1] if words else ""

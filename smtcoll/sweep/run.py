@@ -155,7 +155,7 @@ def run_tasks(tasks: Sequence[Task], limits: Limits, where: Where, cache: Cache,
             t, attempt, reasons = by_future.pop(fut)
             try:
                 res = fut.result()
-            except Exception as e:  # noqa: BLE001  (whatever the task raised on the worker, or KilledWorker)
+            except Exception as e:
                 res = {"status": "failed", "why": _why(e)}
             fut.release()
             if res.get("status") == "ok":
@@ -163,9 +163,9 @@ def run_tasks(tasks: Sequence[Task], limits: Limits, where: Where, cache: Cache,
                 results[t.key()] = res
                 done += 1
             elif attempt < ATTEMPTS:
-                pending.add(submit(t, attempt + 1, reasons + [res.get("why", "unknown")]))
+                pending.add(submit(t, attempt + 1, [*reasons, res.get("why", "unknown")]))
             else:
-                why = reasons + [res.get("why", "unknown")]
+                why = [*reasons, res.get("why", "unknown")]
                 results[t.key()] = {"status": "failed", "why": why[-1], "attempts": why}
                 done += 1
                 failed += 1

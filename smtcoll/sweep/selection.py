@@ -30,7 +30,7 @@ def envelope(lines: Sequence[Line], requested: SizeRange) -> list[tuple[SizeRang
     while True:
         # the first size above `start` where a flatter line is at least as fast as the current one
         switch: int | None = None
-        for i, line in enumerate(lines):
+        for _i, line in enumerate(lines):
             if line.slope >= lines[cur].slope:
                 continue
             cross = (line.fixed - lines[cur].fixed) / (lines[cur].slope - line.slope)

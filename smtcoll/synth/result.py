@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from fractions import Fraction
 from typing import Any, Literal
 
@@ -67,17 +68,29 @@ class Point:
         return out
 
 
+def _attempts(items: Iterable[Attempt]) -> tuple[Attempt, ...]:
+    return tuple(items)
+
+
+def _points(items: Iterable[Point]) -> tuple[Point, ...]:
+    return tuple(items)
+
+
+def _dicts(items: Iterable[dict[str, Any]]) -> tuple[dict[str, Any], ...]:
+    return tuple(items)
+
+
 @attrs.frozen
 class SynthResult:
     status: Status
     schedule: Schedule | None
     strategy: str
     lower_bound: dict[str, Any]
-    attempts: tuple[Attempt, ...] = attrs.field(converter=tuple)
-    points: tuple[Point, ...] = attrs.field(converter=tuple, default=())
-    pruned: tuple[Point, ...] = attrs.field(converter=tuple, default=())
+    attempts: tuple[Attempt, ...] = attrs.field(converter=_attempts)
+    points: tuple[Point, ...] = attrs.field(converter=_points, default=())
+    pruned: tuple[Point, ...] = attrs.field(converter=_points, default=())
     optimal: dict[str, Any] = attrs.field(factory=dict)
-    variants: tuple[dict[str, Any], ...] = attrs.field(converter=tuple, default=())
+    variants: tuple[dict[str, Any], ...] = attrs.field(converter=_dicts, default=())
     message: str = ""
     seconds: float = 0.0
 

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from fractions import Fraction
 
 from smtcoll.check.schedule import check_schedule
-from smtcoll.errors import InternalError, SmtcollError
+from smtcoll.errors import InternalError
 from smtcoll.model import Collective, Schedule, Step, Topology
 from smtcoll.synth.bounds_basic import Bounds, bounds
 from smtcoll.synth.combining import compose, dual_collective, reverse_schedule
