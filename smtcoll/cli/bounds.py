@@ -25,19 +25,23 @@ def bounds_command(
     root: RootOpt = None,
     chunks: ChunksOpt = 1,
     nodes: NodesOpt = 1,
-    size: Annotated[Optional[int], typer.Option(metavar="BYTES", help="bytes of one rank's output buffer, for the time bound",
+    size: Annotated[Optional[int], typer.Option(metavar="BYTES",
+                                                help="bytes of one rank's output buffer, for the time bound",
                                                 min=1)] = None,
     gbps_per_unit: Annotated[Optional[float], typer.Option(
-        "--gbps-per-unit", metavar="GBPS", help="GB/s per unit of link bandwidth (overrides the topology's link speeds)",
+        "--gbps-per-unit", metavar="GBPS",
+        help="GB/s per unit of link bandwidth (overrides the topology's link speeds)",
         min=0.000001)] = None,
-    alpha_us: Annotated[Optional[float], typer.Option("--alpha-us", metavar="US", help="latency per step in microseconds "
+    alpha_us: Annotated[Optional[float], typer.Option("--alpha-us", metavar="US",
+                                                      help="latency per step in microseconds "
                                                       "(overrides the topology's)", min=0.0)] = None,
     lp: Annotated[bool, typer.Option("--lp/--no-lp", metavar="", help="solve the multi-commodity flow LP")] = True,
     max_ranks: Annotated[int, typer.Option("--max-ranks", metavar="N", help="refuse larger topologies (the bounds take "
                                            "about 12 s of CPU at 256 ranks)", min=1)] = MAX_RANKS,
     max_links: Annotated[int, typer.Option("--max-links", metavar="N", help="refuse topologies with more links", min=1)]
     = MAX_LINKS,
-    max_cells: Annotated[int, typer.Option("--max-cells", metavar="N", help="refuse collectives with more ranks x chunks",
+    max_cells: Annotated[int, typer.Option("--max-cells", metavar="N",
+                                           help="refuse collectives with more ranks x chunks",
                                            min=1)] = limits.MAX_CELLS,
     fmt: FormatOpt = Format.text,
 ) -> None:

@@ -9,7 +9,6 @@ import typer
 
 from smtcoll import library, limits, specs
 from smtcoll.cli.app import Format, app, print_json
-from smtcoll.draw import need_matplotlib  # no matplotlib import until it is called
 from smtcoll.cli.options import (
     ChunksOpt,
     DrawOpt,
@@ -19,6 +18,7 @@ from smtcoll.cli.options import (
     RootOpt,
     refuse_overwrite,
 )
+from smtcoll.draw import need_matplotlib  # no matplotlib import until it is called
 from smtcoll.model import Collective, Topology
 from smtcoll.text import count
 

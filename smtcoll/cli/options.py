@@ -14,7 +14,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from smtcoll.errors import OutputError, SmtcollError
+from smtcoll.errors import OutputError
 from smtcoll.files import check_writable
 
 MAX_CHUNKS = 64  # chunks per input: far beyond what any solver call or runtime handles

@@ -21,7 +21,8 @@ app.add_typer(proof_app, name="proof")
 
 @proof_app.command("check")
 def check_command(
-    paths: Annotated[list[Path], typer.Argument(metavar="PATH", help="certificate files (.json) or directories of them")],
+    paths: Annotated[list[Path], typer.Argument(metavar="PATH",
+                                                help="certificate files (.json) or directories of them")],
     timeout: Annotated[float, typer.Option(metavar="SECONDS", min=1.0, max=MAX_TIMEOUT_S,
                                            help="time limit per solver per formula, in seconds")]
     = DEFAULT_TIMEOUT_S,

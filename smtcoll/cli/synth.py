@@ -18,7 +18,6 @@ import typer
 from smtcoll import limits, specs
 from smtcoll.cli.app import Format, app, print_json
 from smtcoll.cli.lower import Protocol, Target
-from smtcoll.draw import need_matplotlib  # no matplotlib import until it is called
 from smtcoll.cli.options import (
     MAX_CHUNKS,
     CollectiveOpt,
@@ -31,9 +30,9 @@ from smtcoll.cli.options import (
     refuse_overwrite,
 )
 from smtcoll.cli.progress import solver_progress
+from smtcoll.draw import need_matplotlib  # no matplotlib import until it is called
 from smtcoll.errors import ModelError, NotVerified, NotWritten, OutputError, TooLarge
 from smtcoll.formats import save_schedule
-from smtcoll.lower import CannotLower, LowerOptions, RejectedSchedule
 from smtcoll.lower import CannotLower, LowerOptions, RejectedSchedule
 from smtcoll.model import Schedule
 from smtcoll.text import count
@@ -70,8 +69,8 @@ def synth(
     rounds: Annotated[Count, typer.Option(metavar="R", min=1, help="rounds R in all (default: one per step)")] = None,
     strategy: Annotated[Optional[Strategy], typer.Option(
         metavar="instance|least-steps|pareto", help="instance (with --steps), least-steps (default) or pareto")] = None,
-    max_steps: Annotated[Count, typer.Option(metavar="S", min=1, help="least-steps/pareto: give up above this many "
-                                                                      "steps (default: lower bound + 2 * ranks)")] = None,
+    max_steps: Annotated[Count, typer.Option(metavar="S", min=1, help="least-steps/pareto: give up above this "
+                                             "many steps (default: lower bound + 2 * ranks)")] = None,
     max_chunks: Annotated[int, typer.Option(metavar="C", min=1, max=MAX_CHUNKS,
                                             help="pareto: the most chunks per input to consider")] = 6,
     timeout: TimeoutOpt = None,
@@ -294,7 +293,8 @@ def _text(result: SynthResult, topo: str, coll: str, output: Path | None) -> Non
     if result.optimal.get("why") and "steps" in result.optimal:
         echo(f"optimal: {count(result.optimal['steps'], 'step')} ({result.optimal['why']})")
     elif result.gap:
-        echo(f"gap to the lower bound: {count(result.gap['gap_steps'], 'step')}, {count(result.gap['gap_rounds'], 'round')}")
+        gap = result.gap
+        echo(f"gap to the lower bound: {count(gap['gap_steps'], 'step')}, {count(gap['gap_rounds'], 'round')}")
     if lb["steps"] is None:  # answered before any bound: the reachability witness is the message
         echo(f"{count(len(result.attempts), 'solver call')}, {result.seconds:.2f} s")
         return

@@ -22,7 +22,7 @@ def draw_pareto(result: SynthResult, title: str, path: Path | str | None = None)
     if points:
         xs = [p.steps for p in points]
         ys = [float(Fraction(p.rounds or 0, p.chunks)) for p in points]
-        ax.step(xs + [xs[-1] + 1], ys + [ys[-1]], where="post", color="#2171b5", lw=1.2, alpha=0.6)
+        ax.step([*xs, xs[-1] + 1], [*ys, ys[-1]], where="post", color="#2171b5", lw=1.2, alpha=0.6)
         ax.plot(xs, ys, "o", color="#2171b5", ms=8, label="Pareto-optimal schedule (found)", zorder=3)
         for p, x, y in zip(points, xs, ys):
             ax.annotate(f"({p.steps}, {p.rounds}, {p.chunks})", (x, y), textcoords="offset points", xytext=(6, 6),

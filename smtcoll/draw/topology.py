@@ -227,7 +227,8 @@ def _multi_node(topo: Topology, node: Topology, styles: dict, legend: dict) -> F
     rails = sorted({n.rail for n in node.nics})
     rail_y = -3.6
     step = min(2.2, gap * nodes / max(1, len(rails)))
-    rail_pos = {rail: ((nodes - 1) * gap / 2 + (k - (len(rails) - 1) / 2) * step, rail_y) for k, rail in enumerate(rails)}
+    rail_pos = {rail: ((nodes - 1) * gap / 2 + (k - (len(rails) - 1) / 2) * step, rail_y)
+                for k, rail in enumerate(rails)}
     for i in range(nodes):
         ox = i * gap
         pos = {i * p + r: (x * width * 0.3 + ox, y * width * 0.3 + 0.15) for r, (x, y) in base.items()}
@@ -248,7 +249,7 @@ def _multi_node(topo: Topology, node: Topology, styles: dict, legend: dict) -> F
                             zorder=0.8)
             legend.setdefault(_label(nic.bandwidth, nic.gbps, "NIC: "), (dict(st, ls="--"), line))
         _nodes(ax, nic_pos, {k: f"nic{k}" for k in nic_pos}, NIC_COLOR, size=0.08, box=True)
-    _nodes(ax, {rail: xy for rail, xy in rail_pos.items()}, {rail: f"rail {rail}" for rail in rail_pos},
+    _nodes(ax, dict(rail_pos), {rail: f"rail {rail}" for rail in rail_pos},
            SWITCH_COLOR, size=0.2, box=True)
     ax.set_title(f"{topo.name}: {nodes} nodes of {node.name} ({p} ranks each), {count(len(node.nics), 'NIC')} per "
                  f"node on {count(len(rails), 'rail')}")
