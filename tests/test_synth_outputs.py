@@ -62,3 +62,36 @@ def test_synth_never_reports_an_xml_file_it_did_not_write(tmp_path, capsys, monk
     assert exit_.value.code == 4 and not xml.exists()
     assert out.startswith("found:") and "written to" not in out and "not written" in err and "does not verify" in err
     assert "Traceback" not in out + err
+
+
+def test_synth_xml_directory_exits_4_when_a_point_cannot_be_written(tmp_path, capsys, monkeypatch):
+    """`--xml DIR`: a lowered program that fails the checker is not written, the schedules of -d are, and the
+    exit code is 4 with the reason (as for `--xml FILE`)."""
+    import json
+
+    import attrs
+    import pytest
+
+    import smtcoll.lower.files as files
+    from smtcoll.cli import app, run_guarded
+
+    real = files.lower
+
+    def broken(schedule, options):  # drop the last step of rank 0's first thread block
+        lowered = real(schedule, options)
+        g = lowered.program.gpus[0]
+        tb = attrs.evolve(g.tbs[0], steps=g.tbs[0].steps[:-1])
+        gpus = (attrs.evolve(g, tbs=(tb, *g.tbs[1:])), *lowered.program.gpus[1:])
+        return attrs.evolve(lowered, program=attrs.evolve(lowered.program, gpus=gpus))
+
+    monkeypatch.setattr(files, "lower", broken)
+    folder = tmp_path / "points"
+    with pytest.raises(SystemExit) as exit_:
+        run_guarded(app, ["synth", "-t", "ring:4", "-c", "allgather", "-d", str(folder), "--xml", str(folder),
+                          "--format", "json"])
+    out, err = capsys.readouterr()
+    data = json.loads(out)
+    assert exit_.value.code == 4 and "not written" in err and "does not verify" in err
+    assert data["xml"]["written"] is False and "does not verify" in data["xml"]["error"]
+    assert not list(folder.glob("*.xml")) and data["files"] == [str(p) for p in sorted(folder.glob("*.json"))]
+    assert data["files"]
