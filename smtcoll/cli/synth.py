@@ -158,8 +158,8 @@ def _text(result: SynthResult, topo: str, coll: str, output: Path | None) -> Non
         echo(f"{result.status}: {result.message}")
     if result.optimal.get("why"):
         echo(f"optimal: {result.optimal['steps']} steps ({result.optimal['why']})")
-    echo(f"lower bounds: {lb['steps']} steps ({lb['steps_why']}); rounds/chunk >= {lb['rounds_per_chunk_exact']} "
-         f"({lb['rounds_per_chunk_why']})")
+    echo(f"lower bounds: {lb['steps']} steps with any rounds ({lb['steps_why']}); {lb['rounds']} rounds, "
+         f"rounds/chunk >= {lb['rounds_per_chunk_exact']} ({lb['rounds_why']})")
     if result.strategy == "pareto":
         echo("Pareto frontier (steps, rounds, chunks, rounds/chunk):" if result.points else "no Pareto point")
         for p in result.points:
