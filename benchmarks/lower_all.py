@@ -24,10 +24,9 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from smtcoll.cli.lower import verify_lowered  # noqa: E402
 from smtcoll.errors import SmtcollError  # noqa: E402
 from smtcoll.formats import load_schedule  # noqa: E402
-from smtcoll.msccl.lower import CannotLower, LowerOptions, RejectedSchedule, lower  # noqa: E402
+from smtcoll.lower import CannotLower, LowerOptions, RejectedSchedule, lower, verify_lowered  # noqa: E402
 from smtcoll.msccl.writer import write_program  # noqa: E402
 
 MODES = ("outofplace", "inplace", "both")

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+EXIT_WRONG = 1
 EXIT_UNUSABLE = 2
 
 
@@ -36,3 +39,16 @@ class InputError(SmtcollError):
         self.path = path
         self.line = line
         self.detail = message
+
+
+class NotVerified(SmtcollError):
+    """A file smtcoll produced fails the independent checker, so it was not written (exit 1).
+
+    `report` is the checker's report and `summary` what the command would have printed."""
+
+    exit_code = EXIT_WRONG
+
+    def __init__(self, message: str, report: Any = None, summary: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.report = report
+        self.summary = summary if summary is not None else {}

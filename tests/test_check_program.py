@@ -427,7 +427,7 @@ def test_custom_collective_with_unused_output_slots_is_not_split(tmp_path):
     it used to be split to fill the output buffer and then failed its own postcondition)."""
     from smtcoll import library
     from smtcoll.model import Collective, Schedule, Send, Step
-    from smtcoll.msccl.lower import LowerOptions, lower
+    from smtcoll.lower import LowerOptions, lower
     from smtcoll.msccl.writer import write_program
 
     coll = Collective("c2", 2, 2, [(0, 0), (0, 1)], [(1, 1)], [0, 1])

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from smtcoll import library
-from smtcoll.cli.verify import check_file
+from smtcoll.check.files import check_file
 from smtcoll.formats import save_schedule
 from smtcoll.model import Link, Schedule, Send, Step, Topology
 

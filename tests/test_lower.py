@@ -15,11 +15,10 @@ from hypothesis import strategies as st
 from random_schedules import accepted_schedules
 from smtcoll import library
 from smtcoll.check.schedule import check_schedule
-from smtcoll.cli.lower import verify_lowered
-from smtcoll.errors import SmtcollError
+from smtcoll.errors import NotVerified, SmtcollError
 from smtcoll.formats import load_schedule, save_schedule
+from smtcoll.lower import CannotLower, LowerOptions, RejectedSchedule, lower, verify_lowered
 from smtcoll.model import Schedule, Send, Step, Topology
-from smtcoll.msccl.lower import CannotLower, LowerOptions, RejectedSchedule, lower
 from smtcoll.msccl.reader import read_program_bytes
 from smtcoll.msccl.writer import write_program
 
@@ -348,9 +347,9 @@ def test_a_program_that_does_not_verify_is_not_written(tmp_path: Path, monkeypat
     MSCCL_ALGO_DIR of the executor is poisoned by one bad file)."""
     import attrs
 
-    import smtcoll.cli.lower as cli_lower
+    import smtcoll.lower.files as files
 
-    real = cli_lower.lower
+    real = files.lower
 
     def broken(schedule: Schedule, options: LowerOptions):  # drop the last step of rank 0's first thread block
         lowered = real(schedule, options)
@@ -359,10 +358,13 @@ def test_a_program_that_does_not_verify_is_not_written(tmp_path: Path, monkeypat
         gpus = (attrs.evolve(g, tbs=(tb, *g.tbs[1:])), *lowered.program.gpus[1:])
         return attrs.evolve(lowered, program=attrs.evolve(lowered.program, gpus=gpus))
 
-    monkeypatch.setattr(cli_lower, "lower", broken)
+    monkeypatch.setattr(files, "lower", broken)
     out = tmp_path / "ag.xml"
-    result, report = cli_lower.lower_to_file(load_schedule(SCCL / "Allgather.n8-DGX1-steps2.msccl.json"), out)
-    assert result["written"] is False and result["verified"] is False and not out.exists()
+    with pytest.raises(NotVerified) as failed:
+        files.lower_to_file(load_schedule(SCCL / "Allgather.n8-DGX1-steps2.msccl.json"), out)
+    assert not out.exists() and failed.value.exit_code == 1 and "NOT written" in str(failed.value)
+    result, report = failed.value.summary, failed.value.report
+    assert result["written"] is False and result["verified"] is False
     assert report is not None and report.verdict == "error"
 
 

@@ -34,3 +34,29 @@ def test_infeasible_instance_is_certified(cli, tmp_path):
     result = cli("synth", "-t", "star:4", "-c", "allgather", "--steps", "2", "--prove", str(certs))
     assert result.returncode == 1
     assert "certificate" in result.stdout and cli("proof", "check", str(certs)).returncode == 0
+
+
+def test_synth_never_reports_an_xml_file_it_did_not_write(tmp_path, capsys, monkeypatch):
+    """When the lowered program fails the checker, `synth --xml` says so and exits 1, and no file exists."""
+    import attrs
+    import pytest
+
+    import smtcoll.lower.files as files
+    from smtcoll.cli import app, run_guarded
+
+    real = files.lower
+
+    def broken(schedule, options):  # drop the last step of rank 0's first thread block
+        lowered = real(schedule, options)
+        g = lowered.program.gpus[0]
+        tb = attrs.evolve(g.tbs[0], steps=g.tbs[0].steps[:-1])
+        gpus = (attrs.evolve(g, tbs=(tb, *g.tbs[1:])), *lowered.program.gpus[1:])
+        return attrs.evolve(lowered, program=attrs.evolve(lowered.program, gpus=gpus))
+
+    monkeypatch.setattr(files, "lower", broken)
+    xml = tmp_path / "ag.xml"
+    with pytest.raises(SystemExit) as exit_:
+        run_guarded(app, ["synth", "-t", "ring:4", "-c", "allgather", "--xml", str(xml)])
+    out, err = capsys.readouterr()
+    assert exit_.value.code == 1 and not xml.exists()
+    assert "written to" not in out and "NOT written" in err and "Traceback" not in out + err

@@ -115,7 +115,7 @@ def test_schedules_are_dispatched_to_the_schedule_checker(tmp_path: Path, capsys
 
 @pytest.mark.skipif(not CORPUS.is_dir(), reason="shared corpus not present next to the repository")
 def test_whole_corpus_in_parallel_matches_sequential(capsys) -> None:
-    from smtcoll.cli.verify import check_files, expand
+    from smtcoll.check.files import check_files, expand
 
     files = expand([str(CORPUS)])
     assert len(files) == 84

@@ -11,7 +11,7 @@ from xmlgen import algo, allgather2, gpu, step, tb, write
 from smtcoll.check.report import Report, Violation
 from smtcoll.cli import app
 from smtcoll.cli.app import run_guarded
-from smtcoll.cli.verify import check_files, expand
+from smtcoll.check.files import check_files, expand
 from smtcoll.cli.verify_output import format_github, format_junit
 
 CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "msccl-xml"
@@ -130,7 +130,7 @@ def test_default_limits_pass_every_real_file() -> None:
 
 
 def test_a_checker_bug_is_a_message_and_exit_2_not_a_traceback(tmp_path: Path, capsys, monkeypatch) -> None:
-    import smtcoll.cli.verify as verify
+    import smtcoll.check.files as verify
 
     def broken(*args, **kwargs):
         raise ZeroDivisionError("division by zero")

@@ -19,7 +19,7 @@ from xmlgen import allgather2, write
 from smtcoll.check.program import check_program
 from smtcoll.cli import app
 from smtcoll.cli.app import run_guarded
-from smtcoll.cli.verify import check_file
+from smtcoll.check.files import check_file
 from smtcoll.errors import InputError
 from smtcoll.msccl.reader import read_program_bytes
 

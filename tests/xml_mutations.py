@@ -24,7 +24,8 @@ from pathlib import Path
 from hypothesis import strategies as st
 
 from smtcoll.check.report import Report
-from smtcoll.cli.verify import check_file, exit_code
+from smtcoll.check.files import check_file
+from smtcoll.cli.verify import exit_code
 from smtcoll.cli.verify_output import format_github, format_junit, format_text
 
 CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "msccl-xml"

@@ -11,28 +11,19 @@ from collections.abc import Iterator
 
 from smtcoll.msccl.program import (BUFFERS, RECV_TYPES, SEND_TYPES, STEP_ATTRS, STEP_TYPES, Finding, Program,
                                    ThreadBlock)
+from smtcoll.msccl.runtime import (EXEC, LEGACY, MAX_CHANNELS, MAX_COUNT, MAX_DEPID, MAX_INT16, MAX_NODES,
+                                   MAX_REDUCE_FUSION, MAX_STEPS, MAX_SUBS, MAX_TBS, MAX_TBS_PER_CHANNEL, PROTOCOLS)
 
-EXEC, LEGACY = "executor", "legacy"
 BOTH = frozenset({EXEC, LEGACY})
 ONLY_EXEC, ONLY_LEGACY = frozenset({EXEC}), frozenset({LEGACY})
 
 LEGACY_COLLS = frozenset({"allreduce", "allgather", "reduce", "broadcast", "alltoall", "reduce_scatter", "custom"})
 EXEC_COLLS = frozenset({"reduce", "broadcast", "allreduce", "reducescatter", "allgather", "send", "recv", "gather",
                         "scatter", "alltoall", "alltoallv"})
-PROTOCOLS = ("Simple", "LL", "LL128")
 LEGACY_ALGO_REQUIRED = ("name", "proto", "nchannels", "nchunksperloop", "ngpus", "coll", "inplace")
 EXEC_ALGO_REQUIRED = ("proto", "nchannels", "nchunksperloop", "ngpus", "coll", "inplace", "outofplace", "minBytes",
                       "maxBytes")
-MAX_STEPS = {EXEC: 64, LEGACY: 256}  # MSCCL_MAX_NUM_STEPS (EXEC: build-time default)
-MAX_TBS = {EXEC: 1024, LEGACY: 216}  # MSCCL_MAX_NUM_THREAD_BLOCKS
-MAX_CHANNELS = 32  # MAXCHANNELS
-MAX_TBS_PER_CHANNEL = 32  # MSCCL_MAX_NUM_THREAD_BLOCKS_PER_CHANNEL, senders and receivers each
-MAX_COUNT = 72  # MSCCL_MAX_COUNT: 0 <= cnt < 72
-MAX_NODES = 4096  # MAX_NODES of one parse (one rank)
-MAX_SUBS = 1024  # MAX_SUBS children of one node (appended without a bounds check)
-MAX_DEPID = 127  # dependentBid is an int8_t
-MAX_REDUCE_FUSION = 16
-MAX_INT16 = 32767  # offsets and dependentStep are int16_t
+# the limits (MAX_STEPS, MAX_TBS, ...) come from msccl/runtime.py, shared with the lowering
 # Which buffer offsets the parser checks (mscclCheckBufferBounds), by step type.
 CHECK_SRC = frozenset({"s", "rrs", "rrcs", "cpy", "re"})
 CHECK_DST = frozenset({"r", "rcs", "rrcs", "cpy", "re"})

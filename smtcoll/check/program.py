@@ -23,8 +23,8 @@ from smtcoll.model import Collective, Topology
 from smtcoll.specs import resolve_collective
 from smtcoll.msccl.program import RUNTIMES, Finding, Program
 from smtcoll.msccl.reader import Limits, ReadResult, read_program
+from smtcoll.msccl.runtime import FIFO_MESSAGES
 
-CAPACITY = {"Simple": 2, "LL": 8, "LL128": 8}  # FIFO messages per connection (NCCL_STEPS / slots per message)
 MAX_RANKS = 4096  # the runtimes' readers cannot hold more <gpu> elements in one parse anyway
 MAX_CHUNKS = 1 << 16  # offsets are int16_t: no program can touch more chunks of a buffer
 MAX_LOCATIONS = 1 << 22
@@ -193,7 +193,7 @@ def _semantics(p: Program, selected: frozenset[str], collective: Collective | st
             metrics["max_link_chunks"] = max((c for c, _ in load.values()), default=0)
             load_timing = topology_cost.timing(topology, sorted(load))
 
-    capacity = CAPACITY.get(p.proto or "", 2)
+    capacity = FIFO_MESSAGES.get(p.proto or "", 2)
     modes = _modes(p, selected)
     metrics["modes"] = ["in-place" if m else "out-of-place" for m in modes]
     seen: set[tuple[str, str]] = set()

@@ -8,24 +8,16 @@ cannot express, or a wrong command line.
 from __future__ import annotations
 
 import enum
-import os
-import tempfile
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
-import attrs
 import typer
 
-from smtcoll.check.program import check_program_file
 from smtcoll.check.report import Report
 from smtcoll.cli.app import Format, app, print_json
-from smtcoll.errors import InputError
+from smtcoll.errors import NotVerified
 from smtcoll.formats import load_schedule
-from smtcoll.model import Schedule
-from smtcoll.msccl.lower import Lowered, LowerOptions, lower
-from smtcoll.msccl.writer import write_program
-
-EXIT_WRONG = 1
+from smtcoll.lower import LowerOptions, lower_to_file
 
 
 class Protocol(str, enum.Enum):
@@ -39,56 +31,6 @@ class Target(str, enum.Enum):
     both = "both"
     executor = "executor"
     legacy = "legacy"
-
-
-def verify_lowered(lowered: Lowered, path: str | os.PathLike[str]) -> tuple[bool, Report]:
-    """Check the written file with the independent checker: it must verify and every runtime it was
-    written for must accept it."""
-    runtime = "any" if len(lowered.runtimes) > 1 else lowered.runtimes[0]
-    report = check_program_file(path, runtime=runtime, collective=lowered.verify_collective,  # type: ignore[arg-type]
-                                root=lowered.layout.root)
-    accepted = report.runtimes is not None and all(report.runtimes.get(r) for r in lowered.runtimes)
-    return report.verdict == "ok" and accepted, report
-
-
-def _write(path: Path, text: str) -> None:
-    """Replace `path` atomically, so that a runtime scanning the folder never sees half a file."""
-    folder = path.parent if str(path.parent) else Path(".")
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=".smtcoll-", suffix=".tmp", dir=folder)
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except OSError as e:
-        raise InputError(str(path), f"cannot write: {e.strerror or e}") from None
-
-
-def lower_to_file(schedule: Schedule, output: Path, options: LowerOptions = LowerOptions(),
-                  verify: bool = True) -> tuple[dict[str, Any], Report | None]:
-    """Lower `schedule`, verify the program (unless `verify` is False) and write it to `output` only when
-    it verifies. Returns the JSON summary of `smtcoll lower` and the checker's report. Raises
-    `RejectedSchedule` (exit 1) or `CannotLower` (exit 2); `smtcoll synth --xml` can call this too."""
-    lowered = lower(schedule, options)
-    text = write_program(lowered.program)
-    report: Report | None = None
-    ok = True
-    if verify:
-        with tempfile.TemporaryDirectory(prefix="smtcoll-lower-") as tmp:
-            probe = Path(tmp) / "algo.xml"
-            probe.write_text(text)
-            ok, report = verify_lowered(lowered, probe)
-        report = attrs.evolve(report, file=str(output))
-    if ok:
-        _write(Path(output), text)
-    result: dict[str, Any] = {
-        "file": str(output), "schedule": schedule.name, "written": ok, "collective": lowered.layout.kind,
-        "coll": lowered.program.coll, "ranks": lowered.program.ngpus, "root": lowered.layout.root,
-        "runtimes": list(lowered.runtimes), "mode": options.mode, "instances": options.instances,
-        "protocol": options.protocol, "nchunksperloop": lowered.program.nchunksperloop,
-        "nchannels": lowered.program.nchannels, "stats": lowered.stats, "verified": None if report is None else ok,
-        "report": None if report is None else report.to_json(),
-    }
-    return result, report
 
 
 @app.command("lower")
@@ -117,14 +59,18 @@ def lower_command(
     """Lower a step schedule to MSCCL XML: exit 0 written, 1 rejected or not verified, 2 unusable input."""
     mode = "both" if inplace and outofplace else "inplace" if inplace else "outofplace"
     options = LowerOptions(instances, protocol.value, runtime.value, mode, min_bytes, max_bytes, fuse, name)
-    result, report = lower_to_file(load_schedule(schedule), output, options, verify)
+    failure: NotVerified | None = None
+    try:
+        result, report = lower_to_file(load_schedule(schedule), output, options, verify)
+    except NotVerified as e:  # the summary and the findings are still the output; nothing was written
+        failure, result, report = e, e.summary, e.report
     result["schedule"] = str(schedule)
     if fmt is Format.json:
         print_json(result)
     else:
         _print_text(result, report)
-    if not result["written"]:
-        raise typer.Exit(EXIT_WRONG)
+    if failure is not None:
+        raise typer.Exit(failure.exit_code)
 
 
 def _print_text(r: dict[str, Any], report: Report | None) -> None:

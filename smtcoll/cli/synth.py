@@ -16,9 +16,9 @@ import typer
 
 from smtcoll import specs
 from smtcoll.cli.app import Format, app, print_json
-from smtcoll.errors import ModelError, SmtcollError
+from smtcoll.errors import ModelError
 from smtcoll.formats import save_schedule
-from smtcoll.model import Collective, Schedule, Topology
+from smtcoll.model import Schedule
 from smtcoll.synth.result import Attempt, SynthResult
 
 EXIT = {"found": 0, "infeasible": 1, "timeout": 3}
@@ -100,51 +100,32 @@ def synth(
     else:
         result = strategies.pareto(topo, base, max_chunks, max_steps, timeout, progress)
     schedule = result.schedule
+    lowered: dict[str, Any] | None = None  # the summary of the XML file, once it is written
     if schedule is not None:
         schedule = Schedule(schedule.topology, schedule.collective, schedule.steps,
                             f"{base.name} on {topo.name}: {len(schedule.steps)} steps, {schedule.rounds} rounds, "
                             f"{schedule.collective.chunk_factor} chunk(s)")
         if output is not None:
             save_schedule(schedule, output)
-        if xml is not None:
-            from smtcoll.cli.lower import lower_to_file
+        if xml is not None:  # raises NotVerified (nothing written) when the program fails the checker
+            from smtcoll.lower import lower_to_file
 
-            lower_to_file(schedule, xml)
+            lowered, _ = lower_to_file(schedule, xml)
     data = result.to_json()
     if prove is not None:
-        data["certificates"] = certify(result, topo, base, prove)
+        from smtcoll.proofs.certify import certify  # networkx: only when certificates are asked for
+
+        data["certificates"] = certify(result.pruned, topo, base, prove)
     if fmt is Format.json:
         print_json(data)
     else:
         _text(result, topo.name, base.name, output if schedule is not None else None)
-        if xml is not None and schedule is not None:
-            typer.echo(f"MSCCL XML written to {xml} (verified)")
+        if lowered is not None and lowered["written"]:
+            typer.echo(f"MSCCL XML written to {lowered['file']} (verified)")
         for c in data.get("certificates", []):
             typer.echo(f"certificate {c['file']}: {c['claim']}" if c["file"] else f"not certified: {c['claim']}: "
                        f"{c['why']}")
     raise typer.Exit(EXIT[result.status])
-
-
-def certify(result: SynthResult, topo: Topology, base: Collective, out_dir: Path) -> list[dict[str, Any]]:
-    """A certificate for each claim a pruned point rests on; a claim the proof tools cannot establish
-    (a solver's time limit) is listed with the reason, never hidden."""
-    from smtcoll.proofs.certificate import ClaimRefuted, write_certificate
-    from smtcoll.proofs.claim import Claim
-
-    out = []
-    for p in result.pruned:
-        if p.status != "infeasible" or p.claim is None:
-            continue
-        claim, coll = Claim(*p.claim), base.with_chunks(max(1, p.chunks))
-        entry: dict[str, Any] = {"claim": claim.text(topo, coll), "file": None}
-        try:
-            entry["file"] = str(write_certificate(claim, topo, coll, out_dir))
-        except ClaimRefuted as e:
-            raise SmtcollError(f"internal error: the synthesizer pruned a point that has a schedule: {e}") from None
-        except SmtcollError as e:
-            entry["why"] = str(e)
-        out.append(entry)
-    return out
 
 
 def _text(result: SynthResult, topo: str, coll: str, output: Path | None) -> None:

@@ -11,15 +11,16 @@ from typing import Any
 
 import attrs
 
-RUNTIMES = ("executor", "legacy")
-
-# Step types and what the interpreter does with them (docs/msccl-xml.md 1.8).
-SEND_TYPES = frozenset({"s", "rcs", "rrs", "rrcs"})
-RECV_TYPES = frozenset({"r", "rcs", "rrs", "rrc", "rrcs"})
-READS_SRC = frozenset({"s", "rrs", "rrc", "rrcs", "cpy", "re"})
-WRITES_DST = frozenset({"r", "rcs", "rrc", "rrcs", "cpy", "re"})
-STEP_TYPES = frozenset({"s", "r", "rcs", "rrs", "rrc", "rrcs", "cpy", "re", "nop"})
-BUFFERS = ("i", "o", "s")
+# The runtimes' vocabulary lives in `runtime.py`; these names stay importable from here.
+from smtcoll.msccl.runtime import (  # noqa: F401
+    BUFFERS,
+    READS_SRC,
+    RECV_TYPES,
+    RUNTIMES,
+    SEND_TYPES,
+    STEP_TYPES,
+    WRITES_DST,
+)
 
 STEP_ATTRS = ("s", "type", "srcbuf", "srcoff", "dstbuf", "dstoff", "cnt", "depid", "deps", "hasdep")
 

@@ -14,8 +14,9 @@ import re
 
 from smtcoll.errors import ModelError
 from smtcoll.msccl.program import STEP_ATTRS, Op, Program
+from smtcoll.msccl.runtime import MAX_STR_LEN
 
-MAX_VALUE = 255  # MAX_STR_LEN of the runtimes' readers
+MAX_VALUE = MAX_STR_LEN
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9_.+-]")
 
 

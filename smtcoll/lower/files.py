@@ -1,0 +1,73 @@
+"""Lowered programs as files: verified by the independent checker before they are written, written
+atomically so that a runtime scanning the folder never sees half a file."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from smtcoll.check.program import check_program_file
+from smtcoll.check.report import Report
+from smtcoll.errors import InputError, NotVerified
+from smtcoll.lower.options import LowerOptions
+from smtcoll.lower.pipeline import Lowered, lower
+from smtcoll.model import Schedule
+from smtcoll.msccl.writer import write_program
+
+
+def verify_lowered(lowered: Lowered, path: str | os.PathLike[str]) -> tuple[bool, Report]:
+    """Check the written file with the independent checker: it must verify and every runtime it was
+    written for must accept it."""
+    runtime = "any" if len(lowered.runtimes) > 1 else lowered.runtimes[0]
+    report = check_program_file(path, runtime=runtime, collective=lowered.verify_collective,  # type: ignore[arg-type]
+                                root=lowered.layout.root)
+    accepted = report.runtimes is not None and all(report.runtimes.get(r) for r in lowered.runtimes)
+    return report.verdict == "ok" and accepted, report
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Replace `path` atomically, so that a runtime scanning the folder never sees half a file."""
+    folder = path.parent if str(path.parent) else Path(".")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".smtcoll-", suffix=".tmp", dir=folder)
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except OSError as e:
+        raise InputError(str(path), f"cannot write: {e.strerror or e}") from None
+
+
+def lower_to_file(schedule: Schedule, output: Path, options: LowerOptions = LowerOptions(),
+                  verify: bool = True) -> tuple[dict[str, Any], Report | None]:
+    """Lower `schedule`, verify the program (unless `verify` is False) and write it to `output`.
+
+    Returns the JSON summary of `smtcoll lower` and the checker's report (None without `verify`). Raises
+    `RejectedSchedule` (exit 1) or `CannotLower` (exit 2) when there is nothing to write, and
+    `NotVerified` (exit 1, with the summary and the report) when the program fails the checker: the file
+    is then not written, so a caller cannot report a file that does not exist."""
+    lowered = lower(schedule, options)
+    text = write_program(lowered.program)
+    report: Report | None = None
+    ok = True
+    if verify:
+        with tempfile.TemporaryDirectory(prefix="smtcoll-lower-") as tmp:
+            probe = Path(tmp) / "algo.xml"
+            probe.write_text(text)
+            ok, report = verify_lowered(lowered, probe)
+        report = attrs.evolve(report, file=str(output))
+    result: dict[str, Any] = {
+        "file": str(output), "schedule": schedule.name, "written": ok, "collective": lowered.layout.kind,
+        "coll": lowered.program.coll, "ranks": lowered.program.ngpus, "root": lowered.layout.root,
+        "runtimes": list(lowered.runtimes), "mode": options.mode, "instances": options.instances,
+        "protocol": options.protocol, "nchunksperloop": lowered.program.nchunksperloop,
+        "nchannels": lowered.program.nchannels, "stats": lowered.stats, "verified": None if report is None else ok,
+        "report": None if report is None else report.to_json(),
+    }
+    if not ok:
+        raise NotVerified(f"{output}: NOT written: the lowered program does not verify", report, result)
+    write_atomically(Path(output), text)
+    return result, report

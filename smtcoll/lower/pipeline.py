@@ -1,0 +1,135 @@
+"""The entry point `lower`: the seven stages in order, then the `Program` with its `<step>` elements."""
+
+from __future__ import annotations
+
+import attrs
+
+from smtcoll.check.schedule import check_schedule
+from smtcoll.lower.dependencies import dependencies
+from smtcoll.lower.fusion import fuse
+from smtcoll.lower.instances import replicate
+from smtcoll.lower.layout import Layout, recognize
+from smtcoll.lower.ops import LOp
+from smtcoll.lower.options import SPELLING, CannotLower, LowerOptions, RejectedSchedule, check_options, runtimes_for
+from smtcoll.lower.storage import Aliasing, allocate_scratch, plan
+from smtcoll.lower.threadblocks import Tb, assign_tbs
+from smtcoll.lower.transfers import transfers
+from smtcoll.model import Schedule
+from smtcoll.msccl.program import Gpu, Op, Program, ThreadBlock
+from smtcoll.msccl.runtime import FIFO_MESSAGES, FUSED_TYPES, LEGACY_DEFAULT_MAX_BYTES, MAX_DEPID, MAX_STEPS, MAX_TBS
+from smtcoll.msccl.writer import safe_name
+
+
+@attrs.frozen
+class Lowered:
+    program: Program
+    layout: Layout
+    runtimes: tuple[str, ...]  # the runtimes the file is written for
+    verify_collective: object  # what `check_program_file(collective=...)` needs: a name or a Collective
+    stats: dict[str, int]
+
+
+def lower(schedule: Schedule, options: LowerOptions = LowerOptions()) -> Lowered:
+    """The MSCCL program of `schedule`; raises `RejectedSchedule` (exit 1) when the schedule checker
+    rejects it and `CannotLower` (exit 2) when the runtimes cannot express it."""
+    check_options(options)
+    report = check_schedule(schedule)
+    if report.verdict != "ok":
+        listed = "; ".join(f"{v.code}: {v.message}" + (f" ({v.place()})" if v.place() else "")
+                           for v in report.violations[:3])
+        more = f" and {len(report.violations) - 3} more" if len(report.violations) > 3 else ""
+        raise RejectedSchedule(f"the schedule checker rejects this schedule, refusing to lower it: {listed}{more}")
+    count = options.instances
+    coll = schedule.collective
+    layout = recognize(coll)
+    targets = runtimes_for(layout.kind, options.runtime)
+    if "legacy" in targets and options.max_bytes == 0:
+        raise CannotLower("--max-bytes 0 means no limit for the executor but never selected for the legacy "
+                          "runtime; give a positive value or --runtime executor")
+    modes = {"outofplace": [False], "inplace": [True], "both": [False, True]}[options.mode]
+    items = transfers(schedule)
+    base = plan(schedule, layout, items, modes)
+    if options.fuse:
+        base = fuse(base, FIFO_MESSAGES[options.protocol])
+    base, scratch = allocate_scratch(base)
+    ops = replicate(base, count)
+    by_rank = assign_tbs(ops)
+    alias = Aliasing(_scaled(layout, count))
+    dependencies(ops, alias, modes)
+
+    legacy_only = targets == ("legacy",)
+    executor_spelling, legacy_spelling = SPELLING[layout.kind]
+    gpus = []
+    limits = {"steps": min(MAX_STEPS[t] for t in targets), "tbs": min(MAX_TBS[t] for t in targets)}
+    max_steps = 0
+    for rank in range(coll.ranks):
+        tbs = by_rank.get(rank, [])
+        if len(tbs) > limits["tbs"]:
+            raise CannotLower(f"rank {rank} needs {len(tbs)} thread blocks; the {'/'.join(targets)} runtime "
+                              f"allows {limits['tbs']} (use fewer --instances)")
+        index_of = _element_indices(tbs)
+        xml_tbs = []
+        for i, (tb, mine) in enumerate(tbs):
+            steps = _xml_steps(mine, index_of)
+            max_steps = max(max_steps, len(steps))
+            if len(steps) > limits["steps"]:
+                raise CannotLower(f"rank {rank} thread block {i} needs {len(steps)} steps; the "
+                                  f"{'/'.join(targets)} runtime allows {limits['steps']} per thread block")
+            if i > MAX_DEPID and any(op.hasdep for op in mine):
+                raise CannotLower(f"rank {rank}: thread block {i} is a dependency target but depid is an int8_t "
+                                  f"(at most {MAX_DEPID})")
+            xml_tbs.append(ThreadBlock(i, tb.send, tb.recv, tb.instance, steps))
+        gpus.append(Gpu(rank, layout.in_chunks * count, layout.out_chunks * count, scratch.get(rank, 0) * count,
+                        xml_tbs))
+    in_place = options.mode in ("inplace", "both")
+    executor = "executor" in targets
+    max_bytes = options.max_bytes
+    if max_bytes is None and executor:
+        max_bytes = LEGACY_DEFAULT_MAX_BYTES if "legacy" in targets else 0
+    min_bytes = options.min_bytes if options.min_bytes is not None or not executor else 0
+    name = safe_name(options.name or schedule.name or f"{layout.kind}_{coll.ranks}")
+    program = Program(
+        name, options.protocol, count, layout.nchunks * count, coll.ranks,
+        legacy_spelling if legacy_only else executor_spelling,
+        int(in_place), (int(options.mode in ("outofplace", "both")) if executor else None),
+        min_bytes, max_bytes, None, None, gpus,
+        attributes=("outofplace",) if executor else ())
+    verify_collective: object = layout.kind
+    if layout.kind == "custom":
+        verify_collective = coll.with_chunks(count)  # the buffers hold exactly this collective, per instance
+    stats = {"thread_blocks": sum(len(g.tbs) for g in gpus), "steps": program.steps, "max_tb_steps": max_steps,
+             "scratch_chunks": max((g.s_chunks or 0) for g in gpus), "transfers": len(items),
+             "nops": sum(1 for g in gpus for t in g.tbs for s in t.steps if s.type == "nop"),
+             "fused": sum(1 for g in gpus for t in g.tbs for s in t.steps if s.type in FUSED_TYPES)}
+    return Lowered(program, layout, targets, verify_collective, stats)
+
+
+def _scaled(layout: Layout, count: int) -> Layout:
+    return attrs.evolve(layout, nchunks=layout.nchunks * count)
+
+
+def _xml_steps(mine: list[LOp], index_of: dict[int, int]) -> list[Op]:
+    steps: list[Op] = []
+    for op in mine:
+        waits = [(d.tb, index_of[id(d)]) for d in op.deps] or [(-1, -1)]
+        for depid, deps in waits[:-1]:
+            steps.append(Op(len(steps), "nop", "i", -1, "o", -1, 0, depid, deps, 0))
+        src = op.src if op.src is not None else (op.partner.src if op.partner is not None else None)
+        dst = op.dst if op.dst is not None else (op.partner.dst if op.partner is not None else None)
+        src = src or ("i", -1)
+        dst = dst or ("o", -1)
+        steps.append(Op(len(steps), op.type, src[0], src[1], dst[0], dst[1], 1, waits[-1][0], waits[-1][1],
+                        int(op.hasdep)))
+    return steps
+
+
+def _element_indices(tbs: list[tuple[Tb, list[LOp]]]) -> dict[int, int]:
+    """id(op) -> its `s` (element index) once the nops before it are counted."""
+    out: dict[int, int] = {}
+    for _, mine in tbs:
+        s = 0
+        for op in mine:
+            s += max(0, len(op.deps) - 1)
+            out[id(op)] = s
+            s += 1
+    return out
