@@ -24,6 +24,12 @@ from smtcoll.synth.result import Attempt, SynthResult
 EXIT = {"found": 0, "infeasible": 1, "timeout": 3}
 
 
+class Method(str, enum.Enum):
+    auto = "auto"
+    exact = "exact"
+    scale = "scale"
+
+
 class Strategy(str, enum.Enum):
     instance = "instance"
     least_steps = "least-steps"
@@ -67,6 +73,9 @@ def synth(
                                                      "is written; see smtcoll lower for the options)")] = None,
     prove: Annotated[Optional[Path], typer.Option(help="write certificates of every claim the result rests on "
                                                        "into this folder (re-check: smtcoll proof check)")] = None,
+    method: Annotated[Method, typer.Option(help="least-steps: exact (the SMT search), scale (the large-instance "
+                                                "engine: seconds, with its gap to the bound) or auto (the engine, "
+                                                "then the exact search up to 16 ranks)")] = Method.auto,
     fmt: Annotated[Format, typer.Option("--format", "-f", help="text for people, json for scripts")] = Format.text,
 ) -> None:
     """Synthesize a schedule with the fewest steps, one instance, or the whole Pareto frontier."""
@@ -96,7 +105,9 @@ def synth(
     if chosen is Strategy.instance:
         result = strategies.instance(topo, base, steps, rounds, chunks, timeout, progress)
     elif chosen is Strategy.least_steps:
-        result = strategies.least_steps(topo, base, rounds, chunks, max_steps, timeout, progress)
+        from smtcoll.synth.scale import run
+
+        result = run.least_steps(topo, base, method.value, rounds, chunks, max_steps, timeout, progress)
     else:
         result = strategies.pareto(topo, base, max_chunks, max_steps, timeout, progress)
     schedule = result.schedule
@@ -137,8 +148,12 @@ def _text(result: SynthResult, topo: str, coll: str, output: Path | None) -> Non
              f"chunk(s) ({sum(len(x.sends) for x in s.steps)} sends); accepted by the checker")
     else:
         echo(f"{result.status}: {result.message}")
+    if result.method != "exact":
+        echo(f"method: {result.method}")
     if result.optimal.get("why"):
         echo(f"optimal: {result.optimal['steps']} steps ({result.optimal['why']})")
+    elif result.gap:
+        echo(f"gap to the lower bound: {result.gap['gap_steps']} step(s), {result.gap['gap_rounds']} round(s)")
     echo(f"lower bounds: {lb['steps']} steps with any rounds ({lb['steps_why']}); {lb['rounds']} rounds, "
          f"rounds/chunk >= {lb['rounds_per_chunk_exact']} ({lb['rounds_why']})")
     if result.strategy == "pareto":

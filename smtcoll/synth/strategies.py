@@ -221,8 +221,9 @@ def default_max_steps(topo: Topology, lower: int) -> int:
 
 def least_steps(topo: Topology, base: Collective, rounds: int | None = None, chunks: int = 1,
                 max_steps: int | None = None, timeout: float | None = None,
-                progress: Progress | None = None) -> SynthResult:
-    """Fewest steps (one round per step, or `rounds` rounds in all), starting at the best lower bound."""
+                progress: Progress | None = None, known: Schedule | None = None) -> SynthResult:
+    """Fewest steps (one round per step, or `rounds` rounds in all), starting at the best lower bound.
+    `known`: a checked schedule (one round per step) that caps the search when it beats the greedy."""
     clock = Clock(timeout)
     solver = InstanceSolver(topo, base, clock, progress)
     coll = solver.collective(chunks)
@@ -252,6 +253,9 @@ def least_steps(topo: Topology, base: Collective, rounds: int | None = None, chu
     if rounds is None:
         t0 = time.process_time()
         greedy = greedy_schedule(topo, coll, top)
+        if known is not None and known.rounds == len(known.steps) and len(known.steps) <= top and (
+                greedy is None or len(known.steps) < len(greedy.steps)):
+            greedy = known
         if greedy is not None:
             greedy = _checked(greedy)
             top = min(top, len(greedy.steps))
