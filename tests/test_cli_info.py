@@ -43,7 +43,7 @@ def test_text_output(cli):
 
 def test_show_collective(cli):
     d = show(cli, "collective", "alltoall", "--ranks", "4", "--chunks", "2")
-    assert d["chunks"] == 32 and d["pre"]["1"] == list(range(8, 16)) and not d["combining"]
+    assert d["chunks"] == 2 and d["chunk_count"] == 32 and d["pre"]["1"] == list(range(8, 16)) and not d["combining"]
     d = show(cli, "collective", "reduce", "--ranks", "4", "--root", "2")
     assert d["root"] == 2 and d["combining"] and d["post"]["2"] == [0, 1, 2, 3] and d["post"]["0"] == []
     text = cli("show", "collective", "broadcast", "--ranks", "3", "--root", "1").stdout

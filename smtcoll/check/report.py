@@ -7,12 +7,11 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 import attrs
 
-Severity = Literal["error", "warning", "info"]
-Verdict = Literal["ok", "error", "unusable"]
+from smtcoll.vocabulary import Severity, Verdict
 
 # Order of the keys of a place, as they are printed.
 PLACE_KEYS = ("mode", "gpu", "tb", "step", "send", "line")

@@ -105,8 +105,8 @@ def collective_summary(coll: Collective) -> dict[str, Any]:
     return {
         "name": coll.name,
         "ranks": coll.ranks,
-        "chunks": coll.chunks,
-        "chunk_factor": coll.chunk_factor,
+        "chunks": coll.chunk_factor,  # C, as the --chunks option of every command
+        "chunk_count": coll.chunks,
         "root": coll.root,
         "combining": coll.is_combining,
         "addresses": len(coll.addresses),

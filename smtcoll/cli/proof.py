@@ -11,6 +11,7 @@ import typer
 from smtcoll.cli.app import Format, app, print_json
 from smtcoll.errors import EXIT_UNUSABLE, InputError
 from smtcoll.proofs.solvers import DEFAULT_TIMEOUT_S
+from smtcoll.vocabulary import VERDICT_TEXT, VERDICTS
 
 proof_app = typer.Typer(help="Optimality certificates: re-check them.", no_args_is_help=True)
 app.add_typer(proof_app, name="proof")
@@ -40,17 +41,17 @@ def check_command(
         r = check_certificate(f, timeout)
         results.append(r)
         if fmt is Format.text:
-            typer.echo(f"{r.verdict}: {r.file}" + (f": {r.claim}" if r.claim else ""))
+            typer.echo(f"{VERDICT_TEXT[r.verdict]}: {r.file}" + (f": {r.claim}" if r.claim else ""))
             for m in r.messages:
                 typer.echo(f"  {m}")
     if fmt is Format.json:
         print_json([r.to_json() for r in results])
     else:
-        counts = {v: sum(r.verdict == v for r in results) for v in ("ok", "wrong", "unusable")}
-        typer.echo(f"{len(results)} certificate(s): {counts['ok']} ok, {counts['wrong']} wrong, "
+        counts = {v: sum(r.verdict == v for r in results) for v in VERDICTS}
+        typer.echo(f"{len(results)} certificate(s): {counts['ok']} ok, {counts['error']} wrong, "
                    f"{counts['unusable']} unusable")
     # SystemExit, not typer.Exit: the exit code must survive any way the app is run
-    if any(r.verdict == "wrong" for r in results):
+    if any(r.verdict == "error" for r in results):
         sys.exit(1)
     if any(r.verdict == "unusable" for r in results):
         sys.exit(EXIT_UNUSABLE)

@@ -22,7 +22,8 @@ from smtcoll.errors import ModelError, SmtcollError
 from smtcoll.model import Collective, Topology
 from smtcoll.proofs.claim import Claim
 from smtcoll.proofs.encoding import ENCODER, encode
-from smtcoll.proofs.solvers import DEFAULT_TIMEOUT_S, Verdict, solve_all
+from smtcoll.proofs.solvers import DEFAULT_TIMEOUT_S, SolverRun, solve_all
+from smtcoll.vocabulary import Verdict
 
 if TYPE_CHECKING:
     from smtcoll import bounds
@@ -135,15 +136,15 @@ def write_certificate(claim: Claim, topology: Topology, collective: Collective, 
 
 @attrs.frozen
 class CheckResult:
-    """`verdict`: ok (the claim holds), wrong (the certificate does not prove its claim), unusable
+    """`verdict`: ok (the claim holds), error (the certificate does not prove its claim), unusable
     (it cannot be read, or a solver could not run)."""
 
     file: str
-    verdict: str
+    verdict: Verdict
     claim: str = ""
     method: str = ""
     messages: tuple[str, ...] = attrs.field(default=(), converter=tuple)
-    solvers: tuple[Verdict, ...] = attrs.field(default=(), converter=tuple)
+    solvers: tuple[SolverRun, ...] = attrs.field(default=(), converter=tuple)
 
     def to_json(self) -> dict[str, Any]:
         return {"file": self.file, "verdict": self.verdict, "claim": self.claim, "method": self.method,
@@ -175,7 +176,7 @@ def check_certificate(path: Path | str, timeout_s: float = DEFAULT_TIMEOUT_S) ->
     method = str(data.get("method", ""))
     stated = data["claim"].get("text", "") if isinstance(data.get("claim"), dict) else ""
     notes: list[str] = []
-    solvers: list[Verdict] = []
+    solvers: list[SolverRun] = []
     try:
         for key, obj, to_dict in (("topology", topo, specs.topology_to_dict),
                                   ("collective", coll, specs.collective_to_dict)):
@@ -198,7 +199,7 @@ def check_certificate(path: Path | str, timeout_s: float = DEFAULT_TIMEOUT_S) ->
         else:
             raise _Wrong(f"unknown method {method!r} (expected bound or smt)")
     except _Wrong as e:
-        return CheckResult(file, "wrong", stated, method, [*notes, str(e)], solvers)
+        return CheckResult(file, "error", stated, method, [*notes, str(e)], solvers)
     except _Unusable as e:
         return CheckResult(file, "unusable", stated, method, [*notes, str(e)], solvers)
     return CheckResult(file, "ok", stated, method, notes, solvers)
@@ -235,7 +236,7 @@ def _check_bound(witness: Any, claim: Claim, topo: Topology, coll: Collective) -
 
 
 def _check_smt(cert_path: Path, smt: Any, claim: Claim, topo: Topology, coll: Collective, timeout_s: float,
-               solvers: list[Verdict]) -> list[str]:
+               solvers: list[SolverRun]) -> list[str]:
     if not isinstance(smt, dict) or not isinstance(smt.get("file"), str):
         raise _Wrong("the smt section is missing or names no file")
     if Path(smt["file"]).name != smt["file"]:

@@ -8,18 +8,20 @@ from pathlib import Path
 
 import attrs
 
+from smtcoll.vocabulary import SolverAnswer
+
 DEFAULT_TIMEOUT_S = 60.0  # per solver and formula
 
 SOLVER_NAMES = ("z3", "cvc5")
 
 
 @attrs.frozen
-class Verdict:
+class SolverRun:
     """`verdict` is sat, unsat, unknown (time limit or incomplete) or error (the solver could not run)."""
 
     solver: str
     version: str
-    verdict: str
+    verdict: SolverAnswer
     seconds: float = 0.0
     reason: str = ""
 
@@ -32,11 +34,11 @@ class Verdict:
         return out
 
 
-def solve_z3(path: Path, timeout_s: float) -> Verdict:
+def solve_z3(path: Path, timeout_s: float) -> SolverRun:
     try:
         import z3
     except ImportError:
-        return Verdict("z3", "", "error", reason="z3 is not installed (pip install z3-solver)")
+        return SolverRun("z3", "", "error", reason="z3 is not installed (pip install z3-solver)")
     start = time.perf_counter()
     try:
         solver = z3.Solver()
@@ -44,16 +46,17 @@ def solve_z3(path: Path, timeout_s: float) -> Verdict:
         solver.from_file(str(path))
         result = solver.check()
     except z3.Z3Exception as e:
-        return Verdict("z3", z3.get_version_string(), "error", time.perf_counter() - start, f"z3 rejects the file: {e}")
-    reason = solver.reason_unknown() if result == z3.unknown else ""
-    return Verdict("z3", z3.get_version_string(), str(result), time.perf_counter() - start, reason)
+        return SolverRun("z3", z3.get_version_string(), "error", time.perf_counter() - start, f"z3 rejects the file: {e}")
+    answer: SolverAnswer = "sat" if result == z3.sat else "unsat" if result == z3.unsat else "unknown"
+    reason = solver.reason_unknown() if answer == "unknown" else ""
+    return SolverRun("z3", z3.get_version_string(), answer, time.perf_counter() - start, reason)
 
 
-def solve_cvc5(path: Path, timeout_s: float) -> Verdict:
+def solve_cvc5(path: Path, timeout_s: float) -> SolverRun:
     try:
         import cvc5
     except ImportError:
-        return Verdict("cvc5", "", "error", reason="cvc5 is not installed (pip install 'smtcoll[proofs]' or cvc5)")
+        return SolverRun("cvc5", "", "error", reason="cvc5 is not installed (pip install 'smtcoll[proofs]' or cvc5)")
     start = time.perf_counter()
     solver = cvc5.Solver(cvc5.TermManager())
     version = solver.getVersion()
@@ -70,15 +73,16 @@ def solve_cvc5(path: Path, timeout_s: float) -> Verdict:
                 break
             output += command.invoke(solver, symbols)
     except Exception as e:  # noqa: BLE001  (cvc5 raises its own RuntimeError subclasses for bad input)
-        return Verdict("cvc5", version, "error", time.perf_counter() - start, f"cvc5 rejects the file: {e}")
+        return SolverRun("cvc5", version, "error", time.perf_counter() - start, f"cvc5 rejects the file: {e}")
     words = output.split()
-    verdict = words[-1] if words and words[-1] in ("sat", "unsat") else "unknown"
+    last = words[-1] if words else ""
+    verdict: SolverAnswer = "sat" if last == "sat" else "unsat" if last == "unsat" else "unknown"
     reason = output.strip() if verdict == "unknown" else ""
-    return Verdict("cvc5", version, verdict, time.perf_counter() - start, reason)
+    return SolverRun("cvc5", version, verdict, time.perf_counter() - start, reason)
 
 
-SOLVERS: dict[str, Callable[[Path, float], Verdict]] = {"z3": solve_z3, "cvc5": solve_cvc5}
+SOLVERS: dict[str, Callable[[Path, float], SolverRun]] = {"z3": solve_z3, "cvc5": solve_cvc5}
 
 
-def solve_all(path: Path, timeout_s: float) -> list[Verdict]:
+def solve_all(path: Path, timeout_s: float) -> list[SolverRun]:
     return [SOLVERS[name](path, timeout_s) for name in SOLVER_NAMES]

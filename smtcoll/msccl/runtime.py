@@ -1,0 +1,42 @@
+"""What the two MSCCL runtimes define, declared once for the reader, the checker and the lowering.
+
+Two runtimes read MSCCL XML (docs/msccl-format.md): the *legacy* one (Azure/msccl, limits in
+`src/include/msccl.h`) and the *executor* (Azure/msccl-executor-nccl, limits in
+`src/include/msccl/msccl_struct.h`, `MSCCL_MAX_NUM_STEPS` set at build time in `makefiles/common.mk`).
+Each value names the runtime symbol it comes from, so that a change in a runtime is one edit here.
+"""
+
+from __future__ import annotations
+
+from typing import Final, Literal
+
+Runtime = Literal["executor", "legacy"]
+EXEC: Final = "executor"
+LEGACY: Final = "legacy"
+RUNTIMES: Final[tuple[Runtime, Runtime]] = (EXEC, LEGACY)
+PROTOCOLS: Final = ("Simple", "LL", "LL128")  # mscclProtocolStrToId
+BUFFERS: Final = ("i", "o", "s")  # input, output, scratch
+
+# Step types and what the interpreter does with them (docs/msccl-format.md, "Steps").
+STEP_TYPES: Final = frozenset({"s", "r", "rcs", "rrs", "rrc", "rrcs", "cpy", "re", "nop"})
+SEND_TYPES: Final = frozenset({"s", "rcs", "rrs", "rrcs"})
+RECV_TYPES: Final = frozenset({"r", "rcs", "rrs", "rrc", "rrcs"})
+READS_SRC: Final = frozenset({"s", "rrs", "rrc", "rrcs", "cpy", "re"})
+WRITES_DST: Final = frozenset({"r", "rcs", "rrc", "rrcs", "cpy", "re"})
+FUSED_TYPES: Final = frozenset({"rcs", "rrs", "rrcs"})  # a receive and a forward in one step
+
+# Limits, per runtime where they differ.
+MAX_STEPS: Final[dict[str, int]] = {EXEC: 64, LEGACY: 256}  # MSCCL_MAX_NUM_STEPS (executor: build-time default)
+MAX_TBS: Final[dict[str, int]] = {EXEC: 1024, LEGACY: 216}  # MSCCL_MAX_NUM_THREAD_BLOCKS (32*MAXCHANNELS; 108*2)
+MAX_CHANNELS: Final = 32  # MAXCHANNELS (NCCL); `chan` is checked with `<=`, so 32 passes and overflows
+MAX_TBS_PER_CHANNEL: Final = 32  # MSCCL_MAX_NUM_THREAD_BLOCKS_PER_CHANNEL, senders and receivers each
+MAX_COUNT: Final = 72  # MSCCL_MAX_COUNT: 0 <= cnt < 72
+MAX_REDUCE_FUSION: Final = 16  # MSCCL_MAX_REDUCE_FUSION
+MAX_NODES: Final = 4096  # MAX_NODES of one parse (one rank), the readers' xml.h / msccl_parser.h
+MAX_SUBS: Final = 1024  # MAX_SUBS children of one node (appended without a bounds check)
+MAX_STR_LEN: Final = 255  # MAX_STR_LEN of an attribute value
+MAX_DEPID: Final = 127  # dependentBid is an int8_t
+MAX_INT16: Final = 32767  # offsets and dependentStep are int16_t
+# Messages a connection's FIFO holds: NCCL_STEPS = 8 slots; a Simple message takes MSCCL_CHUNKSTEPS = 4.
+FIFO_MESSAGES: Final[dict[str, int]] = {"Simple": 2, "LL": 8, "LL128": 8}
+LEGACY_DEFAULT_MAX_BYTES: Final = 1 << 27  # the legacy runtime's maxBytes when the file has none (topo.cc)
