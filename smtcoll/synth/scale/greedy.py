@@ -49,7 +49,7 @@ def greedy_schedule(topo: Topology, coll: Collective, max_steps: int, rounds_per
             target[:, c] = dist[:, missing[:, c]].min(axis=1)
         group_left = [g.bandwidth * rounds_per_step for g in topo.switches]
         incoming = np.zeros((p, k), dtype=bool)
-        sends: list[Send] = []
+        sends: list[tuple[int, int, int]] = []
         rot = s % len(links)
         for li in list(range(rot, len(links))) + list(range(rot)):
             u, v, bw = links[li]
@@ -66,11 +66,11 @@ def greedy_schedule(topo: Topology, coll: Collective, max_steps: int, rounds_per
             incoming[v, take] = True
             for g in gs:
                 group_left[g] -= len(take)
-            sends += [Send(int(address[c]), u, v) for c in take]
+            sends += [(int(address[c]), u, v) for c in take]
         if not sends:
             return None
         have |= incoming
-        steps.append(Step(rounds_per_step, sorted(sends)))
+        steps.append(Step(rounds_per_step, [Send(*x) for x in sorted(sends)]))
     if (need & ~have).any():
         return None
     return Schedule(topo, coll, steps)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import time
 
+import attrs
+
 from smtcoll.model import Collective, Topology
 from smtcoll.synth.result import Attempt, Point, SynthResult
 from smtcoll.synth.scale.engine import NoSchedule, Scaled, synthesize
@@ -56,8 +58,6 @@ def least_steps(topo: Topology, base: Collective, method: str, rounds: int | Non
     left = None if timeout is None else max(0.1, timeout - result.seconds)
     exact = strategies.least_steps(topo, base, None, chunks, max_steps, left, progress, known=scaled.schedule)
     if exact.schedule is scaled.schedule:  # the search did not beat the engine: say where it came from
-        import attrs
-
         return attrs.evolve(exact, method=result.method, gap=result.gap,
                             attempts=(*result.attempts, *exact.attempts))
     return attrs.evolve(exact, attempts=(*result.attempts, *exact.attempts))

@@ -315,6 +315,11 @@ def alltoall_shape(coll: Collective) -> dict[tuple[int, int], list[int]] | None:
     return pairs
 
 
+def _step(sends: list[tuple[int, int, int]]) -> Step:
+    # sorted as tuples (chunk, src, dst): the order of Send, without attrs' slow comparisons
+    return Step(1, [Send(c, u, v) for c, u, v in sorted(sends)])
+
+
 def translate_schedule(topo: Topology, coll: Collective) -> tuple[Schedule, str] | None:
     """The translate schedule for an Allgather- or Alltoall-shaped collective on a group topology."""
     g = group_of(topo)
@@ -333,8 +338,8 @@ def translate_schedule(topo: Topology, coll: Collective) -> tuple[Schedule, str]
             for j, x, di in sends:
                 src = g.add(origins, np.full(p, x))
                 dst = g.add(src, np.full(p, dirs[di]))
-                out += [Send(coll.address[own[o][j]], int(s), int(d)) for o, s, d in zip(origins, src, dst, strict=True)]
-            steps.append(Step(1, sorted(out)))
+                out += [(coll.address[own[o][j]], int(s), int(d)) for o, s, d in zip(origins, src, dst, strict=True)]
+            steps.append(_step(out))
         return Schedule(topo, coll, steps), "translate (broadcast tree of one rank, translated)"
     pairs = alltoall_shape(coll)
     if pairs is not None:
@@ -349,8 +354,8 @@ def translate_schedule(topo: Topology, coll: Collective) -> tuple[Schedule, str]
                 src = g.add(origins, np.full(p, x))
                 dst = g.add(src, np.full(p, dirs[di]))
                 final = g.add(origins, np.full(p, y))
-                out += [Send(coll.address[pairs[int(o), int(f)][k]], int(s), int(d))
+                out += [(coll.address[pairs[int(o), int(f)][k]], int(s), int(d))
                         for o, s, d, f in zip(origins, src, dst, final, strict=True)]
-            steps.append(Step(1, sorted(out)))
+            steps.append(_step(out))
         return Schedule(topo, coll, steps), "translate (shortest paths of one rank's chunks, translated)"
     return None
