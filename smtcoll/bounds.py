@@ -938,7 +938,7 @@ def check_witness(kind: str, witness: dict[str, Any], topo: Topology, coll: Coll
             return 10**9 if b == 0 and d else (math.ceil(Fraction(d, b)) if d else 0)
         if kind == "hops":  # no choice in the witness: recomputed from the topology and collective
             b = hops_bound(topo, coll)
-            return 10**9 if b.value is None else b.value
+            return 10**9 if b.value is None else int(b.value)
     except (KeyError, TypeError, ValueError) as e:
         raise ModelError("witness", f"malformed {kind} witness: {e}") from None
     raise ModelError("witness", f"unknown bound kind {kind!r} (expected steps, receive, cut or hops)")

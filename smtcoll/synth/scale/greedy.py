@@ -45,8 +45,8 @@ def greedy_schedule(topo: Topology, coll: Collective, max_steps: int, rounds_per
         # target[v, c]: hops from v to the nearest rank missing c (0 where v misses it)
         few = np.nonzero((missing.sum(axis=0) <= RELAY_NEEDERS) & missing.any(axis=0))[0]
         target = np.where(missing, 0, far)
-        for c in few:
-            target[:, c] = dist[:, missing[:, c]].min(axis=1)
+        for ci in few:
+            target[:, ci] = dist[:, missing[:, ci]].min(axis=1)
         group_left = [g.bandwidth * rounds_per_step for g in topo.switches]
         incoming = np.zeros((p, k), dtype=bool)
         sends: list[tuple[int, int, int]] = []

@@ -102,7 +102,7 @@ def allgather_tree(g: Group, pieces: int) -> list[list[tuple[int, int, int]]]:
     turn = 0
     while left:
         sends: list[tuple[int, int, int]] = []
-        claimed = [set() for _ in range(pieces)]
+        claimed: list[set[int]] = [set() for _ in range(pieces)]
         for di in sorted(range(len(dirs)), key=lambda i: (i + turn) % len(dirs)):
             for _ in range(g.bandwidth[di]):
                 best = None
