@@ -19,13 +19,15 @@ import math
 from collections import deque
 from collections.abc import Callable, Iterable
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
-import networkx as nx
 
 from smtcoll.errors import ModelError
 from smtcoll.model import Collective, Link, SwitchGroup, Topology
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 # Every rank subset is tried up to this many ranks (up to the second with switch groups, whose cuts each
 # need a max-flow); beyond, the cut search is heuristic (every bound found is still valid).
@@ -33,6 +35,7 @@ EXHAUSTIVE_CUTS_UP_TO = 12
 EXHAUSTIVE_SWITCHED_CUTS_UP_TO = 8
 LP_MAX_VARIABLES = 300_000
 THROUGHPUT_REFINED_UP_TO = 64
+SMALL_RANKS = 64  # up to here the bounds use dense numpy arrays and the model's distances
 _SOURCE, _SINK = ("source",), ("sink",)
 
 
@@ -92,6 +95,8 @@ def flow_network(topo: Topology, link_cap: Callable[[Link], float] | None = None
     """Ranks are nodes `0..P-1`; switch group i adds nodes ("group", i, "in"/"out")."""
     link_cap = link_cap or (lambda l: l.bandwidth)
     group_cap = group_cap or (lambda g: g.bandwidth)
+    import networkx as nx  # 0.4 s to import: only topologies with switch groups need max-flows
+
     g = nx.DiGraph()
     g.add_nodes_from(range(topo.ranks))
     for i, grp in enumerate(topo.switches):
@@ -125,6 +130,8 @@ def cut_capacity(topo: Topology, inside: Iterable[int], net: nx.DiGraph | None =
             net.add_edge(r, _SINK)
         else:
             net.add_edge(_SOURCE, r)
+    import networkx as nx
+
     value, (src_side, _) = nx.minimum_cut(net, _SOURCE, _SINK)
     links, groups = [], []
     for a in src_side:
@@ -223,8 +230,6 @@ class _Arrays:
 
     def __init__(self, topo: Topology, coll: Collective) -> None:
         import numpy as np
-        from scipy.sparse import csr_matrix
-        from scipy.sparse.csgraph import shortest_path
 
         p, k = coll.ranks, coll.chunks
         self.p, self.k = p, k
@@ -232,25 +237,50 @@ class _Arrays:
         dst = np.array([l.dst for l in topo.links], dtype=np.int64)
         self.src, self.dst = src, dst
         self.bw = np.array([l.bandwidth for l in topo.links], dtype=np.int64)
-        adj = csr_matrix((np.ones(len(src)), (src, dst)), shape=(p, p))
-        d = shortest_path(adj, method="D", unweighted=True)
         self.unreachable = 1 << 30
-        self.dist = np.where(np.isinf(d), self.unreachable, d).astype(np.int64)
+        self.small = p <= SMALL_RANKS and k * p <= 1 << 22
+        if self.small:  # the model's breadth-first search: no scipy import (0.4 s) for small instances
+            self.dist = np.full((p, p), self.unreachable, dtype=np.int64)
+            for r, row in topo.distances.items():
+                self.dist[r, list(row)] = list(row.values())
+        else:
+            from scipy.sparse import csr_matrix
+            from scipy.sparse.csgraph import shortest_path
+
+            adj = csr_matrix((np.ones(len(src)), (src, dst)), shape=(p, p))
+            d = shortest_path(adj, method="D", unweighted=True)
+            self.dist = np.where(np.isinf(d), self.unreachable, d).astype(np.int64)
         pre, post = _pairs(coll.pre), _pairs(coll.post)
         self.pre, self.post = pre, post
         pre_keys, post_keys = pre[:, 0] * k + pre[:, 1], post[:, 0] * k + post[:, 1]
         self.post_lacking = ~np.isin(post_keys, pre_keys)  # post pairs not held at the start
         self.pre_unneeded = ~np.isin(pre_keys, post_keys)
-        self.hold = csr_matrix((np.ones(len(pre), dtype=np.float32), (pre[:, 1], pre[:, 0])), shape=(k, p))
-        self.need = csr_matrix((np.ones(len(post), dtype=np.float32), (post[:, 1], post[:, 0])), shape=(k, p))
+        self.hold = self._matrix(pre[:, 1], pre[:, 0])
+        self.need = self._matrix(post[:, 1], post[:, 0])
+        order = np.argsort(pre[:, 1], kind="stable")
+        bounds_ = np.searchsorted(pre[order, 1], np.arange(k + 1))
+        self.holders_of = [pre[order[bounds_[c]:bounds_[c + 1]], 0] for c in range(k)]
         self.address = np.array(coll.address, dtype=np.int64)
         self.combining = coll.is_combining
 
-    def nearest_holder_distance(self) -> Any:
-        """dist[c, r]-like lookups: for each post pair (r, c), hops from c's nearest holder to r."""
+    def _matrix(self, rows: Any, cols: Any, shape: tuple[int, int] | None = None) -> Any:
+        """A 0/1 float32 matrix: dense for small instances, scipy's sparse beyond."""
         import numpy as np
 
-        holders_of = np.split(self.hold.indices, self.hold.indptr[1:-1])
+        shape = shape or (self.k, self.p)
+        if self.small:
+            m = np.zeros(shape, dtype=np.float32)
+            m[rows, cols] = 1.0
+            return m
+        from scipy.sparse import csr_matrix
+
+        return csr_matrix((np.ones(len(rows), dtype=np.float32), (rows, cols)), shape=shape)
+
+    def nearest_holder_distance(self) -> Any:
+        """For each post pair (r, c): hops from c's nearest holder to r."""
+        import numpy as np
+
+        holders_of = self.holders_of
         single = np.array([len(h) == 1 for h in holders_of])
         out = np.empty(len(self.post), dtype=np.int64)
         r, c = self.post[:, 0], self.post[:, 1]
@@ -266,14 +296,13 @@ class _Arrays:
         """For each cut (a column of the ranks x cuts 0/1 matrix), the addresses that must enter it:
         needed inside by a chunk whose holders are all outside (`must_enter`, vectorized)."""
         import numpy as np
-        from scipy.sparse import csr_matrix
 
         x = np.asarray(cuts, dtype=np.float32)
         enter = (self.need @ x > 0) & (self.hold @ x == 0)  # chunks x cuts
         if not self.combining:
             return enter.sum(axis=0).astype(np.int64)
         _, idx = np.unique(self.address, return_inverse=True)
-        group = csr_matrix((np.ones(self.k, dtype=np.float32), (idx, np.arange(self.k))))
+        group = self._matrix(idx, np.arange(self.k), (int(idx.max()) + 1, self.k))
         return (group @ enter.astype(np.float32) > 0).sum(axis=0).astype(np.int64)
 
     def plain_capacity(self, cuts: Any) -> Any:
@@ -672,6 +701,8 @@ def throughput_bound(topo: Topology, coll: Collective, gbps_per_unit: float | No
             g = net.copy()
             for u in range(n):
                 g.add_edge(_SOURCE, u, capacity=x)
+            import networkx as nx
+
             value, (side, _) = nx.minimum_cut(g, _SOURCE, v)
             if value < n * x * (1 - 1e-9):
                 inside = sorted(u for u in side if isinstance(u, int))
@@ -698,6 +729,8 @@ def _out_capacity(net: nx.DiGraph, inside: Iterable[int]) -> float:
     g = net.copy()
     for u in [v for v in g.nodes if isinstance(v, int)]:
         g.add_edge(_SOURCE, u) if u in inside else g.add_edge(u, _SINK)
+    import networkx as nx
+
     return nx.maximum_flow_value(g, _SOURCE, _SINK)
 
 
@@ -705,6 +738,8 @@ def _crossing(topo: Topology, net: nx.DiGraph, inside: list[int]) -> dict:
     g = net.copy()
     for u in range(topo.ranks):
         g.add_edge(_SOURCE, u) if u in inside else g.add_edge(u, _SINK)
+    import networkx as nx
+
     _, (side, _) = nx.minimum_cut(g, _SOURCE, _SINK)
     links, groups = [], []
     for a in side:
@@ -857,9 +892,16 @@ def search_bounds(topo: Topology, coll: Collective) -> SearchBounds:
     cut = cut_bound(topo, coll, net, arrays)
     receive = receive_bound(topo, coll, net, arrays)
     hops = hops_bound(topo, coll, arrays)
+    import numpy as np
+
     demands = int(arrays.post_lacking.sum())
     small = (demands + coll.chunks) * len(topo.links) <= SEARCH_LP_MAX_VARIABLES
-    lpb = lp_bound(topo, coll) if small else Bound("lp", None, "rounds", {}, "not computed")
+    # the LP beats cuts and chunk-hops where chunks go to one rank each (Alltoall on machines); where a
+    # chunk goes to many, the receive bound is the one that binds, and the LP's import costs 0.2 s
+    one_needer = bool(len(demands_per := np.bincount(arrays.post[arrays.post_lacking, 1], minlength=coll.chunks))
+                      and demands_per.max() <= 1)
+    lpb = (lp_bound(topo, coll) if small and one_needer and not coll.is_combining
+           else Bound("lp", None, "rounds", {}, "not computed"))
     cands: list[tuple[Fraction, str]] = []
     for b in (cut, receive):
         if b.value and b.witness.get("capacity"):

@@ -77,6 +77,11 @@ def greedy_schedule(topo: Topology, coll: Collective, max_steps: int, rounds_per
 
 
 def _distances(topo: Topology) -> np.ndarray:
+    if topo.ranks <= 256:  # the model's breadth-first search: no scipy import for small topologies
+        out = np.full((topo.ranks, topo.ranks), 1 << 19, dtype=np.int64)
+        for r, row in topo.distances.items():
+            out[r, list(row)] = list(row.values())
+        return out
     from scipy.sparse import csr_matrix
     from scipy.sparse.csgraph import shortest_path
 
