@@ -35,6 +35,7 @@ EXHAUSTIVE_CUTS_UP_TO = 12
 EXHAUSTIVE_SWITCHED_CUTS_UP_TO = 8
 LP_MAX_VARIABLES = 300_000
 THROUGHPUT_REFINED_UP_TO = 64
+THROUGHPUT_REFINED_SWITCHED_UP_TO = 16  # with switch groups every max-flow runs on the group network
 SMALL_RANKS = 64  # up to here the bounds use dense numpy arrays and the model's distances
 _SOURCE, _SINK = ("source",), ("sink",)
 
@@ -685,7 +686,8 @@ def throughput_bound(topo: Topology, coll: Collective, gbps_per_unit: float | No
     n = topo.ranks
     # start from the best single-rank-complement cut: A = all ranks but v (v must receive N-1 shares)
     x, witness_set = None, None
-    spread = range(n) if n <= THROUGHPUT_REFINED_UP_TO else range(0, n, n // 16)  # max-flows are slow
+    refine = n <= (THROUGHPUT_REFINED_SWITCHED_UP_TO if topo.switches else THROUGHPUT_REFINED_UP_TO)
+    spread = range(n) if refine else range(0, n, max(1, n // 16))  # max-flows are slow
     for v in spread:
         inside = [u for u in range(n) if u != v]
         b = _out_capacity(net, inside)
@@ -695,7 +697,7 @@ def throughput_bound(topo: Topology, coll: Collective, gbps_per_unit: float | No
     # Dinkelbach's refinement needs a max-flow per rank per iteration: beyond THROUGHPUT_REFINED_UP_TO
     # ranks the best single-rank complement stands (still an upper bound; exact on vertex-transitive
     # topologies, where every rank's complement is the same cut)
-    for _ in range(100 if n <= THROUGHPUT_REFINED_UP_TO else 0):
+    for _ in range(100 if refine else 0):
         improved = False
         for v in range(n):
             g = net.copy()
