@@ -53,7 +53,10 @@ def least_steps(topo: Topology, base: Collective, method: str, rounds: int | Non
     result, scaled = engine_result(topo, base, chunks)
     if progress is not None and result.attempts:
         progress(result.attempts[0])
-    if method == "scale" or scaled is None or result.optimal.get("proved") or topo.ranks > AUTO_EXACT_UP_TO:
+    over = max_steps is not None and scaled is not None and len(scaled.schedule.steps) > max_steps
+    if method == "scale" or scaled is None:
+        return result
+    if not over and (result.optimal.get("proved") or topo.ranks > AUTO_EXACT_UP_TO):
         return result
     left = None if timeout is None else max(0.1, timeout - result.seconds)
     exact = strategies.least_steps(topo, base, None, chunks, max_steps, left, progress, known=scaled.schedule)
