@@ -39,8 +39,12 @@ def engine_result(topo: Topology, base: Collective, chunks: int) -> tuple[SynthR
                                    f"({len(s.steps)} vs {b.least_steps(True, chunks)}), "
                                    f"{gap['gap_rounds']} round(s) above ({s.rounds} vs {b.rounds(chunks)})")
     attempt = Attempt(len(s.steps), s.rounds, chunks, "sat", time.process_time() - c0, "scale")
+    # the claim optimality rests on (one step fewer is impossible), for --prove, as the exact search has
+    below = len(s.steps) - 1
+    pruned = [Point(below, None, chunks, "infeasible", f"bound: {b.steps_why(True, chunks)}", claim=(below, below))
+              ] if at_bound and below >= 1 else []
     return SynthResult("found", s, "least-steps", b.to_json(True, chunks), [attempt],
-                       [Point(len(s.steps), s.rounds, chunks, "found")], optimal=optimal, message=message,
+                       [Point(len(s.steps), s.rounds, chunks, "found")], pruned, optimal=optimal, message=message,
                        seconds=time.monotonic() - t0, method=f"scale: {scaled.method}", gap=gap), scaled
 
 
