@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import networkx as nx
 
 from smtcoll.errors import SmtcollError
+from smtcoll.files import write_bytes
 from smtcoll.model import Topology
 
 
@@ -29,9 +31,9 @@ def draw_topology(topo: Topology, path: Path) -> None:
                      arrowsize=8, connectionstyle="arc3,rad=0.08")
     ax.set_title(f"{topo.name}: {topo.ranks} ranks, {len(topo.links)} links, {len(topo.switches)} switch groups")
     ax.axis("off")
+    buffer = io.BytesIO()  # rendered in memory, then written safely (smtcoll/files.py)
     try:
-        fig.savefig(path, format=suffix[1:], metadata={"Date": None} if suffix == ".svg" else None)
-    except OSError as e:
-        raise SmtcollError(f"{path}: cannot write: {e.strerror or e}") from None
+        fig.savefig(buffer, format=suffix[1:], metadata={"Date": None} if suffix == ".svg" else None)
     finally:
         plt.close(fig)
+    write_bytes(path, buffer.getvalue())

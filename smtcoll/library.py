@@ -18,6 +18,7 @@ from smtcoll.errors import ModelError
 from smtcoll.model import Collective, Link, Nic, SwitchGroup, Topology
 
 MAX_RANKS = 4096
+MAX_LINKS = 1 << 18  # generated or composed links (building a Topology costs ~40 us per link)
 
 # --- topology generators -------------------------------------------------------------------------
 
@@ -154,6 +155,8 @@ def generate(kind: str, params: list[int]) -> Topology:
             n *= p
     if n < 2 or n > MAX_RANKS:
         raise ModelError("topology", f"{kind} needs between 2 and {MAX_RANKS} ranks, got {n}")
+    if kind in ("fully-connected", "hub-and-spoke") and n * (n - 1) > MAX_LINKS:
+        raise ModelError("topology", f"{kind}:{n} has {n * (n - 1)} links, more than {MAX_LINKS}")
     label = f"{kind}:" + "x".join(map(str, params))
     if kind == "ring":
         return _from_pairs(label, n, _both([(i, (i + 1) % n) for i in range(n if n > 2 else 1)]))
@@ -221,7 +224,20 @@ def topology(name: str, nodes: int = 1) -> Topology:
     else:
         known = ", ".join([f"{g}:..." for g in GENERATORS] + list(MACHINES))
         raise ModelError("topology", f"unknown topology {name!r} (built-ins: {known}; or give a .toml file)")
+    check_composed(topo, nodes)
     return topo.compose(nodes)
+
+
+def check_composed(topo: Topology, nodes: int) -> None:
+    """Refuse `nodes` copies of `topo` above MAX_RANKS ranks before composing them (quadratic in nodes)."""
+    if not isinstance(nodes, int) or nodes <= 1:
+        return
+    if topo.ranks * nodes > MAX_RANKS:
+        raise ModelError("nodes", f"= {nodes}: {nodes} x {topo.ranks} ranks is more than {MAX_RANKS} ranks in all")
+    per_pair = sum(len(a.senders) * len(b.receivers) for a in topo.nics for b in topo.nics if a.rail == b.rail)
+    links = nodes * (nodes - 1) * per_pair + nodes * len(topo.links)
+    if links > MAX_LINKS:
+        raise ModelError("nodes", f"= {nodes}: the composed topology would have {links} links, more than {MAX_LINKS}")
 
 
 # --- collectives ---------------------------------------------------------------------------------
@@ -253,6 +269,9 @@ class CollectiveSpec:
         if count < 1 or count > MAX_RANKS * MAX_RANKS:
             raise ModelError("chunks", f"= {count} (from {self.chunks!r} at ranks={ranks}): must be between 1 and "
                                        f"{MAX_RANKS * MAX_RANKS}")
+        from smtcoll.limits import check_cells
+
+        check_cells(self.name, ranks, count, chunks)  # before evaluating ranks x chunks expressions
         allowed = {"rank", "chunk", "ranks", "chunks", "root"}
         pre = expr.parse(self.pre, allowed, "pre")
         post = expr.parse(self.post, allowed, "post")

@@ -269,9 +269,10 @@ def load_topology(path: Path | str, nodes: int = 1) -> Topology:
         raise _fail(str(path), text, extra[0], "unknown top-level key (a topology file has one [topology] table)")
     try:
         topo = topology_from_dict(data["topology"], path.parent)
-        return topo.compose(nodes)
     except ModelError as e:
         raise _fail(str(path), text, e.where, e.detail) from None
+    library.check_composed(topo, nodes)  # --nodes: a command-line error, not one of the file
+    return topo.compose(nodes)
 
 
 def resolve_topology(name_or_path: str, nodes: int = 1) -> Topology:
@@ -282,7 +283,9 @@ def resolve_topology(name_or_path: str, nodes: int = 1) -> Topology:
 
 
 def save_topology(topo: Topology, path: Path | str) -> None:
-    Path(path).write_text(dumps_topology(topo))
+    from smtcoll.files import write_text
+
+    write_text(path, dumps_topology(topo))
 
 
 def dumps_topology(topo: Topology) -> str:
@@ -385,4 +388,16 @@ def dumps_collective(coll: Collective) -> str:
 
 
 def save_collective(coll: Collective, path: Path | str) -> None:
-    Path(path).write_text(dumps_collective(coll))
+    from smtcoll.files import write_text
+
+    write_text(path, dumps_collective(coll))
+
+
+def spec_files_dir() -> Path | None:
+    """The folder of the built-in spec files to copy and edit: inside the installed package (a wheel ships
+    them as `smtcoll/specs_data`), or `specs/` of a clone (an editable install)."""
+    package = Path(__file__).resolve().parent
+    for candidate in (package / "specs_data", package.parent / "specs"):
+        if (candidate / "topologies").is_dir():
+            return candidate
+    return None

@@ -4,6 +4,7 @@ and a negative hand-made case."""
 from __future__ import annotations
 
 import csv
+import os
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,8 @@ from smtcoll.check.program import check_program_file
 from smtcoll.check.report import Report
 from smtcoll.msccl.reader import Limits
 
-CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "msccl-xml"
+SHARED = Path(os.environ.get("SMTCOLL_SHARED", Path(__file__).resolve().parents[1].parent / "shared"))
+CORPUS = SHARED / "corpus" / "msccl-xml"
 LABELS = CORPUS / "labels.tsv"
 
 
@@ -285,9 +287,22 @@ def test_rooted_collectives_take_a_root(tmp_path: Path) -> None:
     # broadcast from rank 0 of one chunk: rank 0 copies, sends; rank 1 receives
     text = algo(gpu(0, 1, 1, 0, tb(0, 1, -1, 0, step(0, "cpy", "i", 0, "o", 0), step(1, "s", "i", 0, "o", 0))),
                 gpu(1, 1, 1, 0, tb(0, -1, 0, 0, step(0, "r", "i", 0, "o", 0))), coll="broadcast", chunks=1)
-    assert "postcondition-unchecked" in codes(check(tmp_path, text), "warning")
+    # without --root every root is checked: ok, with an info naming the root it is correct for
+    r = check(tmp_path, text)
+    assert r.verdict == "ok"
+    assert any(v.code == "postcondition-roots" and "root 0 " in v.message for v in r.violations)
     assert check(tmp_path, text, root=0).verdict == "ok"
     assert "postcondition" in codes(check(tmp_path, text, root=1))
+
+
+def test_rooted_collective_wrong_for_every_root_is_an_error(tmp_path: Path) -> None:
+    # each rank only copies its own input: a broadcast from no root at all (the runtime runs it, and the
+    # non-root ranks' outputs are wrong whatever root the caller passes)
+    text = algo(*(gpu(r, 1, 1, 0, tb(0, -1, -1, 0, step(0, "cpy", "i", 0, "o", 0))) for r in (0, 1)),
+                coll="broadcast", chunks=1)
+    r = check(tmp_path, text)
+    assert r.verdict == "error" and "postcondition" in codes(r)
+    assert "any of the 2 possible roots" in next(v.message for v in r.violations if v.code == "postcondition")
 
 
 def test_huge_ngpus_is_bounded(tmp_path: Path) -> None:

@@ -8,7 +8,9 @@ entry is this checkout's `python -m smtcoll verify` instead of an installed `smt
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -33,9 +35,10 @@ pytestmark = [pytest.mark.slow,
 def hook_config() -> dict:
     (declared,) = [h for h in yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text())
                    if h["id"] == "smtcoll-verify"]
-    assert declared["entry"] == "smtcoll verify" and declared["language"] == "python"
-    hook = {k: declared[k] for k in ("id", "name", "files", "pass_filenames", "require_serial")}
-    hook.update(entry=f"{sys.executable} -m smtcoll verify", language="system")
+    assert declared["entry"].startswith("smtcoll verify") and declared["language"] == "python"
+    hook = {k: declared[k] for k in ("id", "name", "files", "types_or", "pass_filenames", "require_serial")
+            if k in declared}
+    hook.update(entry=f"{sys.executable} -m {declared['entry']}", language="system")
     return {"repos": [{"repo": "local", "hooks": [hook]}]}
 
 
@@ -52,6 +55,11 @@ def test_the_hook_fails_exactly_on_the_wrong_files(tmp_path: Path) -> None:
     assert sh(repo, "git", "init", "-q").returncode == 0
     (repo / ".pre-commit-config.yaml").write_text(yaml.safe_dump(hook_config()))
     (repo / "README.txt").write_text("not an algorithm\n")
+    # files the hook sees (types xml, json) that are not algorithms: skipped by the hook and by a directory walk
+    (repo / "package.json").write_text('{"name": "x", "scripts": {"steps": "echo"}}\n')
+    (repo / "pom.xml").write_text('<?xml version="1.0"?>\n<project><modelVersion>4.0.0</modelVersion></project>\n')
+    (repo / "proofs").mkdir()
+    shutil.copy(next((REPO / "proofs").glob("*.json")), repo / "proofs")
     names = {}
     for rel in CORRECT + WRONG:
         name = rel.replace("/", "__")
@@ -63,11 +71,16 @@ def test_the_hook_fails_exactly_on_the_wrong_files(tmp_path: Path) -> None:
     sh(repo, "git", "add", ".")
     run = sh(repo, sys.executable, "-m", "pre_commit", "run", "--all-files")
     assert run.returncode == 1, run.stdout + run.stderr
-    verdicts = {line.split(": ")[0]: line.split(": ")[1].split()[0] for line in run.stdout.splitlines()
-                if line.startswith("algorithms/") and ": " in line}
+    verdicts = dict(re.findall(r"^(algorithms/\S+\.xml): (ok|error|unusable)\b", run.stdout, re.M))
     assert {f for f, v in verdicts.items() if v != "ok"} == {names[r] for r in WRONG}
     assert {f for f, v in verdicts.items() if v == "ok"} == {names[r] for r in CORRECT}
     assert "README.txt" not in run.stdout and "Traceback" not in run.stdout + run.stderr
+    for other in ("package.json", "pom.xml", "proofs/"):
+        assert other not in run.stdout, run.stdout
+    # CI's directory walk picks the same files as the hook
+    walk = subprocess.run([sys.executable, "-m", "smtcoll", "verify", "--format", "json", "."], cwd=repo,
+                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert {d["file"].removeprefix("./") for d in json.loads(walk.stdout)} == set(verdicts)
 
     # at commit time: a commit of only correct algorithms passes, each wrong one is refused on its own
     sh(repo, "git", "reset", "-q")

@@ -37,7 +37,8 @@ def test_infeasible_instance_is_certified(cli, tmp_path):
 
 
 def test_synth_never_reports_an_xml_file_it_did_not_write(tmp_path, capsys, monkeypatch):
-    """When the lowered program fails the checker, `synth --xml` says so and exits 1, and no file exists."""
+    """When the lowered program fails the checker, `synth --xml` says so and exits 4 (found, but the XML could
+    not be written), and no file exists."""
     import attrs
     import pytest
 
@@ -58,5 +59,6 @@ def test_synth_never_reports_an_xml_file_it_did_not_write(tmp_path, capsys, monk
     with pytest.raises(SystemExit) as exit_:
         run_guarded(app, ["synth", "-t", "ring:4", "-c", "allgather", "--xml", str(xml)])
     out, err = capsys.readouterr()
-    assert exit_.value.code == 1 and not xml.exists()
-    assert "written to" not in out and "NOT written" in err and "Traceback" not in out + err
+    assert exit_.value.code == 4 and not xml.exists()
+    assert out.startswith("found:") and "written to" not in out and "not written" in err and "does not verify" in err
+    assert "Traceback" not in out + err

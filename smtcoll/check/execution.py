@@ -74,6 +74,11 @@ class ExecutionResult:
     transmissions: int = 0
     messages: int = 0
     makespan: float = 0.0
+    # taint analysis: per finding bit, (index in `findings` or -1, code); the transmissions each bit seeds;
+    # and, for a run given seeds, the bits that reach an output location
+    taint_findings: list[tuple[int, str]] = attrs.field(factory=list)
+    taint_seeds: dict[tuple[int, int], int] = attrs.field(factory=dict)
+    output_taint: int = 0
 
 
 def _reduce(a: Value, b: Value) -> Value:
@@ -88,11 +93,14 @@ class _Findings:
         self.counts: dict[str, int] = {}
         self.mode = mode
 
-    def add(self, code: str, message: str, **where: object) -> None:
+    def add(self, code: str, message: str, **where: object) -> int:
+        """Record a finding; its index in `out`, or -1 when only counted."""
         n = self.counts.get(code, 0) + 1
         self.counts[code] = n
         if n <= MAX_PER_CODE:
             self.out.append(Finding(code, message, {"mode": self.mode, **where}))
+            return len(self.out) - 1
+        return -1
 
     def close(self) -> list[Finding]:
         for code, n in sorted(self.counts.items()):
@@ -104,7 +112,8 @@ class _Findings:
 def execute(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity: int | None,
             initial: dict[int, Value] | None = None, data: bool = True, per_chunk: bool = False,
             timing: dict[tuple[int, int], tuple[float, float]] | None = None,
-            rng: random.Random | None = None) -> ExecutionResult:
+            rng: random.Random | None = None, seeds: dict[tuple[int, int], int] | None = None,
+            outputs: frozenset[int] = frozenset()) -> ExecutionResult:
     """Run the program; `capacity` is the FIFO size in messages (None: unbounded), a message being one
     step's transfer, or one chunk of it with `per_chunk` (the worst case of large buffers, where every chunk
     of a step fills half the Simple FIFO). With `data`, also track values, accesses and races (otherwise
@@ -153,6 +162,20 @@ def execute(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity
     last_write: dict[int, tuple[int, int, int]] = {}  # loc -> (bit, uid, transmission index)
     reads_since: dict[int, list[tuple[int, int, int]]] = {}
     reported_locs: set[int] = set()
+    # taint: a bit per finding about data (race, uninitialized read, double count); the transmissions whose
+    # results it may change seed it; a second run with `seeds` follows the bits through memory and messages
+    loc_bits: dict[int, int] = {}
+    taint_findings: list[tuple[int, str]] = []
+    taint_seeds: dict[tuple[int, int], int] = {}
+    taint: dict[int, int] = {}
+
+    def seed(bit: int, *keys: tuple[int, int]) -> None:
+        for key in keys:
+            taint_seeds[key] = taint_seeds.get(key, 0) | (1 << bit)
+
+    def new_bit(index: int, code: str) -> int:
+        taint_findings.append((index, code))
+        return len(taint_findings) - 1
     fifos: dict[tuple[int, int, int], deque] = {}
     in_flight: dict[tuple[int, int, int], int] = {}  # messages with pieces still in the FIFO
     recv_waiters: dict[tuple[int, int, int], list[_Tb]] = {}
@@ -172,6 +195,8 @@ def execute(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity
                 ready.append(w)
 
     def race(loc: int, st: _Tb, tr: Transmission, other: tuple[int, int, int], kind: str) -> None:
+        if loc in loc_bits:
+            seed(loc_bits[loc], (st.uid, st.pc), (other[1], other[2]))
         if loc in reported_locs:
             return
         reported_locs.add(loc)
@@ -179,10 +204,14 @@ def execute(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity
         o = states[other[1]]
         otr = o.trans[other[2]]
         first, second = {"rw": ("writes", "reads"), "ww": ("writes", "writes"), "wr": ("reads", "writes")}[kind]
-        report.add("race", f"{name} on gpu {rank}: tb {o.tb_id} step {otr.first} (line {otr.line}) {first} it and tb "
-                           f"{st.tb_id} step {tr.first} {second} it, with no happens-before order between them (no "
-                           "dependency or message chain orders them)", gpu=rank, tb=st.tb_id, step=tr.first,
-                   line=tr.line)
+        index = report.add("race", f"{name} on gpu {rank}: tb {o.tb_id} step {otr.first} (line {otr.line}) {first} it "
+                           f"and tb {st.tb_id} step {tr.first} {second} it, with no happens-before order between them "
+                           "(no dependency or message chain orders them)", gpu=rank, tb=st.tb_id, step=tr.first,
+                           line=tr.line)
+        loc_bits[loc] = new_bit(index, "race")
+        # the location itself stays racy for the rest of the run: the detector compares a write with the last
+        # one only, so later writes of either racer are not all reported (key (-1, loc))
+        seed(loc_bits[loc], (st.uid, st.pc), (other[1], other[2]), (-1, loc))
 
     def access(st: _Tb, j: int, tr: Transmission, reads: tuple[int, ...], writes: tuple[int, ...]) -> None:
         bit = bits.get((st.uid, j), -1)
@@ -208,19 +237,24 @@ def execute(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity
 
     def read(st: _Tb, tr: Transmission, loc: int) -> Value:
         v = memory.get(loc)
+        if v is None and loc in loc_bits:
+            seed(loc_bits[loc], (st.uid, st.pc))
         if v is None and loc not in reported_locs:
             reported_locs.add(loc)
             rank, name = geo.name(loc)
-            report.add("read-before-write", f"tb {st.tb_id} step {tr.first} reads {name} on gpu {rank} before anything "
+            loc_bits[loc] = new_bit(-2, "read-before-write")
+            seed(loc_bits[loc], (st.uid, st.pc))
+            taint_findings[loc_bits[loc]] = (report.add("read-before-write", f"tb {st.tb_id} step {tr.first} reads {name} on gpu {rank} before anything "
                                             "was written there (uninitialized data)",
-                       gpu=rank, tb=st.tb_id, step=tr.first, line=tr.line)
+                       gpu=rank, tb=st.tb_id, step=tr.first, line=tr.line), "read-before-write")
         return v
 
     def dup_check(st: _Tb, tr: Transmission, prior: int, after: Value) -> None:
         if after is not None and after[1] & ~prior:
-            report.add("double-count", f"tb {st.tb_id} step {tr.first} on gpu {st.rank} adds contributions that are "
+            seed(new_bit(-2, "double-count"), (st.uid, st.pc))
+            taint_findings[-1] = (report.add("double-count", f"tb {st.tb_id} step {tr.first} on gpu {st.rank} adds contributions that are "
                                        "already part of the value (a reduction counted twice)",
-                       gpu=st.rank, tb=st.tb_id, step=tr.first, line=tr.line)
+                       gpu=st.rank, tb=st.tb_id, step=tr.first, line=tr.line), "double-count")
 
     def run(st: _Tb) -> None:
         nonlocal done_trans, messages
@@ -270,8 +304,9 @@ def execute(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity
                         send_waiters.setdefault(st.send_conn, []).append(st)
                         return
                 incoming: Value = None
+                tin = 0
                 if fin is not None:
-                    incoming, k, last, arrival = fin.popleft()
+                    incoming, k, last, arrival, tin = fin.popleft()
                     st.know |= k
                     if arrival > st.time:
                         st.time = arrival
@@ -279,10 +314,21 @@ def execute(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity
                         in_flight[st.recv_conn] -= 1
                         wake(send_waiters, st.recv_conn)
                 outgoing: Value = None
+                tout = 0
                 if data:
                     reads, writes = accesses[(st.uid, st.pc)][st.piece]
-                    access(st, st.pc, tr, reads, writes)
+                    if tr.type == "cpy" and reads == writes:
+                        # a self-copy after in-place aliasing rewrites the bytes that are there: a read only
+                        access(st, st.pc, tr, reads, ())
+                    else:
+                        access(st, st.pc, tr, reads, writes)
                     outgoing = _effect(tr.type, reads, writes, incoming, memory, st, tr, read, dup_check)
+                    if seeds is not None:
+                        tout = seeds.get((st.uid, st.pc), 0) | (tin if fin is not None else 0)
+                        for loc in reads:
+                            tout |= taint.get(loc, 0)
+                        for loc in writes:
+                            taint[loc] = tout | seeds.get((-1, loc), 0)
                 st.piece += 1
                 if fout is not None:
                     k = st.know
@@ -295,7 +341,7 @@ def execute(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity
                         depart = max(st.time, link_free.get(link, 0.0))
                         link_free[link] = st.time = depart + per
                         arrival = depart + per + alpha
-                    fout.append((outgoing, k, st.piece == tr.cnt, arrival))
+                    fout.append((outgoing, k, st.piece == tr.cnt, arrival, tout))
                     if per_chunk or st.piece == 1:
                         in_flight[st.send_conn] = in_flight.get(st.send_conn, 0) + 1
                     messages += 1
@@ -332,8 +378,11 @@ def execute(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity
     blocked = [(st.rank, st.tb_id, st.trans[st.pc].first, st.trans[st.pc].line, st.blocked)
                for st in states if st.pc < len(st.trans)]
     leftover = {conn: len(q) for conn, q in sorted(fifos.items()) if q}
+    reached = 0
+    for loc in outputs:
+        reached |= taint.get(loc, 0)
     return ExecutionResult(report.close(), memory, bool(blocked), blocked, leftover, done_trans, messages,
-                           max((st.time for st in states), default=0.0))
+                           max((st.time for st in states), default=0.0), taint_findings, taint_seeds, reached)
 
 
 _KNOWN = frozenset({"s", "r", "rcs", "rrs", "rrc", "rrcs", "cpy", "re"})

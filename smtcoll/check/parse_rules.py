@@ -201,8 +201,9 @@ def _tb_rules(p: Program, gpu: int | None, tbs: tuple[ThreadBlock, ...],
             if not 0 <= tb.chan <= MAX_CHANNELS:
                 yield _f(f"chan={tb.chan} is outside 0..{MAX_CHANNELS}", BOTH, **where)
             elif tb.chan == MAX_CHANNELS:
-                yield _err("channel", f"chan={tb.chan} passes the runtimes' off-by-one check (<= {MAX_CHANNELS}) "
-                                      "but indexes past the last channel", **where)
+                yield _f(f"chan={tb.chan} passes the runtimes' off-by-one check (<= {MAX_CHANNELS}) but indexes "
+                         "past the last channel: a heap overflow in the parser (the rank is refused or corrupted, "
+                         "depending on memory)", BOTH, **where)
             elif tb.chan >= nchannels and ((tb.send or -1) >= 0 or (tb.recv or -1) >= 0):
                 yield _err("channel", f"chan={tb.chan} >= nchannels={nchannels}: the runtime creates no connection "
                                       "for this thread block's peers", **where)
@@ -219,15 +220,18 @@ def _tb_rules(p: Program, gpu: int | None, tbs: tuple[ThreadBlock, ...],
                     count[tb.chan] = count.get(tb.chan, 0) + 1
         if len(tb.steps) > MAX_SUBS:
             yield _f(f"<tb> has {len(tb.steps)} <step> children; at most {MAX_SUBS} (MAX_SUBS)", BOTH, **where)
-        yield from _step_rules(gpu, tb, sizes)
+        yield from _step_rules(gpu, tb, sizes, p.proto)
     if ids:
         gaps = sorted(set(range(max(ids) + 1)) - set(ids))
         if gaps:
             yield _f(f"thread block {gaps[0]} is missing on gpu {gpu} (ids must be 0..n-1)", BOTH, gpu=gpu)
 
 
-def _step_rules(gpu: int | None, tb: ThreadBlock, sizes: dict[str, int | None]) -> Iterator[Finding]:
+def _step_rules(gpu: int | None, tb: ThreadBlock, sizes: dict[str, int | None],
+                proto: str | None = None) -> Iterator[Finding]:
     transfers = 0
+    dependencies = 0  # the parser's numDependencies: every depid >= 0 of the thread block, nops included
+    fused: list[tuple[int, int, int]] = []  # (sources, element index of the first, line) per re transmission
     pending = 0  # nop dependencies waiting for the next transfer
     fusing: tuple[str | None, int | None, str | None] | None = None  # (dstbuf, dstoff, srcbuf) of an open fusion
     reductions = 0  # the parser's numReductions counts every `re` of the thread block
@@ -268,6 +272,8 @@ def _step_rules(gpu: int | None, tb: ThreadBlock, sizes: dict[str, int | None]) 
         for name, off in (("srcoff", op.srcoff), ("dstoff", op.dstoff)):
             if off is not None and off > MAX_INT16:
                 yield _err("offset-range", f"{name}={off} does not fit the runtime's int16_t", **where)
+        if op.depid is not None and op.depid >= 0 and op.type in STEP_TYPES:
+            dependencies += 1
         if op.type == "nop" or op.type is None:
             if op.type == "nop" and op.depid is not None and op.depid >= 0:
                 pending += 1
@@ -298,13 +304,54 @@ def _step_rules(gpu: int | None, tb: ThreadBlock, sizes: dict[str, int | None]) 
             pending = 0
         if op.type == "re":
             reductions += 1
+            if continuation:
+                n, first, line = fused[-1]
+                fused[-1] = (n + 1, first, line)
+            else:
+                fused.append((1, index, op.line))
             fusing = None if (op.hasdep or reductions == MAX_REDUCE_FUSION) else (op.dstbuf, op.dstoff, op.srcbuf)
         else:
             fusing = None
+    yield from _array_rules(gpu, tb, transfers, dependencies, reductions)
+    yield from _fusion_rules(gpu, tb, fused, proto)
     if pending:
         yield _err("trailing-nop", "nop dependencies after the last transfer are dropped by the runtime", "warning",
                    gpu=gpu, tb=tb.id, line=tb.steps[-1].line)
+
+
+
+def _array_rules(gpu: int | None, tb: ThreadBlock, transfers: int, dependencies: int,
+                 reductions: int) -> Iterator[Finding]:
+    """The parser fills fixed arrays of MSCCL_MAX_NUM_STEPS entries per thread block (transmissions,
+    dependentBid/dependentStep, reductionSrcOffsets) by running counts with no bound: it only checks that
+    every `s` is below the limit. Past the end it overwrites the next fields, and the kernel reads garbage
+    (a wrong dependency, a wait on a step that never comes, a wrong reduction source)."""
     for runtime in (EXEC, LEGACY):
-        if transfers > MAX_STEPS[runtime]:
-            yield _f(f"{transfers} transfers in one thread block; the {runtime} runtime holds at most "
-                     f"{MAX_STEPS[runtime]}", frozenset({runtime}), gpu=gpu, tb=tb.id, line=tb.line)
+        limit = MAX_STEPS[runtime]
+        for count, what, array in ((transfers, "transmissions", "transmissions[]"),
+                                   (dependencies, "dependencies (nops' included)", "dependentBid[]/dependentStep[]"),
+                                   (reductions, "reductions", "reductionSrcOffsets[]")):
+            if count > limit:
+                yield _err("array-overflow", f"{count} {what} in one thread block: the {runtime} runtime's parser "
+                           f"stores them in {array} of {limit} entries without a bound check and overwrites the "
+                           "fields after it (the kernel then waits on or reads wrong values)",
+                           gpu=gpu, tb=tb.id, line=tb.line, runtime=runtime)
+
+
+def _fusion_rules(gpu: int | None, tb: ThreadBlock, fused: list[tuple[int, int, int]],
+                  proto: str | None) -> Iterator[Finding]:
+    """Fused `re` transmissions: the parser cuts a chain when the thread block's cumulative reduction count
+    equals 16, so after the 16th reduction chains grow without limit, and the kernel fills
+    srcs[MSCCL_MAX_REDUCE_FUSION + 1] past its end. With Simple, a 16-source fusion loses the destination's
+    own value: the kernel appends the destination as a 17th source and the reduction stops at 16."""
+    for n, first, line in fused:
+        where = {"gpu": gpu, "tb": tb.id, "step": first, "line": line}
+        if n > MAX_REDUCE_FUSION:
+            yield _err("fusion-overflow", f"{n} consecutive re steps into the same chunk are fused into one "
+                       f"reduction (the parser only cuts a chain when the thread block's running count of reductions "
+                       f"equals {MAX_REDUCE_FUSION}); the kernel holds {MAX_REDUCE_FUSION} sources plus the "
+                       "destination and writes past its source array", **where)
+        elif n == MAX_REDUCE_FUSION and proto == "Simple":
+            yield _err("fusion-drops-destination", f"{n} re steps are fused into one reduction; with the Simple "
+                       "protocol the kernel adds the destination as a 17th source but reduces at most 16, so the "
+                       "destination's own value is left out (LL and LL128 are not affected)", **where)

@@ -12,6 +12,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
+import attrs
+
 from smtcoll.check import buffers, postconditions, topology_cost
 from smtcoll.check.connections import connect
 from smtcoll.check.execution import TbInput, execute
@@ -23,24 +25,28 @@ from smtcoll.model import Collective, Topology
 from smtcoll.specs import resolve_collective
 from smtcoll.msccl.program import RUNTIMES, Finding, Program
 from smtcoll.msccl.reader import Limits, ReadResult, read_program
-from smtcoll.msccl.runtime import FIFO_MESSAGES
+from smtcoll.msccl.runtime import FIFO_MESSAGES, LEGACY_DEFAULT_MAX_BYTES
 
 MAX_RANKS = 4096  # the runtimes' readers cannot hold more <gpu> elements in one parse anyway
 MAX_CHUNKS = 1 << 16  # offsets are int16_t: no program can touch more chunks of a buffer
 MAX_LOCATIONS = 1 << 22
 MAX_LISTED = 20
+MAX_ROOT_WORK = 1 << 22  # ngpus x (output chunks of every rank) when every root is checked
 
 
 def check_program_file(path: str | os.PathLike[str], *, runtime: str = "any", collective: Collective | str | None = None,
                        root: int | None = None, topology: Topology | None = None,
-                       max_bytes: int | None = None, limits: Limits | None = None) -> Report:
-    """Read and check one XML file; unusable input gives an `unusable` report, never an exception."""
+                       max_bytes: int | None = None, limits: Limits | None = None,
+                       chunks: int | None = None, strict: bool = False) -> Report:
+    """Read and check one XML file; unusable input gives an `unusable` report, never an exception.
+    `chunks`: chunks per input of a `.toml` collective spec (default: 1, split to fit the buffers)."""
     name = os.fspath(path)
     try:
         result = read_program(name, max_bytes, limits)
     except SmtcollError as e:
         return unusable_report(name, e)
-    return check_program(result, name, runtime=runtime, collective=collective, root=root, topology=topology)
+    return check_program(result, name, runtime=runtime, collective=collective, root=root, topology=topology,
+                         chunks=chunks, strict=strict)
 
 
 def unusable_report(file: str, error: SmtcollError) -> Report:
@@ -63,17 +69,23 @@ def _modes(p: Program, selected: frozenset[str]) -> list[bool]:
 
 
 def check_program(result: ReadResult, file: str, *, runtime: str = "any", collective: Collective | str | None = None,
-                  root: int | None = None, topology: Topology | None = None) -> Report:
+                  root: int | None = None, topology: Topology | None = None, chunks: int | None = None,
+                  strict: bool = False) -> Report:
     p = result.program
     selected = BOTH if runtime == "any" else frozenset({runtime})
     findings: list[Finding] = list(result.findings) + parse_rule_findings(p)
+    if "legacy" not in selected:
+        # maxBytes=0 matters only to the legacy runtime (never selected there); msccl-tools writes it on most
+        # programs, so for executor users it is a note (--verbose), not a warning on every file
+        findings = [attrs.evolve(f, severity="info") if f.code == "max-bytes" and "maxBytes=0" in f.message
+                    else f for f in findings]
     metrics: dict[str, Any] = {"dialect": p.dialect, "proto": p.proto, "gpus": len(p.gpus),
                                "thread_blocks": sum(len(g.tbs) for g in p.gpus), "steps": p.steps,
                                "nchannels": p.nchannels, "nchunksperloop": p.nchunksperloop, "bytes": result.size}
     coll_name = p.coll
     if isinstance(collective, str) and collective not in postconditions.BUILTIN:
         try:
-            collective = resolve_collective(collective, p.ngpus, root, 1)
+            collective = resolve_collective(collective, p.ngpus, root, chunks or 1)
         except SmtcollError as e:
             return Report(file, p.coll, p.ngpus, None, [Violation("unusable", f"--collective: {e}", "error")],
                           unusable=True)
@@ -83,7 +95,12 @@ def check_program(result: ReadResult, file: str, *, runtime: str = "any", collec
                                     f"program has ngpus={p.ngpus}", {"line": p.line}))
             collective = None
         else:
-            collective = _fit(collective, p)
+            if chunks is None:
+                collective = _fit(collective, p)
+            mismatch = _buffer_mismatch(collective, p, chunks)
+            if mismatch:
+                findings.append(Finding("collective-mismatch", mismatch, {"line": p.line}))
+                collective = None
     if not is_complete(p) or not is_executable(p):
         # never an `ok` without the semantic checks: an error unless the reasons above are errors already
         refused = any(f.rejects >= selected or (not f.rejects and f.severity == "error") for f in findings)
@@ -91,7 +108,7 @@ def check_program(result: ReadResult, file: str, *, runtime: str = "any", collec
                                 "runtimes' ranges (see above): the semantic checks (deadlock, races, postcondition) "
                                 "were not run", {"line": p.line}, severity="info" if refused else "error"))
     elif _sizes_ok(p, findings):
-        findings += _semantics(p, selected, collective, root, topology, metrics)
+        findings += _semantics(p, selected, collective, root, topology, metrics, strict)
     return _report(file, p, findings, selected, metrics, coll_name)
 
 
@@ -116,6 +133,34 @@ def _fit(coll: Collective, p: Program) -> Collective:
     return coll
 
 
+def _buffer_mismatch(coll: Collective, p: Program, chunks: int | None) -> str | None:
+    """Why the program's buffers do not hold the collective's chunks, in the user's terms: a custom program
+    synthesized with 2 chunks per input checked against a spec with 1 (or --chunks 3) would otherwise give a
+    postcondition error for every chunk. Only buffers that are exactly k times the spec's are judged, and
+    only for `coll="custom"`, where the buffers are the spec's own (built-in collectives have their layouts
+    in `buffers.py`)."""
+    if p.coll != "custom" or not p.gpus:
+        return None
+    sizes = {(g.i_chunks, g.o_chunks) for g in p.gpus}
+    if len(sizes) != 1:
+        return None
+    (i_chunks, o_chunks), = sizes
+    per_input = max((len({coll.address[c] for c in s}) for s in coll.pre_sets), default=0)
+    per_output = max((len({coll.address[c] for c in s}) for s in coll.post_sets), default=0)
+    if i_chunks is None or o_chunks is None or (i_chunks == per_input and o_chunks == per_output):
+        return None
+    base_in, base_out = per_input // coll.chunk_factor, per_output // coll.chunk_factor
+    unit = "rank" if base_in == 1 else f"input chunk of the spec ({base_in} per rank)"
+    theirs = "--chunks" if chunks is not None else "the spec"
+    if base_in and i_chunks % base_in == 0 and o_chunks == base_out * (i_chunks // base_in):
+        k = i_chunks // base_in
+        if k != coll.chunk_factor:
+            return (f"the file has {k} chunk(s) per {unit} (i_chunks={i_chunks}) and {theirs} "
+                    f"{coll.chunk_factor}: give --chunks {k}; the postcondition was not checked")
+    # other sizes: a rank may leave buffer slots unused; the postcondition judges
+    return None
+
+
 def _sizes_ok(p: Program, findings: list[Finding]) -> bool:
     assert p.ngpus is not None and p.nchunksperloop is not None and p.nchannels is not None
     if p.ngpus < 1 or p.nchunksperloop < 1 or p.nchannels < 1:
@@ -129,7 +174,7 @@ def _sizes_ok(p: Program, findings: list[Finding]) -> bool:
 
 
 def _semantics(p: Program, selected: frozenset[str], collective: Collective | str | None, root: int | None,
-               topology: Topology | None, metrics: dict[str, Any]) -> list[Finding]:
+               topology: Topology | None, metrics: dict[str, Any], strict: bool = False) -> list[Finding]:
     assert p.ngpus is not None and p.nchunksperloop is not None and p.nchannels is not None and p.coll is not None
     out: list[Finding] = []
     ranks: dict[int, Any] = {}
@@ -169,9 +214,7 @@ def _semantics(p: Program, selected: frozenset[str], collective: Collective | st
         if geo_coll not in postconditions.BUILTIN:
             why_unchecked = (f"coll={p.coll!r} has no known postcondition; give --collective SPEC to check one, "
                              "only the structural checks (parse rules, connections, deadlock, races) were run")
-        elif geo_coll in postconditions.ROOTED and root is None:
-            why_unchecked = f"{geo_coll} needs --root to check its postcondition; only the structural checks were run"
-        elif geo_coll in postconditions.ROOTED and not 0 <= root < p.ngpus:  # type: ignore[operator]
+        elif geo_coll in postconditions.ROOTED and root is not None and not 0 <= root < p.ngpus:
             why_unchecked = f"--root {root} is not a rank of this {p.ngpus}-rank program"
         elif geo_coll not in postconditions.ROOTED and p.nchunksperloop % p.ngpus and (
                 geo_coll in buffers.SPLIT_INPUT | buffers.SPLIT_OUTPUT | {"alltoall"}):
@@ -193,6 +236,16 @@ def _semantics(p: Program, selected: frozenset[str], collective: Collective | st
             metrics["max_link_chunks"] = max((c for c, _ in load.values()), default=0)
             load_timing = topology_cost.timing(topology, sorted(load))
 
+    # a rooted collective without --root: the run does not depend on the root (every input is defined), so
+    # check the output against each of the ngpus possible roots
+    all_roots = spec is None and not why_unchecked and geo_coll in postconditions.ROOTED and root is None
+    if all_roots and p.ngpus * p.ngpus * p.nchunksperloop > MAX_ROOT_WORK:
+        all_roots = False
+        why_unchecked = (f"{geo_coll} without --root: {p.ngpus} roots are too many to check each; give --root "
+                         "to check its postcondition (only the structural checks were run)")
+        out.append(Finding("postcondition-unchecked", why_unchecked, {"line": p.line}, severity="warning"))
+    good_roots = set(range(p.ngpus)) if all_roots else set()
+    root_failures: list[Finding] = []
     capacity = FIFO_MESSAGES.get(p.proto or "", 2)
     modes = _modes(p, selected)
     metrics["modes"] = ["in-place" if m else "out-of-place" for m in modes]
@@ -203,11 +256,14 @@ def _semantics(p: Program, selected: frozenset[str], collective: Collective | st
                                p.nchunksperloop, in_place, scratch)
         exp = None
         if not why_unchecked:
-            exp = postconditions.from_collective(geo, spec) if spec is not None else postconditions.builtin(geo, root)
+            exp = postconditions.from_collective(geo, spec) if spec is not None else \
+                postconditions.builtin(geo, 0 if all_roots else root)
         initial = exp.initial if exp is not None else None
         run = execute(tbs, geo, p.nchannels, capacity, initial)
         metrics["messages"] = run.messages
         run_findings = list(run.findings)
+        if run.taint_findings and not run.deadlock:
+            _judge_by_output(run, run_findings, tbs, geo, p.nchannels, capacity, initial, strict)
         if run.deadlock:
             free = execute(tbs, geo, p.nchannels, None, initial, data=False)
             if free.deadlock:
@@ -218,15 +274,22 @@ def _semantics(p: Program, selected: frozenset[str], collective: Collective | st
             if first == 0 and any(tr.cnt > 1 for t in tbs for tr in t.trans):
                 worst = execute(tbs, geo, p.nchannels, capacity, initial, data=False, per_chunk=True)
                 if worst.deadlock:
-                    f = _deadlock(worst.blocked, geo.mode, capacity, p.proto, per_chunk=True)
-                    run_findings.append(Finding("fifo-capacity", f.message, f.where, severity="warning"))
+                    run_findings.append(_per_chunk_deadlock(p, geo.mode, worst.blocked, capacity))
         if not run.deadlock and first == 0 and load_timing is not None:
             timed = execute(tbs, geo, p.nchannels, capacity, initial, data=False, timing=load_timing[0])
             unit = load_timing[1]
             metrics["estimate"] = {"time": round(timed.makespan, 6), "unit": unit}
             if unit == "us":
                 metrics["estimate"]["chunk_bytes"] = topology_cost.DEFAULT_CHUNK_BYTES
-        if not run.deadlock and exp is not None:
+        if not run.deadlock and exp is not None and all_roots:
+            for r in range(p.ngpus):
+                post, wrong = postconditions.check(geo, postconditions.builtin(geo, r), run.memory, MAX_LISTED)
+                if post:
+                    good_roots.discard(r)
+                    if r == 0:
+                        root_failures += [Finding(code, f"root 0: {message}", {"mode": geo.mode, "gpu": rank})
+                                          for code, message, rank in post]
+        elif not run.deadlock and exp is not None:
             post, wrong = postconditions.check(geo, exp, run.memory, MAX_LISTED)
             for code, message, rank in post:
                 run_findings.append(Finding(code, message, {"mode": geo.mode, "gpu": rank}))
@@ -240,7 +303,82 @@ def _semantics(p: Program, selected: frozenset[str], collective: Collective | st
             if key not in seen:
                 seen.add(key)
                 out.append(f)
+    if all_roots and not any(f.code == "deadlock" for f in out):
+        if good_roots:
+            out.append(Finding("postcondition-roots", f"no --root given: the output is correct as a {geo_coll} with "
+                               f"root {_few(sorted(good_roots))} (every root was checked; give --root to pin one)",
+                               {"line": p.line}, severity="info"))
+        else:
+            out.append(Finding("postcondition", f"no --root given, and the output is not a correct {geo_coll} for any "
+                               f"of the {p.ngpus} possible roots (the listing shows root 0)", {"line": p.line}))
+            out += root_failures
     return out
+
+
+DEAD = {"race": "dead-race", "read-before-write": "dead-read", "double-count": "dead-double-count"}
+
+
+def _judge_by_output(run: Any, findings: list[Finding], tbs: list[TbInput], geo: buffers.Geometry, nchannels: int,
+                     capacity: int | None, initial: Any, strict: bool) -> None:
+    """Taint analysis: a race, an uninitialized read or a double count is an error only when its value can
+    reach an output chunk (`o`, or `i` when it is the output in place). Each finding seeds the transmissions
+    whose results it may change; a second run follows the seeds through every later read, reduction and
+    message (the happens-before order of a race-free part is the same in every execution, and the racy
+    locations are seeded themselves). What reaches no output stays a warning (`--strict`: an error)."""
+    outputs = frozenset(geo.loc(r, "o", k) for r in range(geo.ranks) for k in range(geo.size(r, "o")))
+    follow = execute(tbs, geo, nchannels, capacity, initial, seeds=run.taint_seeds, outputs=outputs)
+    for bit, (index, code) in enumerate(run.taint_findings):
+        if index < 0 or (follow.output_taint >> bit) & 1:
+            continue
+        f = findings[index]
+        findings[index] = Finding(DEAD[code], f"{f.message}; the value it touches never reaches an output chunk in "
+                                  "any execution, so the result is right", f.where,
+                                  severity="error" if strict else "warning")
+
+
+# Default NCCL buffer sizes per protocol (NCCL_BUFFSIZE, NCCL_LL_BUFFSIZE, NCCL_LL128_BUFFSIZE can change them)
+BUFFSIZE = {"Simple": 1 << 22, "LL": 8 * 512 * 8 * 16, "LL128": 120 * 640 * 8 * 8}
+NCCL_STEPS = 8
+SLOW_CHUNKSTEPS = frozenset({"broadcast", "reduce"})  # BROADCAST_/REDUCE_CHUNKSTEPS = 1, the others NCCL_STEPS/2
+
+
+def per_chunk_threshold(p: Program) -> int | None:
+    """The buffer size above which the executor sends every chunk of a multi-chunk step as its own message:
+    `maxAllowedCount = max(1, chunkEffectiveSize / ceil(nBytes / nchunksperloop))` is 1 exactly when
+    nBytes > nchunksperloop * floor(chunkEffectiveSize / 2) (msccl_setup.cc, mscclSetupCount)."""
+    if p.proto not in BUFFSIZE or not p.nchunksperloop:
+        return None
+    step = BUFFSIZE[p.proto] // NCCL_STEPS
+    if p.proto == "Simple":
+        effective = step * (1 if p.coll in SLOW_CHUNKSTEPS else NCCL_STEPS // 2)
+    elif p.proto == "LL":
+        effective = step // 2
+    else:
+        effective = (step // 16) * 15  # LL128: 15 data elements per 16-element line
+    return p.nchunksperloop * (effective // 2)
+
+
+def _per_chunk_deadlock(p: Program, mode: str, blocked: list[tuple[int, int, int, int, str]],
+                        capacity: int) -> Finding:
+    """A deadlock that happens only when chunks are their own messages: an error when every size the file is
+    selected for is in that regime (minBytes above the threshold), else a warning naming the sizes."""
+    f = _deadlock(blocked, mode, capacity, p.proto, per_chunk=True)
+    threshold = per_chunk_threshold(p)
+    low = p.min_bytes or 0
+    high = p.max_bytes if p.max_bytes is not None else LEGACY_DEFAULT_MAX_BYTES
+    unbounded = p.dialect == "executor" and high == 0
+    if threshold is None:
+        return Finding("fifo-capacity", f.message, f.where, severity="warning")
+    if low > threshold:
+        return Finding("deadlock", f"{f.message}. minBytes={low} puts every size the file is selected for in that "
+                       f"regime (nBytes > {threshold} with the default NCCL buffer sizes): it deadlocks at every "
+                       "size it runs", f.where)
+    if not unbounded and high <= threshold + 1:
+        return Finding("fifo-capacity", f"{f.message}. Not at the sizes the file is selected for (maxBytes={high} "
+                       f"<= {threshold + 1}, with the default NCCL buffer sizes)", f.where, severity="info")
+    top = "with no upper limit" if unbounded else f"up to maxBytes={high}"
+    return Finding("fifo-capacity", f"{f.message}. It deadlocks for buffers over {threshold} bytes ({top}), with "
+                   "the default NCCL buffer sizes", f.where, severity="warning")
 
 
 def _deadlock(blocked: list[tuple[int, int, int, int, str]], mode: str, capacity: int | None,
@@ -325,6 +463,8 @@ def _report(file: str, p: Program, findings: list[Finding], selected: frozenset[
                 severity, message = "info", f"({' and '.join(sorted(f.rejects))} only) {f.message}"
             if len(f.rejects) == 1:
                 where["runtime"] = next(iter(f.rejects))
+        elif where.get("runtime") in RUNTIMES and (where["runtime"] not in selected or not accepted[where["runtime"]]):
+            severity, message = "info", f"({where['runtime']} only) {f.message}"
         else:
             severity, message = f.severity, f.message
         key = (f.code, severity)

@@ -42,6 +42,11 @@ class Transmission:
         return self.type in RECV_TYPES
 
 
+def _wrap(value: int, bits: int) -> int:
+    half = 1 << (bits - 1)
+    return (value + half) % (1 << bits) - half
+
+
 def lower(tb: ThreadBlock) -> list[Transmission]:
     """The transmissions of a complete thread block (all step attributes present)."""
     out: list[dict] = []
@@ -51,8 +56,8 @@ def lower(tb: ThreadBlock) -> list[Transmission]:
     reductions = 0
     for index, op in enumerate(tb.steps):
         assert op.type is not None and op.depid is not None and op.deps is not None
-        if op.depid >= 0:
-            deps.append((op.depid, op.deps))
+        if op.depid >= 0:  # stored as int8_t and int16_t (mscclThreadBlock.dependentBid/dependentStep)
+            deps.append((_wrap(op.depid, 8), _wrap(op.deps, 16)))
         if op.type == "nop":
             continue
         key = (op.dstbuf, op.dstoff, op.srcbuf)
@@ -76,7 +81,9 @@ def lower(tb: ThreadBlock) -> list[Transmission]:
     for t in out:
         if t["deps"]:
             step += len(t["deps"]) - 1
-        if t["type"] == "re":
+        if t["type"] == "re" and t["cnt"] > 0:
+            # the kernel adds numReductions - 1 inside its per-piece loop (`if (c == 0)`), which a fused
+            # transmission with cnt=0 (the last step's count) never enters
             step += len(t["srcoffs"]) - 1
         result.append(Transmission(counter=step, **t))
         step += 1

@@ -1,20 +1,74 @@
 """The `smtcoll` command line: a typer app whose commands are thin shells over the library.
 
-Each command lives in its own module here and registers itself on `app`.
+Each command lives in its own module here and registers itself on `app`. The modules are imported only
+when their command runs (or `--help` lists them), so that `smtcoll verify` and `smtcoll --version` do not pay
+for the synthesizer's command modules at start-up: `COMMANDS` names the module of every command.
 """
 
 from __future__ import annotations
 
+import importlib
 import sys
+from typing import Any
+
+import typer
+from typer.core import TyperCommand, TyperGroup
 
 from smtcoll.cli.app import app, run_guarded
-from smtcoll.cli import info  # noqa: F401  (registers list, show)
-from smtcoll.cli import verify  # noqa: F401  (registers verify)
-from smtcoll.cli import bounds  # noqa: F401  (registers bounds)
-from smtcoll.cli import proof  # noqa: F401  (registers proof check)
-from smtcoll.cli import lower  # noqa: F401  (registers lower)
-from smtcoll.cli import synth  # noqa: F401  (registers synth)
+from smtcoll.cli.extras import missing_extra
+from smtcoll.errors import SmtcollError
+
+# command (or command group) -> module of smtcoll.cli that registers it, in the order `--help` lists them
+COMMANDS = {
+    "list": "info",
+    "show": "info",
+    "synth": "synth",
+    "bounds": "bounds",
+    "proof": "proof",
+    "lower": "lower",
+    "verify": "verify",
+}
+
+
+class LazyGroup(TyperGroup):
+    """The root group: imports a command's module the first time the command is looked up."""
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return list(COMMANDS) + [c for c in self.commands if c not in COMMANDS]
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        if cmd_name not in self.commands and cmd_name in COMMANDS:
+            try:
+                importlib.import_module(f"smtcoll.cli.{COMMANDS[cmd_name]}")
+            except ImportError as e:
+                message = missing_extra(e, cmd_name)
+                if message is None:
+                    raise
+                return _unavailable(cmd_name, message)
+            self.commands.update(typer.main.get_command(app).commands)  # type: ignore[attr-defined]
+        return super().get_command(ctx, cmd_name)
+
+
+def _unavailable(name: str, message: str) -> Any:
+    """A stand-in for a command whose module needs a package that is not installed: listed by `--help`,
+    and running it says what to install."""
+    def refuse(*_: Any, **__: Any) -> None:
+        raise SmtcollError(message)
+
+    return TyperCommand(name, callback=refuse, help=f"(not installed) {message}", add_help_option=False,
+                         context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
+
+
+app.info.cls = LazyGroup
+if app.registered_callback is None:
+    # the root must be a group even while no command module is imported yet (a root callback makes it one)
+    @app.callback()
+    def _root() -> None:
+        """Synthesize, prove and verify collective communication algorithms."""
 
 
 def main() -> None:
+    from smtcoll import limits
+
+    limits.APPLY_RLIMIT = True  # the memory cap of --max-memory applies to this process only
     run_guarded(app, sys.argv[1:])

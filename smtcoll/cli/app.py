@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import enum
 import json
+import os
+import shlex
 import sys
+import tempfile
+import traceback
 from typing import Any
 
 import typer
 
-from smtcoll.errors import EXIT_UNUSABLE, SmtcollError
+from smtcoll.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_UNUSABLE, InternalError, MemoryLimit, SmtcollError
 
 app = typer.Typer(
     name="smtcoll",
@@ -35,15 +39,58 @@ def fail(message: str, code: int = EXIT_UNUSABLE) -> typer.Exit:
     return typer.Exit(code)
 
 
+TRACEBACK_ENV = "SMTCOLL_TRACEBACK"  # set to 1 to print the traceback of an internal error on stderr
+
+
 def run_guarded(application: typer.Typer, args: list[str]) -> None:
-    """Run the app; a SmtcollError becomes `error: ...` and its exit code, never a traceback.
+    """Run the app; every exception ends as a message and an exit code (smtcoll/errors.py), never a traceback.
 
     typer itself turns usage errors into exit code 2 and `typer.Exit(code)` into that code."""
     try:
         application(args=args, prog_name="smtcoll")
+    except InternalError as e:
+        _internal(e, args, str(e))
     except SmtcollError as e:
         typer.echo(f"error: {e}", err=True)
         sys.exit(e.exit_code)
+    except ImportError as e:  # a package of an extra the light install leaves out (smtcoll.cli.extras)
+        from smtcoll.cli.extras import missing_extra
+
+        message = missing_extra(e, next((a for a in args if not a.startswith("-")), None))
+        if message is None:
+            raise
+        typer.echo(f"error: {message}", err=True)
+        sys.exit(EXIT_UNUSABLE)
     except KeyboardInterrupt:
         typer.echo("error: interrupted", err=True)
-        sys.exit(130)
+        sys.exit(EXIT_INTERRUPTED)
+    except MemoryError:
+        # the memory cap (RLIMIT_AS, see smtcoll/limits.py) turned an allocation into an exception
+        typer.echo("error: out of memory: the memory cap was reached (raise it with --max-memory where the "
+                   "command has it, or make the instance smaller)", err=True)
+        sys.exit(MemoryLimit.exit_code)
+    except Exception as e:  # noqa: BLE001  (the guard: a bug of ours must still end with a clear message)
+        _internal(e, args, f"{type(e).__name__}: {str(e)[:300]}")
+
+
+def _internal(error: BaseException, args: list[str], what: str) -> None:
+    """`internal error: ...` with what to report: the command line, the version and the traceback (in a
+    temporary file, or on stderr when SMTCOLL_TRACEBACK=1)."""
+    from smtcoll import __version__
+
+    text = "".join(traceback.format_exception(error))
+    where = "above"
+    if os.environ.get(TRACEBACK_ENV) == "1":
+        typer.echo(text, err=True, nl=False)
+    else:
+        try:
+            fd, path = tempfile.mkstemp(prefix="smtcoll-traceback-", suffix=".txt")
+            with os.fdopen(fd, "w") as f:
+                f.write(f"smtcoll {__version__}\ncommand: smtcoll {shlex.join(args)}\n\n{text}")
+            where = f"in {path}"
+        except OSError:
+            where = f"not saved (set {TRACEBACK_ENV}=1 to print it)"
+    msg = what if what.startswith("internal error") else f"internal error: {what}"
+    typer.echo(f"{msg}\nThis is a bug in smtcoll {__version__}. Please report it with the command line "
+               f"(smtcoll {shlex.join(args)}), the input files and the traceback ({where}).", err=True)
+    sys.exit(EXIT_INTERNAL)

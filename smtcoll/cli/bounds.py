@@ -6,12 +6,14 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
-from smtcoll import specs
+from smtcoll import limits, specs
 from smtcoll.cli.app import Format, app, print_json
 
 if TYPE_CHECKING:
     from smtcoll.bounds import Bound
 
+MAX_RANKS = 256  # measured: Ring(256) Allgather 12 s of CPU, Ring(512) 73 s and 2.6 GB (the flow LP)
+MAX_LINKS = 1 << 16
 FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="text for people, json for scripts")]
 
 
@@ -30,11 +32,20 @@ def bounds_command(
     alpha_us: Annotated[Optional[float], typer.Option("--alpha-us", help="latency per step in microseconds "
                                                       "(overrides the topology's)", min=0.0)] = None,
     lp: Annotated[bool, typer.Option("--lp/--no-lp", help="solve the multi-commodity flow LP")] = True,
+    max_ranks: Annotated[int, typer.Option("--max-ranks", help="refuse larger topologies (the bounds take "
+                                           "about 12 s of CPU at 256 ranks)", min=1)] = MAX_RANKS,
+    max_links: Annotated[int, typer.Option("--max-links", help="refuse topologies with more links", min=1)]
+    = MAX_LINKS,
+    max_cells: Annotated[int, typer.Option("--max-cells", help="refuse collectives with more ranks x chunks",
+                                           min=1)] = limits.MAX_CELLS,
     fmt: FormatOpt = Format.text,
 ) -> None:
     """Lower bounds for a collective on a topology, each with a witness you can check by hand."""
     topo = specs.resolve_topology(topology, nodes)
-    coll = specs.resolve_collective(collective, topo.ranks, root, chunks)
+    limits.check_graph(topo.ranks, len(topo.links), max_ranks, max_links, "bounds")
+    with limits.cell_limit(max_cells):
+        coll = specs.resolve_collective(collective, topo.ranks, root, chunks)
+        limits.check_cells(coll.name, coll.ranks, coll.chunks)
     from smtcoll.bounds import lower_bounds  # networkx and scipy: only when this command runs
 
     result = lower_bounds(topo, coll, size, gbps_per_unit, alpha_us, lp)

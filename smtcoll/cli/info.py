@@ -7,13 +7,16 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from smtcoll import library, specs
+from smtcoll import library, limits, specs
 from smtcoll.cli.app import Format, app, print_json
+from smtcoll.files import check_writable
 from smtcoll.model import Collective, Topology
 
 show_app = typer.Typer(help="Show a topology or a collective.", no_args_is_help=True)
 app.add_typer(show_app, name="show")
 
+SHOW_MAX = (1024, 1 << 16)  # ranks, links: the all-pair distances of the diameter take ~10 s at the limit
+DRAW_MAX = (256, 4096)  # a layout beyond this is slow and unreadable
 FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="text for people, json for scripts")]
 
 
@@ -26,6 +29,7 @@ def list_builtins(fmt: FormatOpt = Format.text) -> None:
         + [{"name": k, "description": v} for k, v in library.MACHINES.items()],
         "collectives": [{"name": c.name, "rooted": c.rooted, "description": c.description}
                         for c in library.COLLECTIVES.values()],
+        "spec_files": str(specs.spec_files_dir() or ""),
     }
     if fmt is Format.json:
         print_json(data)
@@ -36,6 +40,8 @@ def list_builtins(fmt: FormatOpt = Format.text) -> None:
     typer.echo("Collectives (--chunks C splits every chunk in C; rooted ones take --root):")
     for c in data["collectives"]:
         typer.echo(f"  {c['name']:<22} {c['description']}{' (rooted)' if c['rooted'] else ''}")
+    if data["spec_files"]:
+        typer.echo(f"Spec files of the built-ins, to copy and edit: {data['spec_files']}")
 
 
 def topology_summary(topo: Topology) -> dict[str, Any]:
@@ -60,11 +66,20 @@ def show_topology(
     name: Annotated[str, typer.Argument(help="a built-in name (dgx1, ring:8, torus2d:4x4) or a .toml file")],
     nodes: Annotated[int, typer.Option(help="compose this many nodes through the NIC model", min=1)] = 1,
     draw: Annotated[Optional[Path], typer.Option(help="draw the graph to a .png or .svg file")] = None,
+    max_ranks: Annotated[Optional[int], typer.Option("--max-ranks", help=f"refuse larger topologies (default "
+                                                    f"{SHOW_MAX[0]}, {DRAW_MAX[0]} with --draw)", min=1)] = None,
+    max_links: Annotated[Optional[int], typer.Option("--max-links", help=f"refuse topologies with more links "
+                                                    f"(default {SHOW_MAX[1]}, {DRAW_MAX[1]} with --draw)",
+                                                    min=1)] = None,
     fmt: FormatOpt = Format.text,
 ) -> None:
     """Ranks, links, bandwidths, switch groups and diameter of a topology."""
     topo = specs.resolve_topology(name, nodes)
+    default = DRAW_MAX if draw is not None else SHOW_MAX
+    limits.check_graph(topo.ranks, len(topo.links), max_ranks or default[0], max_links or default[1],
+                       "drawing" if draw is not None else "show topology (all-pair distances)")
     if draw is not None:
+        check_writable(draw)
         from smtcoll.drawing import draw_topology  # matplotlib is optional and slow to import
 
         draw_topology(topo, draw)
@@ -123,10 +138,14 @@ def show_collective(
                                                  max=library.MAX_RANKS)] = None,
     root: Annotated[Optional[int], typer.Option(help="root rank of a rooted collective", min=0)] = None,
     chunks: Annotated[int, typer.Option(help="split every chunk in this many", min=1, max=64)] = 1,
+    max_cells: Annotated[int, typer.Option("--max-cells", help="refuse collectives with more ranks x chunks",
+                                           min=1)] = limits.MAX_CELLS,
     fmt: FormatOpt = Format.text,
 ) -> None:
     """Chunks, pre- and postconditions and addresses of a collective."""
-    coll = specs.resolve_collective(name, ranks, root, chunks)
+    with limits.cell_limit(max_cells):
+        coll = specs.resolve_collective(name, ranks, root, chunks)
+        limits.check_cells(coll.name, coll.ranks, coll.chunks)  # also explicit pairs from a file
     info = collective_summary(coll)
     if fmt is Format.json:
         print_json(info)

@@ -16,6 +16,7 @@ import typer
 from smtcoll.check.report import Report
 from smtcoll.cli.app import Format, app, print_json
 from smtcoll.errors import NotVerified
+from smtcoll.files import check_writable
 from smtcoll.formats import load_schedule
 from smtcoll.lower import LowerOptions, lower_to_file
 
@@ -59,6 +60,7 @@ def lower_command(
     """Lower a step schedule to MSCCL XML: exit 0 written, 1 rejected or not verified, 2 unusable input."""
     mode = "both" if inplace and outofplace else "inplace" if inplace else "outofplace"
     options = LowerOptions(instances, protocol.value, runtime.value, mode, min_bytes, max_bytes, fuse, name)
+    check_writable(output)
     failure: NotVerified | None = None
     try:
         result, report = lower_to_file(load_schedule(schedule), output, options, verify)

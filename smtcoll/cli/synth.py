@@ -1,7 +1,9 @@
 """`smtcoll synth`: step-optimal schedules and the latency/bandwidth frontier, with the proof status.
 
-Exit codes (DESIGN.md): 0 found, 1 proved that none exists within the bounds, 2 unusable input,
-3 time limit (the best schedule and the bounds known so far are still reported and written).
+Exit codes (smtcoll/errors.py): 0 found, 1 proved that none exists within the bounds, 2 unusable input,
+3 time or memory limit (the best schedule and the frontier known so far are still reported and written),
+4 found (and written with -o), but the MSCCL XML of --xml could not be written (the reason names the
+runtime limit and the option that avoids it).
 """
 
 from __future__ import annotations
@@ -14,9 +16,12 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from smtcoll import specs
+from smtcoll import limits, specs
 from smtcoll.cli.app import Format, app, print_json
-from smtcoll.errors import ModelError
+from smtcoll.cli.lower import Protocol, Target
+from smtcoll.errors import ModelError, NotVerified, NotWritten, OutputError, TooLarge
+from smtcoll.files import check_writable
+from smtcoll.lower import CannotLower, LowerOptions, RejectedSchedule
 from smtcoll.formats import save_schedule
 from smtcoll.model import Schedule
 from smtcoll.synth.result import Attempt, SynthResult
@@ -66,11 +71,21 @@ def synth(
     max_steps: Annotated[Optional[int], typer.Option(help="least-steps/pareto: give up above this many steps "
                                                           "(default: lower bound + 2 * ranks)")] = None,
     max_chunks: Annotated[int, typer.Option(help="pareto: the most chunks per input to consider")] = 6,
-    timeout: Annotated[Optional[float], typer.Option(help="time limit in seconds (exit 3 when reached)")] = None,
+    timeout: Annotated[Optional[float], typer.Option(help="time limit in seconds for the whole run, every phase "
+                                                          "included (exit 3 when reached)")] = None,
+    max_memory: Annotated[Optional[int], typer.Option(
+        "--max-memory", help="memory cap in MB (default: 3/4 of the memory, at most 4096); an encoding estimated "
+                             "not to fit is not tried (exit 3, or 2 for --strategy instance)", min=64)] = None,
+    max_cells: Annotated[int, typer.Option("--max-cells", help="refuse collectives with more ranks x chunks "
+                                           "(after --chunks)", min=1)] = limits.MAX_CELLS,
     nodes: Annotated[int, typer.Option(help="compose this many nodes through the NIC model")] = 1,
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="write the schedule (JSON) here")] = None,
     xml: Annotated[Optional[Path], typer.Option(help="also lower the schedule to MSCCL XML (verified before it "
-                                                     "is written; see smtcoll lower for the options)")] = None,
+                                                     "is written; exit 4 when it cannot be written)")] = None,
+    runtime: Annotated[Target, typer.Option(help="--xml: the runtime(s) the file is for, as in smtcoll lower")]
+    = Target.auto,
+    instances: Annotated[int, typer.Option(help="--xml: replicate over this many channels", min=1, max=32)] = 1,
+    protocol: Annotated[Protocol, typer.Option(help="--xml: NCCL protocol of the kernel")] = Protocol.Simple,
     prove: Annotated[Optional[Path], typer.Option(help="write certificates of every claim the result rests on "
                                                        "into this folder (re-check: smtcoll proof check)")] = None,
     method: Annotated[Method, typer.Option(help="least-steps: exact (the SMT search), scale (the large-instance "
@@ -83,8 +98,12 @@ def synth(
                              ("--max-steps", max_steps, 1), ("--max-chunks", max_chunks, 1), ("--nodes", nodes, 1)):
         if value is not None and value < low:
             raise ModelError(name, f"must be >= {low}, got {value}")
-    if timeout is not None and timeout <= 0:
-        raise ModelError("--timeout", f"must be > 0, got {timeout}")
+    limits.check_timeout(timeout)
+    for name, value, high in (("--steps", steps, limits.MAX_ROUNDS), ("--rounds", rounds, limits.MAX_ROUNDS),
+                              ("--max-steps", max_steps, limits.MAX_ROUNDS), ("--chunks", chunks, limits.MAX_CHUNKS),
+                              ("--max-chunks", max_chunks, 64)):
+        if value is not None and value > high:
+            raise TooLarge(name, f"= {value}: at most {high}")
     chosen = strategy or (Strategy.instance if steps is not None else Strategy.least_steps)
     if chosen is Strategy.instance and steps is None:
         raise ModelError("--steps", "the instance strategy needs --steps S")
@@ -95,34 +114,57 @@ def synth(
                                               "bound it with --max-chunks and --max-steps")
     if rounds is not None and steps is not None and rounds < steps:
         raise ModelError("--rounds", f"= {rounds}: rounds must be >= steps ({steps})")
-    topo = specs.resolve_topology(topology, nodes)
-    base = specs.resolve_collective(collective, topo.ranks, root, 1)
+    for path in (output, xml):
+        if path is not None:
+            check_writable(path)  # before any work: a device or a folder is refused now, not after the search
+    memory = max_memory if max_memory is not None else limits.default_memory_mb()
+    with limits.cell_limit(max_cells):
+        topo = specs.resolve_topology(topology, nodes)
+        base = specs.resolve_collective(collective, topo.ranks, root, 1)
+        limits.check_cells(base.name, base.ranks, base.chunks, max_chunks if chosen is Strategy.pareto else chunks)
     if base.ranks != topo.ranks:
         raise ModelError("collective", f"has {base.ranks} ranks but topology {topo.name} has {topo.ranks}")
-    from smtcoll.synth import strategies  # z3: imported only when synthesizing, not for other commands
+    if chosen is Strategy.instance:
+        assert steps is not None  # checked above: the instance strategy needs --steps
+        coll = base.with_chunks(chunks)
+        n = limits.encoding_variables(steps, rounds or steps, topo.ranks, len(topo.links), coll.chunks,
+                                      len(coll.addresses))
+        if not limits.encoding_fits(n, memory):
+            raise TooLarge("instance", f"the encoding of {steps} steps, {rounds or steps} rounds and {chunks} chunk(s) "
+                                       f"(about {n} variables) would not fit in {memory} MB", "--max-memory")
+    import z3  # the solver: imported only when synthesizing, not for other commands
+
+    z3.set_param("memory_max_size", memory)
+    limits.cap_memory(memory)
+    from smtcoll.synth import strategies
 
     progress = _progress()
-    if chosen is Strategy.instance:
-        result = strategies.instance(topo, base, steps, rounds, chunks, timeout, progress)
-    elif chosen is Strategy.least_steps:
-        from smtcoll.synth.scale import run
+    try:
+        if chosen is Strategy.instance:
+            assert steps is not None
+            result = strategies.instance(topo, base, steps, rounds, chunks, timeout, progress, max_memory_mb=memory)
+        elif chosen is Strategy.least_steps:
+            from smtcoll.synth.scale import run
 
-        result = run.least_steps(topo, base, method.value, rounds, chunks, max_steps, timeout, progress)
-    else:
-        result = strategies.pareto(topo, base, max_chunks, max_steps, timeout, progress)
+            result = run.least_steps(topo, base, method.value, rounds, chunks, max_steps, timeout, progress,
+                                     max_memory_mb=memory)
+        else:
+            result = strategies.pareto(topo, base, max_chunks, max_steps, timeout, progress, max_memory_mb=memory)
+    finally:
+        z3.set_param("memory_max_size", 0)  # z3's default (no cap): the cap is this command's, not the process's
     schedule = result.schedule
-    lowered: dict[str, Any] | None = None  # the summary of the XML file, once it is written
+    xml_error: str | None = None
     if schedule is not None:
         schedule = Schedule(schedule.topology, schedule.collective, schedule.steps,
                             f"{base.name} on {topo.name}: {len(schedule.steps)} steps, {schedule.rounds} rounds, "
                             f"{schedule.collective.chunk_factor} chunk(s)")
         if output is not None:
             save_schedule(schedule, output)
-        if xml is not None:  # raises NotVerified (nothing written) when the program fails the checker
-            from smtcoll.lower import lower_to_file
-
-            lowered, _ = lower_to_file(schedule, xml)
+        if xml is not None:
+            xml_error = _lower(schedule, xml, LowerOptions(instances, protocol.value, runtime.value))
     data = result.to_json()
+    if xml is not None:
+        data["xml"] = {"file": str(xml), "written": schedule is not None and xml_error is None, "error": xml_error}
     if prove is not None:
         from smtcoll.proofs.certify import certify  # networkx: only when certificates are asked for
 
@@ -131,12 +173,31 @@ def synth(
         print_json(data)
     else:
         _text(result, topo.name, base.name, output if schedule is not None else None)
-        if lowered is not None and lowered["written"]:
-            typer.echo(f"MSCCL XML written to {lowered['file']} (verified)")
+        if xml is not None and schedule is not None and xml_error is None:
+            typer.echo(f"MSCCL XML written to {xml} (verified)")
         for c in data.get("certificates", []):
             typer.echo(f"certificate {c['file']}: {c['claim']}" if c["file"] else f"not certified: {c['claim']}: "
                        f"{c['why']}")
+    if xml_error is not None:
+        typer.echo(f"error: {xml}: the MSCCL XML was not written: {xml_error}", err=True)
+        if result.status == "found":
+            raise typer.Exit(NotWritten.exit_code)
     raise typer.Exit(EXIT[result.status])
+
+
+def _lower(schedule: Schedule, xml: Path, options: LowerOptions) -> str | None:
+    """Lower, verify and write the XML; the reason when it cannot be (a runtime limit names the option that
+    avoids it), None when written."""
+    from smtcoll.lower import lower_to_file
+
+    try:
+        lower_to_file(schedule, xml, options)
+    except (CannotLower, RejectedSchedule, OutputError) as e:
+        return str(e)
+    except NotVerified as e:
+        first = next((v for v in e.report.violations if v.severity == "error"), None) if e.report else None
+        return "the lowered program does not verify" + (f" ({first.code}: {first.message})" if first else "")
+    return None
 
 
 def _text(result: SynthResult, topo: str, coll: str, output: Path | None) -> None:
@@ -150,16 +211,21 @@ def _text(result: SynthResult, topo: str, coll: str, output: Path | None) -> Non
         echo(f"{result.status}: {result.message}")
     if result.method != "exact":
         echo(f"method: {result.method}")
-    if result.optimal.get("why"):
+    if result.optimal.get("why") and "steps" in result.optimal:
         echo(f"optimal: {result.optimal['steps']} steps ({result.optimal['why']})")
     elif result.gap:
         echo(f"gap to the lower bound: {result.gap['gap_steps']} step(s), {result.gap['gap_rounds']} round(s)")
+    if lb["steps"] is None:  # answered before any bound: the reachability witness is the message
+        echo(f"{len(result.attempts)} solver call(s), {result.seconds:.2f} s")
+        return
     echo(f"lower bounds: {lb['steps']} steps with any rounds ({lb['steps_why']}); {lb['rounds']} rounds, "
          f"rounds/chunk >= {lb['rounds_per_chunk_exact']} ({lb['rounds_why']})")
     if result.strategy == "pareto":
-        echo("Pareto frontier (steps, rounds, chunks, rounds/chunk):" if result.points else "no Pareto point")
+        unproved = " (found so far, not proved complete)" if result.status != "found" else ""
+        echo(f"Pareto frontier{unproved} (steps, rounds, chunks, rounds/chunk):" if result.points
+             else "no Pareto point")
         for p in result.points:
-            echo(f"  ({p.steps}, {p.rounds}, {p.chunks})  {p.rounds / p.chunks:.4g}")
+            echo(f"  ({p.steps}, {p.rounds}, {p.chunks})  {(p.rounds or 0) / p.chunks:.4g}")
         echo(f"pruned ({len(result.pruned)}), each with its reason:")
         for p in result.pruned:
             what = f"steps {p.steps}" + (f", chunks {p.chunks}" if p.chunks else "") + \

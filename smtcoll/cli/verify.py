@@ -3,23 +3,29 @@
 Exit codes: 0 every file verified; 1 some file is wrong or accepted by no runtime considered; 2 some input
 is unusable (unreadable, not XML, no `<algo>`, a bad schedule file, over a limit such as `--max-steps`)
 or the command line is wrong. When both happen, 2 wins: an unusable input means the run did not check
-everything it was asked to. Output formats (text, json, junit, github) are in `verify_output.py`.
+everything it was asked to. Output formats (text, json, junit, github, sarif) are in `verify_output.py`;
+which files a directory holds is decided in `smtcoll.check.discover`.
 """
 
 from __future__ import annotations
 
 import enum
+import os
+import sys
+import tempfile
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
 from smtcoll import specs
-from smtcoll.check.files import check_files, expand
+from smtcoll.check.discover import expand
+from smtcoll.check.files import check_files
 from smtcoll.check.report import Report
-from smtcoll.cli.app import app, print_json
-from smtcoll.cli.verify_output import FORMATTERS, format_text  # noqa: F401  (format_text: public helper)
+from smtcoll.cli.app import app
+from smtcoll.cli.verify_output import FORMATTERS, format_text, select_findings, strict_findings, summary
 from smtcoll.errors import EXIT_UNUSABLE, SmtcollError
+from smtcoll.limits import check_jobs
 from smtcoll.msccl.reader import Limits
 
 EXIT_WRONG = 1
@@ -31,6 +37,7 @@ class OutputFormat(str, enum.Enum):
     json = "json"
     junit = "junit"
     github = "github"
+    sarif = "sarif"
 
 
 class Runtime(str, enum.Enum):
@@ -47,11 +54,56 @@ def exit_code(reports: list[Report]) -> int:
     return 0
 
 
+def codes(values: list[str]) -> list[str]:
+    """`--select race,dead --select parse` -> ["race", "dead", "parse"]."""
+    return [c.strip() for v in values for c in v.split(",") if c.strip()]
+
+
+def write_atomic(path: str, text: str) -> None:
+    """Write `text` to `path` so that a reader never sees half a report: a temporary file in the same
+    directory, flushed to disk, then renamed over the target (atomic on POSIX and Windows)."""
+    target = os.path.abspath(path)
+    directory = os.path.dirname(target)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".smtcoll-", suffix=".tmp", dir=directory)
+    except OSError as e:
+        raise SmtcollError(f"--output-file {path}: cannot write in {directory}: {e.strerror or e}") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, target)
+    except OSError as e:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise SmtcollError(f"--output-file {path}: cannot write: {e.strerror or e}") from None
+
+
+def print_report(text: str, color: bool) -> None:
+    if not text:
+        return
+    if color:
+        from rich.console import Console  # only on a terminal: rich costs start-up time
+
+        Console(highlight=False, soft_wrap=True).print(text)
+    else:
+        sys.stdout.write(text + "\n")
+
+
+def wants_color() -> bool:
+    """Colours on a terminal, never in a pipe or file, never with NO_COLOR set (https://no-color.org)."""
+    return sys.stdout.isatty() and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
+
+
 @app.command("verify")
 def verify(
     paths: Annotated[list[str], typer.Argument(help="MSCCL XML files, schedule JSON files, directories or globs")],
     fmt: Annotated[OutputFormat, typer.Option("--format", "-f", help="text for people, json for scripts, junit "
-                                                                      "(JUnit XML) and github (annotations) for CI")
+                                                                      "(JUnit XML), github (annotations) and "
+                                                                      "sarif (code scanning) for CI")
                    ] = OutputFormat.text,
     topology: Annotated[Optional[str], typer.Option(help="XML: map connections to links of this topology (a "
                                                          "name or .toml) and estimate the time; JSON schedules: "
@@ -73,13 +125,40 @@ def verify(
                                          min=1)] = DEFAULTS.max_tbs,
     max_steps: Annotated[int, typer.Option(help="refuse XML programs with more <step> elements in all",
                                            min=1)] = DEFAULTS.max_steps,
+    max_pieces: Annotated[int, typer.Option(help="refuse XML programs whose steps move more chunk pieces in all "
+                                                "(sum of cnt)", min=1)] = DEFAULTS.max_pieces,
+    strict: Annotated[bool, typer.Option("--strict", help="make every warning an error (after --select and "
+                                                          "--ignore), including dead-read, dead-race and "
+                                                          "dead-double-count (defects whose data reaches no output)")] = False,
+    select: Annotated[list[str], typer.Option("--select", metavar="CODES", help="report only findings with these "
+                                              "codes or code prefixes (comma-separated, repeatable)")] = [],
+    ignore: Annotated[list[str], typer.Option("--ignore", metavar="CODES", help="drop findings with these codes or "
+                                              "code prefixes (comma-separated, repeatable)")] = [],
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="print the findings only: no verdict per file, "
+                                                              "no summary")] = False,
+    output_file: Annotated[Optional[str], typer.Option("--output-file", metavar="PATH", help="write the report "
+                                                       "(in --format) to PATH instead of stdout; stdout gets the "
+                                                       "summary line")] = None,
+    exclude: Annotated[list[str], typer.Option("--exclude", metavar="GLOB", help="skip files and directories "
+                                               "whose name or path matches (repeatable)")] = [],
+    only_algorithms: Annotated[bool, typer.Option("--only-algorithms", help="skip named files that are not "
+                                                  "algorithm files or are --exclude'd, as the directory walk "
+                                                  "does (the pre-commit hook uses this)")] = False,
+    chunks: Annotated[Optional[int], typer.Option(help="chunks per rank's input of the --collective .toml spec "
+                                                       "(default: 1, or as the program's buffers show)",
+                                                  min=1)] = None,
 ) -> None:
     """Verify MSCCL XML programs and step schedules: exit 0 verified, 1 wrong, 2 unusable input."""
     if runtime not in {r.value for r in Runtime}:
         raise SmtcollError(f"--runtime {runtime!r}: expected executor, legacy or any")
-    files = expand(paths)
+    check_jobs(jobs)
+    files = expand(paths, codes(exclude), only_algorithms)
     if not files:
-        raise SmtcollError("no .xml or .json files found in " + ", ".join(paths))
+        if only_algorithms:  # the hook passes every changed .xml/.json: none being an algorithm is fine
+            if not quiet:
+                typer.echo("no algorithm files among " + ", ".join(paths))
+            return
+        raise SmtcollError("no algorithm files (MSCCL XML, schedule JSON) found in " + ", ".join(paths))
     topo = specs.resolve_topology(topology) if topology else None
     if collective is not None and not collective.endswith(".toml") and not Path(collective).is_file():
         from smtcoll.check.postconditions import BUILTIN
@@ -88,12 +167,22 @@ def verify(
             raise SmtcollError(f"--collective {collective!r}: not a built-in postcondition "
                                f"({', '.join(sorted(BUILTIN))}) nor a .toml spec file")
     limits = Limits(max_bytes=max_bytes, max_ranks=max_ranks, max_chunks=max_chunks, max_tbs=max_tbs,
-                    max_steps=max_steps)
-    reports = check_files(files, runtime, collective, root, topo, jobs, limits)
-    if fmt is OutputFormat.json:
-        print_json([r.to_json() for r in reports])
+                    max_steps=max_steps, max_pieces=max_pieces)
+    if chunks is not None and collective is None:
+        raise SmtcollError("--chunks applies to the spec given with --collective")
+    reports = check_files(files, runtime, collective, root, topo, jobs, limits, chunks=chunks, strict=strict)
+    reports = select_findings(reports, codes(select), codes(ignore))
+    if strict:
+        reports = strict_findings(reports)
+    if output_file is not None:
+        write_atomic(output_file, FORMATTERS[fmt.value](reports, verbose, quiet) + "\n")
+        if not quiet:
+            typer.echo(summary(reports))
+    elif fmt is OutputFormat.text:
+        color = wants_color()
+        print_report(format_text(reports, verbose, quiet, color), color)
     else:
-        typer.echo(FORMATTERS[fmt.value](reports, verbose))
+        print_report(FORMATTERS[fmt.value](reports, verbose, quiet), False)
     code = exit_code(reports)
     if code:
         raise typer.Exit(code)

@@ -1,23 +1,39 @@
-"""What `smtcoll verify` prints: text for people, and two formats CI systems read (docs/ci.md).
+"""What `smtcoll verify` prints: text for people, and the formats CI systems read (docs/ci.md, docs/verify.md).
 
+- `text`: one line per file with its verdict, one line per finding as `path:line: code: message` (the form
+  compilers print, which editors, terminals and problem matchers link), a summary line; colours on a terminal.
 - `junit`: JUnit XML (the schema GitHub test reporters, GitLab `artifacts:reports:junit` and Jenkins read):
   one `<testcase>` per file and declared mode (`in-place`, `out-of-place`); a wrong file's test case has a
   `<failure>` listing its errors, an unusable one an `<error>`; warnings go to `<system-out>`.
 - `github`: GitHub Actions workflow commands (`::error file=F,line=L,title=T::message`) that show up as
   annotations on the lines of the pull request, with the escaping the runner requires.
+- `sarif`: SARIF 2.1.0, the format of GitHub code scanning (`github/codeql-action/upload-sarif`) and of
+  most static-analysis viewers.
 
 The JSON format is `Report.to_json()` (DESIGN.md). Every format is deterministic: no times, no dates.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import urllib.parse
 import xml.etree.ElementTree as ET
+from typing import Any, Callable, Sequence
 
+import attrs
+
+from smtcoll import __version__
 from smtcoll.check.report import Report, Violation
 
 # Characters XML 1.0 cannot carry even escaped (control characters other than tab, newline, return).
 _NOT_XML = re.compile("[^\t\n\r\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+# Findings that say a file could not be checked at all: never filtered away by --select/--ignore.
+UNFILTERED = frozenset({"unusable", "internal-error"})
+# rich styles of the text format (used only on a terminal, never in files or pipes)
+_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan", "ok": "green", "unusable": "bold magenta",
+          "path": "bold", "code": "bold"}
 
 
 def describe(v: Violation) -> str:
@@ -31,23 +47,103 @@ def summary(reports: list[Report]) -> str:
             f"{counts['unusable']} unusable")
 
 
-def format_text(reports: list[Report], verbose: bool = False) -> str:
+# ---------------------------------------------------------------------------------------------------
+# Selecting findings (--select / --ignore)
+def matches(code: str, selectors: Sequence[str]) -> bool:
+    """A selector is a code or a prefix of codes, as in ruff: `parse` selects `parse-rule`, `post` both
+    `postcondition` and `postcondition-unchecked`."""
+    return any(code.startswith(s) for s in selectors)
+
+
+def select_findings(reports: list[Report], select: Sequence[str] = (), ignore: Sequence[str] = ()) -> list[Report]:
+    """Reports keeping only the findings selected (all when `select` is empty) and not ignored; the verdict
+    follows (a file whose only errors are ignored is `ok`). A file that could not be read stays unusable."""
+    if not select and not ignore:
+        return reports
+
+    def kept(v: Violation) -> bool:
+        return v.code in UNFILTERED or ((not select or matches(v.code, select)) and not matches(v.code, ignore))
+
+    return [attrs.evolve(r, violations=[v for v in r.violations if kept(v)]) for r in reports]
+
+
+def strict_findings(reports: list[Report]) -> list[Report]:
+    """`--strict`: every warning left after --select/--ignore counts as an error (info stays info)."""
+    def harden(v: Violation) -> Violation:
+        return attrs.evolve(v, severity="error") if v.severity == "warning" else v
+
+    return [attrs.evolve(r, violations=[harden(v) for v in r.violations]) for r in reports]
+
+
+def shown(v: Violation, verbose: bool) -> bool:
+    return v.severity != "info" or verbose
+
+
+# ---------------------------------------------------------------------------------------------------
+# text
+def location(file: str, v: Violation) -> str:
+    """`path:line:column`, as far as known."""
+    loc = file
+    if isinstance(v.where.get("line"), int):
+        loc += f":{v.where['line']}"
+        if isinstance(v.where.get("column"), int):
+            loc += f":{v.where['column']}"
+    return loc
+
+
+def _message(file: str, v: Violation) -> str:
+    """The place within the file (mode, gpu, tb, step) and the message; a message that starts with the
+    file's own location (readers' errors do) does not repeat it."""
+    where = {k: x for k, x in v.where.items() if k not in ("line", "column")}
+    place = attrs.evolve(v, where=where).place()
+    text = v.message
+    for prefix in (location(file, v) + ": ", file + ": "):
+        if text.startswith(prefix):
+            text = text[len(prefix):]
+            break
+    return f"{place}: {text}" if place else text
+
+
+def finding_line(file: str, v: Violation) -> tuple[str, str, str]:
+    """(location, code with its severity, message): `path:30`, `race` or `max-bytes (warning)`, ..."""
+    code = v.code if v.severity == "error" else f"{v.code} ({v.severity})"
+    return location(file, v), code, _message(file, v)
+
+
+def _plain(text: str) -> str:
+    return text
+
+
+def format_text(reports: list[Report], verbose: bool = False, quiet: bool = False, color: bool = False) -> str:
+    """Each file's verdict line and its findings, then the summary. `quiet`: the findings only.
+    `color`: rich console markup for a terminal (the caller prints it with a rich Console)."""
+    escape: Callable[[str], str] = _plain
+    if color:
+        from rich.markup import escape as rich_escape  # only on a terminal: rich costs start-up time
+
+        escape = rich_escape
+
+    def style(text: str, name: str) -> str:
+        return f"[{_STYLE[name]}]{escape(text)}[/]" if color else text
+
     lines: list[str] = []
     for r in reports:
-        head = f"{r.file}: {r.verdict}"
-        facts = []
-        if r.collective:
-            facts.append(f"{r.collective}, {r.ranks} ranks")
-        if r.runtimes is not None:
-            facts.append("runtimes: " + ", ".join(f"{k} {'yes' if v else 'no'}" for k, v in sorted(r.runtimes.items())))
-        if facts:
-            head += f" ({'; '.join(facts)})"
-        lines.append(head)
+        if not quiet:
+            facts = []
+            if r.collective:
+                facts.append(f"{r.collective}, {r.ranks} ranks")
+            if r.runtimes is not None:
+                facts.append("runtimes: " + ", ".join(f"{k} {'yes' if v else 'no'}"
+                                                      for k, v in sorted(r.runtimes.items())))
+            lines.append(f"{style(r.file, 'path')}: {style(r.verdict, r.verdict)}"
+                         + escape(f" ({'; '.join(facts)})" if facts else ""))
         for v in r.violations:
-            if v.severity == "info" and not verbose:
+            if not shown(v, verbose):
                 continue
-            lines.append(f"  {v.severity:<7} {describe(v)}")
-    lines.append(summary(reports))
+            loc, code, message = finding_line(r.file, v)
+            lines.append(f"{style(loc, 'path')}: {style(code, v.severity)}: {escape(message)}")
+    if not quiet:
+        lines.append(escape(summary(reports)))
     return "\n".join(lines)
 
 
@@ -68,7 +164,7 @@ def _cases(report: Report) -> list[tuple[str, list[Violation]]]:
     return [(mode, [v for v in report.violations if v.where.get("mode", mode) == mode]) for mode in modes]
 
 
-def format_junit(reports: list[Report], verbose: bool = False) -> str:
+def format_junit(reports: list[Report], verbose: bool = False, quiet: bool = False) -> str:
     root = ET.Element("testsuites", name="smtcoll verify")
     suite = ET.SubElement(root, "testsuite", name="smtcoll verify")
     totals = {"tests": 0, "failures": 0, "errors": 0}
@@ -111,8 +207,9 @@ def _gh_property(text: str) -> str:
     return _gh_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
-def format_github(reports: list[Report], verbose: bool = False) -> str:
-    """One annotation per finding (errors, warnings; notices with `verbose`), then the summary line."""
+def format_github(reports: list[Report], verbose: bool = False, quiet: bool = False) -> str:
+    """One annotation per finding (errors, warnings; notices with `verbose`), then the summary line
+    (not with `quiet`)."""
     command = {"error": "error", "warning": "warning", "info": "notice"}
     lines: list[str] = []
     for r in reports:
@@ -124,8 +221,75 @@ def format_github(reports: list[Report], verbose: bool = False) -> str:
                 props.append(f"line={v.where['line']}")
             props.append(f"title={_gh_property(f'smtcoll verify: {v.code}')}")
             lines.append(f"::{command[v.severity]} {','.join(props)}::{_gh_data(describe(v))}")
-    lines.append(summary(reports))
+    if not quiet:
+        lines.append(summary(reports))
     return "\n".join(lines)
 
 
-FORMATTERS = {"text": format_text, "junit": format_junit, "github": format_github}
+# ---------------------------------------------------------------------------------------------------
+# SARIF 2.1.0 (OASIS standard; tests/data holds its schema and a test validates this output against it)
+SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
+_SARIF_LEVEL = {"error": "error", "warning": "warning", "info": "note"}
+
+
+def _uri(path: str) -> str:
+    """A relative path stays relative (code scanning resolves it against the repository root, `%SRCROOT%`);
+    an absolute path becomes a file: URI."""
+    if os.path.isabs(path):
+        return "file://" + urllib.parse.quote(path.replace(os.sep, "/"))
+    return urllib.parse.quote(path.replace(os.sep, "/"))
+
+
+def sarif_log(reports: list[Report], verbose: bool = False) -> dict[str, Any]:
+    """One run of the tool `smtcoll`, a rule per finding code met, a result per finding shown."""
+    codes = sorted({v.code for r in reports for v in r.violations if shown(v, verbose)})
+    rule_index = {c: i for i, c in enumerate(codes)}
+    results: list[dict[str, Any]] = []
+    for r in reports:
+        for v in r.violations:
+            if not shown(v, verbose):
+                continue
+            artifact: dict[str, Any] = {"uri": _uri(r.file)}
+            if not os.path.isabs(r.file):
+                artifact["uriBaseId"] = "%SRCROOT%"
+            physical: dict[str, Any] = {"artifactLocation": artifact}
+            if isinstance(v.where.get("line"), int) and v.where["line"] >= 1:
+                region = {"startLine": v.where["line"]}
+                if isinstance(v.where.get("column"), int) and v.where["column"] >= 1:
+                    region["startColumn"] = v.where["column"]
+                physical["region"] = region
+            result: dict[str, Any] = {"ruleId": v.code, "ruleIndex": rule_index[v.code],
+                                      "level": _SARIF_LEVEL[v.severity],
+                                      "message": {"text": _message(r.file, v)},
+                                      "locations": [{"physicalLocation": physical}]}
+            if v.where:
+                result["properties"] = {"where": {k: v.where[k] for k in sorted(v.where)}, "verdict": r.verdict}
+            results.append(result)
+    return {
+        "$schema": SARIF_SCHEMA,
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {
+                "name": "smtcoll",
+                "version": __version__,
+                "rules": [{"id": c, "name": c, "shortDescription": {"text": f"smtcoll verify: {c} (docs/verify.md)"}}
+                          for c in codes],
+            }},
+            "originalUriBaseIds": {"%SRCROOT%": {"description": {"text": "the directory smtcoll ran in"}}},
+            "results": results,
+            "properties": {"summary": summary(reports)},
+        }],
+    }
+
+
+def format_sarif(reports: list[Report], verbose: bool = False, quiet: bool = False) -> str:
+    return json.dumps(sarif_log(reports, verbose), indent=2)
+
+
+def format_json(reports: list[Report], verbose: bool = False, quiet: bool = False) -> str:
+    """Every finding, whatever `verbose` (scripts filter by severity themselves)."""
+    return json.dumps([r.to_json() for r in reports], indent=2)
+
+
+FORMATTERS: dict[str, Callable[..., str]] = {"text": format_text, "json": format_json, "junit": format_junit,
+                                              "github": format_github, "sarif": format_sarif}

@@ -41,10 +41,9 @@ def dumps_schedule(schedule: Schedule) -> str:
 
 
 def save_schedule(schedule: Schedule, path: Path | str) -> None:
-    try:
-        Path(path).write_text(dumps_schedule(schedule))
-    except OSError as e:
-        raise InputError(str(path), f"cannot write: {e.strerror or e}") from None
+    from smtcoll.files import write_text
+
+    write_text(path, dumps_schedule(schedule))
 
 
 def load_schedule(path: Path | str) -> Schedule:

@@ -12,7 +12,8 @@ import attrs
 
 from smtcoll.check.program import check_program_file
 from smtcoll.check.report import Report
-from smtcoll.errors import InputError, NotVerified
+from smtcoll.errors import NotVerified
+from smtcoll.files import write_text
 from smtcoll.lower.options import LowerOptions
 from smtcoll.lower.pipeline import Lowered, lower
 from smtcoll.model import Schedule
@@ -30,15 +31,8 @@ def verify_lowered(lowered: Lowered, path: str | os.PathLike[str]) -> tuple[bool
 
 
 def write_atomically(path: Path, text: str) -> None:
-    """Replace `path` atomically, so that a runtime scanning the folder never sees half a file."""
-    folder = path.parent if str(path.parent) else Path(".")
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=".smtcoll-", suffix=".tmp", dir=folder)
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except OSError as e:
-        raise InputError(str(path), f"cannot write: {e.strerror or e}") from None
+    """Replace `path` atomically, never a device or a directory; through a symlink (smtcoll/files.py)."""
+    write_text(path, text)
 
 
 def lower_to_file(schedule: Schedule, output: Path, options: LowerOptions = LowerOptions(),

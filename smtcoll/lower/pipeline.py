@@ -73,8 +73,12 @@ def lower(schedule: Schedule, options: LowerOptions = LowerOptions()) -> Lowered
             steps = _xml_steps(mine, index_of)
             max_steps = max(max_steps, len(steps))
             if len(steps) > limits["steps"]:
+                tight = [t for t in targets if MAX_STEPS[t] == limits["steps"]]
+                has = dict(zip(("executor", "legacy"), SPELLING[layout.kind]))
+                wider = [t for t in MAX_STEPS if MAX_STEPS[t] >= len(steps) and has[t]]
+                hint = f" (--runtime {wider[0]} allows {MAX_STEPS[wider[0]]})" if wider else ""
                 raise CannotLower(f"rank {rank} thread block {i} needs {len(steps)} steps; the "
-                                  f"{'/'.join(targets)} runtime allows {limits['steps']} per thread block")
+                                  f"{' and '.join(tight)} runtime allows {limits['steps']} per thread block{hint}")
             if i > MAX_DEPID and any(op.hasdep for op in mine):
                 raise CannotLower(f"rank {rank}: thread block {i} is a dependency target but depid is an int8_t "
                                   f"(at most {MAX_DEPID})")

@@ -1,16 +1,17 @@
-"""Reading MSCCL XML: a safe XML parse (defusedxml) plus the lexical rules of the runtimes' own readers.
+"""Reading MSCCL XML: the program the runtimes load, read byte for byte like their own readers.
 
-Two layers, because the runtimes do not use an XML library (docs/msccl-xml.md 1.2):
-
-1. `defusedxml` (expat) parses the file with DTDs, entities and external references forbidden, after a
-   size check, and builds the `Program` with the line of every element. A file it cannot parse, an empty
-   file or a root other than `<algo>` raises `InputError` (unusable input, exit code 2).
-2. A scan of the raw text applies the rules of the hand-written readers of both runtimes (no XML
-   declaration, no tab or text between elements, one-line tags with single spaces between double-quoted
-   attributes, at most 16 attributes, 255 characters per name or value). Their violations are findings
-   that reject the file for the runtimes concerned; the program is still read, like an XML library would.
+1. `runtime_reader` reads the file as both runtimes' hand-written readers do (raw values, names up to a
+   space, elements by path, skipped subtrees, crashes) and `_from_document` builds the `Program` from the
+   elements they load, with the line of every element and a finding for everything they skip, drop or
+   refuse. The program checked is the one the runtimes run.
+2. expat (no DTD, no entity declaration, nothing expanded) only says whether the file is also well-formed
+   XML: a file the runtimes load but an XML library cannot read gets a `not-well-formed` warning.
+3. When the runtimes' reader refuses the file, the program `defusedxml` reads is checked instead, with the
+   refusal as a finding, so that the user still sees the other defects. A file neither can read raises
+   `InputError` (unusable input, exit code 2).
 
 Integers are read like `strtol(s, NULL, 0)` into a C `int`: `0x10` is 16, `010` is 8, garbage is 0.
+`lexical_findings` states the readers' rules as a style check of written files (the writer's tests).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import functools
 import io
 import os
 import re
+import xml.parsers.expat
 import xml.sax
 from typing import Any
 
@@ -28,6 +30,7 @@ import defusedxml.expatreader
 
 from smtcoll.errors import InputError
 from smtcoll.msccl.program import RUNTIMES, Finding, Gpu, Op, Program, ThreadBlock
+from smtcoll.msccl.runtime_reader import Document, Element, Node, read_document
 
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 MAX_DEPTH = 64  # the format has 4 levels; deeper nesting is refused before it costs anything
@@ -41,6 +44,10 @@ INT_ATTRS = {
     "tb": ("id", "send", "recv", "chan"),
     "step": ("s", "srcoff", "dstoff", "cnt", "depid", "deps", "hasdep"),
 }
+# what the executor's metadata stage needs on the first element of the file (msccl_parser.cc)
+EXEC_META_REQUIRED = ("nchunksperloop", "nchannels", "ngpus", "coll", "minBytes", "maxBytes", "inplace", "outofplace")
+EXEC_META_COLLS = frozenset({"reduce", "broadcast", "allreduce", "reducescatter", "allgather", "send", "recv",
+                             "gather", "scatter", "alltoall", "alltoallv"})
 INT64_ATTRS = frozenset({"minBytes", "maxBytes"})  # read with mscclXmlGetAttrInt64
 
 
@@ -57,8 +64,12 @@ class Limits:
     # input chunks, so its memory grows with the square of this (largest real program: 64 x 256 = 16384;
     # 65536 takes 0.4 s and 630 MB on a 4-rank alltoall, 32768 a quarter of that)
     max_chunks: int = 32768
-    max_tbs: int = 65536  # <tb> elements of the whole file
-    max_steps: int = 262144  # <step> elements of the whole file
+    max_tbs: int = 16384  # <tb> elements of the whole file (4 times the largest real program's)
+    max_steps: int = 65536  # <step> elements of the whole file (3 times the largest real program's)
+    # chunk pieces the simulation moves: the sum of every step's cnt (at most 71 each), 10 times the largest
+    # real program's (20160); the costliest shapes found (both modes, sends and reductions of cnt=71 on 32
+    # channels, races everywhere) take under 5 CPU seconds at this limit
+    max_pieces: int = 200000
 
     def exceeded(self, option: str, what: str, limit: int) -> str:
         return (f"{what}: over the {option} limit of {limit}; if the file is genuine, raise it "
@@ -195,27 +206,43 @@ class _Builder(xml.sax.ContentHandler):
 
     def _attrs(self, tag: str, attributes: Any, line: int, where: dict[str, Any]) -> dict[str, Any]:
         names = list(attributes.getNames())
-        if len(names) > MAX_ATTRS:
-            dropped = names[MAX_ATTRS:]
-            listed = ", ".join(n[:40] for n in dropped[:8])
-            if len(dropped) > 8:
-                listed += f" and {len(dropped) - 8} more"
-            self.findings.append(Finding(
-                "attribute-dropped", f"<{tag}> has {len(names)} attributes; the runtimes keep the first "
-                f"{MAX_ATTRS} and silently drop {listed}", {**where, "line": line}, severity="warning"))
-            names = names[:MAX_ATTRS]
-        out: dict[str, Any] = {"line": line, "_names": tuple(names)}
-        ints = INT_ATTRS.get(tag, ())
         get = attributes.getValue
-        for name in names:
-            raw = get(name)
+        return self.values(tag, [(n, get(n)) for n in names[:MAX_ATTRS]], max(0, len(names) - MAX_ATTRS),
+                           line, where)
+
+    def element(self, tag: str, e: Element | Node, where: dict[str, Any]) -> dict[str, Any]:
+        """The attributes of an element the runtimes' reader loaded (raw values, first occurrence wins)."""
+        return self.values(tag, list(e.attributes), e.dropped, e.line, where)
+
+    def values(self, tag: str, pairs: list[tuple[str, str]], dropped: int, line: int,
+               where: dict[str, Any]) -> dict[str, Any]:
+        if dropped:
+            self.findings.append(Finding(
+                "attribute-dropped", f"<{tag}> has {len(pairs) + dropped} attributes; the runtimes keep the first "
+                f"{MAX_ATTRS} and silently drop the other {dropped}", {**where, "line": line}, severity="warning"))
+        out: dict[str, Any] = {"line": line}
+        names: list[str] = []
+        seen: set[str] = set()
+        ints = INT_ATTRS.get(tag, ())
+        for name, raw in pairs:
+            if name in seen:
+                if name:
+                    self.findings.append(Finding(
+                        "attribute-repeated", f"<{tag}> gives {name[:40]} twice; the runtimes read the first "
+                        f"({out[name]!r}) and ignore the later one", {**where, "line": line}, severity="warning"))
+                continue
+            seen.add(name)
+            names.append(name)
+            if not name:
+                continue  # an empty name: a double space, or `="..."` after a space
             if name in ints:
                 value, kind = strtol(raw, 64 if name in INT64_ATTRS else 32)
                 if kind is not None:
                     self._odd_integer(tag, name, raw, value, kind, {**where, "line": line})
                 out[name] = value
-            else:  # longer values are refused by the runtimes (MAX_STR_LEN); keep messages short
+            else:  # strings are compared whole and raw by the runtimes; keep messages short
                 out[name] = raw if len(raw) <= MAX_STR else raw[:MAX_STR + 1]
+        out["_names"] = tuple(names)
         return out
 
     def _odd_integer(self, tag: str, name: str, raw: str, value: int, kind: str, where: dict[str, Any]) -> None:
@@ -325,21 +352,69 @@ def _str(d: dict[str, Any], key: str) -> str | None:
 
 
 def read_program_bytes(data: bytes, path: str = "<xml>", limits: Limits | None = None) -> ReadResult:
-    """Parse the bytes of an MSCCL XML file; `InputError` when it is not a usable XML `<algo>` document or
-    is over one of the `limits`."""
+    """Read the bytes of an MSCCL XML file as the runtimes' readers do (`runtime_reader`); `InputError`
+    when no runtime can read a program from it and no XML library either, or when it is over one of the
+    `limits`.
+
+    When the runtimes' reader refuses the file, the program an XML library reads is checked instead (so
+    the user still learns what else is wrong), with the reader's refusal as a finding."""
     limits = limits or Limits()
     if len(data) > limits.max_bytes:
         raise InputError(path, limits.exceeded("--max-bytes", f"{len(data)} bytes", limits.max_bytes))
     if not data.strip():
         raise InputError(path, "empty file: an MSCCL program needs an <algo> element (the legacy runtime "
                                "crashes on it, the executor refuses it)")
+    element_limit = limits.max_steps + limits.max_tbs + limits.max_ranks + 1024
+    doc = read_document(data, element_limit)
+    if doc.error is not None and doc.error.kind == "limit":
+        raise InputError(path, limits.exceeded("--max-steps", f"more than {element_limit} elements",
+                                               element_limit), doc.error.line)
+    wellformed = _xml_problem(data)
+    if doc.error is None and doc.algos:
+        findings, program = _from_document(doc, path, limits)
+        if wellformed is not None:
+            message, line = wellformed
+            findings.insert(0, Finding("not-well-formed", f"the file is not well-formed XML ({message}); the "
+                                       "runtimes load it as checked here, other tools may read it differently "
+                                       "or not at all", {"line": line}, severity="warning"))
+        _check_pieces(program, limits, path)
+        return ReadResult(program, findings, len(data))
+    # the runtimes' reader loads no program: say why, and check what an XML library reads
+    if doc.error is not None:
+        e = doc.error
+        what = "crashes the runtimes' reader (SIGSEGV)" if e.kind == "crashed" else "the runtimes' readers refuse it"
+        refusal = Finding("parse-rule", f"{e.message}: {what}", {"line": e.line}, BOTH)
+    else:
+        refusal = Finding("parse-rule", "the runtimes' readers find no <algo> element at the top (unknown or "
+                          "misplaced elements are skipped with their contents) and crash (NULL algo node)",
+                          {"line": 1}, BOTH)
+    if wellformed is not None:
+        message, line = wellformed
+        raise InputError(path, f"not well-formed XML ({message}), and {refusal.message}", line)
     builder = _parse(data, path, limits)
-    text = data.decode("utf-8", errors="replace")
-    findings = lexical_findings(text) + builder.findings
-    a = builder.algo
+    findings = [refusal] + builder.findings
+    program = _program(builder.algo, builder.gpus)
+    _check_pieces(program, limits, path)
+    return ReadResult(program, findings, len(data))
+
+
+def _check_pieces(p: Program, limits: Limits, path: str) -> None:
+    """`cnt` multiplies the work of every simulation (one piece per chunk): bound the sum."""
+    pieces = 0
+    for g in p.gpus:
+        for tb in g.tbs:
+            for op in tb.steps:
+                if op.cnt is not None and op.cnt > 0:
+                    pieces += min(op.cnt, 71)
+    if pieces > limits.max_pieces:
+        raise InputError(path, limits.exceeded("--max-pieces", f"the steps move {pieces} chunk pieces in all (sum of "
+                                               "cnt)", limits.max_pieces), p.line)
+
+
+def _program(a: dict[str, Any] | None, raw_gpus: list[dict[str, Any]]) -> Program:
     assert a is not None
     gpus = []
-    for g in builder.gpus:
+    for g in raw_gpus:
         tbs = []
         for t in g["tbs"]:
             ops = [Op(_int(s, "s"), _str(s, "type"), _str(s, "srcbuf"), _int(s, "srcoff"), _str(s, "dstbuf"),
@@ -349,11 +424,125 @@ def read_program_bytes(data: bytes, path: str = "<xml>", limits: Limits | None =
                                    t["line"]))
         gpus.append(Gpu(_int(g, "id"), _int(g, "i_chunks"), _int(g, "o_chunks"), _int(g, "s_chunks"), tbs,
                         g["line"], g["copies"]))
-    program = Program(
+    return Program(
         _str(a, "name"), _str(a, "proto"), _int(a, "nchannels"), _int(a, "nchunksperloop"), _int(a, "ngpus"),
         _str(a, "coll"), _int(a, "inplace"), _int(a, "outofplace"), _int(a, "minBytes"), _int(a, "maxBytes"),
         _int(a, "nthreads"), _str(a, "redop"), gpus, a["line"], a["_names"])
-    return ReadResult(program, findings, len(data))
+
+
+def _xml_problem(data: bytes) -> tuple[str, int] | None:
+    """Why an XML library cannot read the file (message, line), or None. expat runs with no handlers but
+    the ones that refuse DTDs and entity declarations, so this costs little and expands nothing."""
+    parser = xml.parsers.expat.ParserCreate()
+
+    def refuse(*_: object) -> None:
+        raise _Stop("a DTD or entity declaration (refused, never expanded)", parser.CurrentLineNumber)
+
+    parser.StartDoctypeDeclHandler = refuse
+    parser.EntityDeclHandler = refuse
+    try:
+        parser.Parse(data, True)
+    except xml.parsers.expat.ExpatError as e:
+        return xml.parsers.expat.errors.messages[e.code] if e.code else str(e), e.lineno
+    except _Stop as e:
+        return e.message, e.line or 0
+    return None
+
+
+_KNOWN_PATH = {"algo": "", "gpu": "algo", "tb": "gpu", "step": "tb"}
+
+
+def _from_document(doc: Document, path: str, limits: Limits) -> tuple[list[Finding], Program]:
+    """The program the runtimes load, from the reader's elements, with what the reader met on the way."""
+    builder = _Builder(limits)
+    findings = builder.findings
+    algo = doc.algos[0]
+    if len(doc.algos) > 1:
+        findings.append(Finding("duplicate-algo", f"{len(doc.algos)} <algo> elements: the runtimes read all of them "
+                                f"and use the first (line {algo.line}); the others are ignored",
+                                {"line": doc.algos[1].line}, severity="warning"))
+    a = builder.element("algo", algo, {})
+    _check_algo_limits(a, limits, path)
+    raw_gpus: list[dict[str, Any]] = []
+    skipped = list(doc.skipped)
+    for gpu, load in doc.gpus:
+        builder._count("gpu", gpu.line)
+        g = builder.element("gpu", gpu, {})
+        g["tbs"], g["copies"] = [], 0
+        raw_gpus.append(g)
+        if gpu.get("id") is None:
+            findings.append(Finding("parse-rule", f"<gpu> (line {gpu.line}) has no id: every rank's reader stops "
+                                    "there (Attribute id of node gpu not found)", {"line": gpu.line}, BOTH))
+        for tb in load.tbs:
+            builder._count("tb", tb.line)
+            t = builder.element("tb", tb, {"gpu": g.get("id")})
+            t["steps"] = []
+            for step in tb.children:
+                builder._count("step", step.line)
+                t["steps"].append(builder.element("step", step, {"gpu": g.get("id"), "tb": t.get("id")}))
+            g["tbs"].append(t)
+        for name, parent, line in load.skipped:
+            skipped.append((name, parent, line))
+            if name == "copy" and parent == "gpu":
+                g["copies"] += 1
+        if load.error is not None:
+            e = load.error
+            what = "crashes the runtime's reader (SIGSEGV)" if e.kind == "crashed" else "the reader refuses it"
+            findings.append(Finding("parse-rule", f"{e.message}: {what} on rank {g.get('id')}",
+                                    {"gpu": g.get("id"), "line": e.line}, BOTH))
+    findings += _skipped_findings(skipped)
+    findings += _meta_findings(doc, algo)
+    return findings, _program(a, raw_gpus)
+
+
+def _check_algo_limits(a: dict[str, Any], limits: Limits, path: str) -> None:
+    ngpus, chunks = a.get("ngpus"), a.get("nchunksperloop")
+    if isinstance(ngpus, int) and ngpus > limits.max_ranks:
+        raise InputError(path, limits.exceeded("--max-ranks", f"ngpus={ngpus}", limits.max_ranks), a["line"])
+    if isinstance(ngpus, int) and isinstance(chunks, int) and ngpus > 0 and chunks > 0 and \
+            ngpus * chunks > limits.max_chunks:
+        raise InputError(path, limits.exceeded("--max-chunks", f"ngpus={ngpus} x nchunksperloop={chunks} = "
+                                               f"{ngpus * chunks} chunks per buffer", limits.max_chunks), a["line"])
+
+
+def _skipped_findings(skipped: list[tuple[str, str, int]]) -> list[Finding]:
+    out: list[Finding] = []
+    seen: dict[tuple[str, str], int] = {}
+    for name, parent, line in skipped:
+        key = (name, parent)
+        seen[key] = seen.get(key, 0) + 1
+        if seen[key] > 1:
+            continue
+        inside = f" inside <{parent}>" if parent else " at the top"
+        shown = name[:40] if name else "(empty name)"
+        if name in _KNOWN_PATH:
+            out.append(Finding("ignored-element", f"<{shown}>{inside} (line {line}) is misplaced (a <{name}> belongs "
+                               f"in <{_KNOWN_PATH[name]}>): the runtimes skip it with everything it contains",
+                               {"line": line}, severity="warning"))
+        else:
+            out.append(Finding("ignored-element", f"<{shown}>{inside} is not part of the format; the runtimes skip "
+                               "it with everything it contains", {"line": line}, severity="info"))
+    return out
+
+
+def _meta_findings(doc: Document, algo: Element) -> list[Finding]:
+    """The executor first reads only the first element of the file (its algorithm folder scan): when that is
+    not the `<algo>` element, its attributes decide."""
+    first = doc.first
+    if first is None or (first.name == "algo" and first.line == algo.line):
+        return []
+    names = {k for k, _ in first.attributes}
+    missing = [n for n in EXEC_META_REQUIRED if n not in names]
+    if missing:
+        why = f"Attribute {missing[0]} of node {first.name[:40]} not found"
+    else:
+        coll = next(v for k, v in first.attributes if k == "coll")
+        if coll in EXEC_META_COLLS:
+            return []
+        why = f"unknown coll {coll[:40]!r}"
+    return [Finding("parse-rule", f"the executor reads the first element of the file (<{first.name[:40]}>, line "
+                    f"{first.line}) for its metadata and refuses it: {why}", {"line": first.line},
+                    frozenset({"executor"}))]
 
 
 def read_program(path: str | os.PathLike[str], max_bytes: int | None = None,

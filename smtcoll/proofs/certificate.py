@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from smtcoll import specs
-from smtcoll.errors import ModelError, SmtcollError
+from smtcoll.files import write_text
+from smtcoll.errors import LimitReached, ModelError, SmtcollError, Wrong
 from smtcoll.model import Collective, Topology
 from smtcoll.proofs.claim import Claim
 from smtcoll.proofs.encoding import ENCODER, encode
@@ -31,16 +32,12 @@ if TYPE_CHECKING:
 FORMAT = "smtcoll-certificate/1"
 
 
-class ClaimRefuted(SmtcollError):
+class ClaimRefuted(Wrong):
     """The solver found a schedule within the budget: the claim is false."""
 
-    exit_code = 1
 
-
-class NotProved(SmtcollError):
+class NotProved(LimitReached):
     """Neither a bound nor the solvers (within the time limit) prove the claim."""
-
-    exit_code = 3
 
 
 def sha256_json(data: Any) -> str:
@@ -128,7 +125,7 @@ def write_certificate(claim: Claim, topology: Topology, collective: Collective, 
     cert["topology"] = topo_d
     cert["collective"] = coll_d
     path = out / f"{name}.json"
-    path.write_text(json.dumps(cert, indent=2) + "\n")
+    write_text(path, json.dumps(cert, indent=2) + "\n")
     return path
 
 
@@ -165,6 +162,8 @@ def check_certificate(path: Path | str, timeout_s: float = DEFAULT_TIMEOUT_S) ->
         return CheckResult(file, "unusable", messages=[f"cannot read: {e}"])
     except json.JSONDecodeError as e:
         return CheckResult(file, "unusable", messages=[f"not JSON: line {e.lineno}: {e.msg}"])
+    except RecursionError:
+        return CheckResult(file, "unusable", messages=["JSON nested too deeply"])
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         return CheckResult(file, "unusable", messages=[f"not a certificate (expected \"format\": \"{FORMAT}\")"])
     try:

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Protocol
 
-from smtcoll.errors import SmtcollError
+from smtcoll.errors import InternalError, SmtcollError
 from smtcoll.model import Collective, Topology
 from smtcoll.proofs.certificate import ClaimRefuted, write_certificate
 from smtcoll.proofs.claim import Claim
@@ -27,7 +27,7 @@ def certify(pruned: Iterable[PrunedPoint], topo: Topology, base: Collective, out
     """A certificate for each claim a pruned point rests on, written into `out_dir`; a claim the proof
     tools cannot establish (a solver's time limit) is listed with the reason, never hidden.
 
-    Raises `SmtcollError` when a claim is refuted: the synthesizer pruned a point that has a schedule."""
+    Raises `InternalError` (exit 70) when a claim is refuted: the synthesizer pruned a point that has a schedule."""
     out = []
     for p in pruned:
         if p.status != "infeasible" or p.claim is None:
@@ -37,7 +37,7 @@ def certify(pruned: Iterable[PrunedPoint], topo: Topology, base: Collective, out
         try:
             entry["file"] = str(write_certificate(claim, topo, coll, out_dir))
         except ClaimRefuted as e:
-            raise SmtcollError(f"internal error: the synthesizer pruned a point that has a schedule: {e}") from None
+            raise InternalError(f"the synthesizer pruned a point that has a schedule: {e}") from None
         except SmtcollError as e:
             entry["why"] = str(e)
         out.append(entry)

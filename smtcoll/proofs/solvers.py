@@ -38,7 +38,8 @@ def solve_z3(path: Path, timeout_s: float) -> SolverRun:
     try:
         import z3
     except ImportError:
-        return SolverRun("z3", "", "error", reason="z3 is not installed (pip install z3-solver)")
+        return SolverRun("z3", "", "error", reason="z3 is not installed: pip install 'smtcoll[synth]' "
+                       "(from a clone: pip install -e '.[synth]')")
     start = time.perf_counter()
     try:
         solver = z3.Solver()
@@ -56,7 +57,8 @@ def solve_cvc5(path: Path, timeout_s: float) -> SolverRun:
     try:
         import cvc5
     except ImportError:
-        return SolverRun("cvc5", "", "error", reason="cvc5 is not installed (pip install 'smtcoll[proofs]' or cvc5)")
+        return SolverRun("cvc5", "", "error", reason="cvc5 is not installed: pip install 'smtcoll[proofs]' "
+                       "(from a clone: pip install -e '.[proofs]')")
     start = time.perf_counter()
     solver = cvc5.Solver(cvc5.TermManager())
     version = solver.getVersion()

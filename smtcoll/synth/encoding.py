@@ -41,6 +41,10 @@ NO_LIMIT_S = 2_000_000  # the solver timeout (seconds) used when no time limit i
 MAX_SPLITS = 64  # distributions of the rounds over the steps tried one by one (see Encoding.check)
 
 
+class OutOfTime(Exception):
+    """The deadline passed while the encoding was being built (the caller answers `unknown`)."""
+
+
 def _compositions(total: int, parts: int) -> Iterator[tuple[int, ...]]:
     """Every way to write `total` as `parts` positive integers, in lexicographic order."""
     if parts == 1:
@@ -95,8 +99,9 @@ class Encoding:
     def __init__(self, topo: Topology, coll: Collective, steps: int, rounds: int | None = None,
                  *, tree: bool = False, no_resend: bool = True, symmetry: bool = True, implied: bool = True,
                  unbounded: bool = False, progress_only: bool = False, phase: str | None = None,
-                 seed: int = 0) -> None:
+                 seed: int = 0, deadline: float | None = None) -> None:
         self.topo, self.coll, self.steps = topo, coll, steps
+        self.deadline = deadline  # time.monotonic() at which building gives up (OutOfTime)
         self.rounds = steps if rounds is None else rounds
         if self.rounds < steps:
             raise ValueError("rounds < steps")
@@ -116,10 +121,12 @@ class Encoding:
         self._decls: list[str] = []
         self._asserts: list[str] = []
         self._build(no_resend)
+        self._clock()
         if implied and not self.combining:
             self._arrivals()
         if symmetry:
             self._break_chunk_symmetry()
+        self._clock()
 
     # --- construction -----------------------------------------------------------------------------
     def _build(self, no_resend: bool) -> None:
@@ -152,6 +159,7 @@ class Encoding:
         # sends, per step
         x: dict[tuple[int, int, int, int], str] = {}
         for s in range(1, S + 1):
+            self._clock()
             for u, v, _ in links:
                 for a in coll.addresses:
                     lt = late.get(a)
@@ -181,6 +189,7 @@ class Encoding:
         # transitions
         for s in range(1, S + 1):
             for v in range(P):
+                self._clock()
                 for a in coll.addresses:
                     arrivals = [(u, x[a, u, v, s]) for (u, _) in in_links[v] if (a, u, v, s) in x]
                     if self.combining:
@@ -297,6 +306,10 @@ class Encoding:
             add(_eq(nxt, _and(self._lit(eq), _eq(la, lb))))
             eq = nxt
 
+    def _clock(self) -> None:
+        if self.deadline is not None and time.monotonic() >= self.deadline:
+            raise OutOfTime()
+
     # The constraints are written as SMT-LIB text and parsed by z3 in one call: building them through
     # z3's Python API cost 0.3 s per DGX-1 encoding with 6 chunks (most of the time of small runs).
     def _bool(self, name: str) -> str:
@@ -313,7 +326,7 @@ class Encoding:
         if self._decls or self._asserts:
             text = "".join(f"(declare-const {n} Bool)" for n in self._decls)
             text += "".join(f"(assert {a})" for a in self._asserts)
-            self.solver.add(z3.parse_smt2_string(text, ctx=self.ctx))
+            self.solver.from_string(text)  # parsed into the solver: no Python loop over the assertions
             self._decls, self._asserts = [], []
 
     def _z(self, name: str) -> z3.BoolRef:
@@ -408,6 +421,9 @@ class Encoding:
             splits = [None]
         unknown = False
         for split in splits:
+            if deadline is not None and time.monotonic() >= deadline:
+                unknown = True
+                break
             assumptions = self._assume(split, extra)
             # always set a timeout: z3 searches differently with one (measured: DGX-1 Allgather (3,7,6)
             # 1.4 s with one, 4.2 s without), and the result must not depend on whether one was given
@@ -421,6 +437,9 @@ class Encoding:
                 sched = self._decode(self.solver.model())
                 return Outcome("sat", sched, time.process_time() - t0, sched.rounds)
             if res != z3.unsat:
+                reason = self.solver.reason_unknown()
+                if "memory" in reason:
+                    return Outcome("unknown", None, time.process_time() - t0, reason="memory")
                 unknown = True
                 break
         return Outcome("unknown" if unknown else "unsat", None, time.process_time() - t0)
@@ -435,11 +454,11 @@ class Encoding:
         # at most `extra` extra rounds: a guard literal for the cap, made once per cap
         guard = self._caps.get(extra)
         if guard is None:
-            guard = self._bool(f"cap_{extra}")
-            lits = [self._z(e) for e in self.all_extra]
-            self.solver.add(z3.Implies(guard, z3.AtMost(*lits, extra) if extra > 0
-                                       else z3.And(*[z3.Not(e) for e in lits])))
-            self._caps[extra] = guard
+            # the solver's parser keeps the declarations of earlier `from_string` calls: declare the guard only
+            name = f"cap_{extra}"
+            body = _atmost(self.all_extra, extra) if extra > 0 else _and(*[_not(e) for e in self.all_extra])
+            self.solver.from_string(f"(declare-const {name} Bool)(assert {_imp(name, body)})")
+            guard = self._caps[extra] = self._z(name)
         return [guard]
 
     def _decode(self, model: z3.ModelRef) -> Schedule:

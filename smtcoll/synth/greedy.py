@@ -9,10 +9,14 @@ step never hurts, so the solver only has to decide the step counts below it).
 
 from __future__ import annotations
 
+import time
+
 from smtcoll.model import Collective, Schedule, Send, Step, Topology
 
 
-def greedy_schedule(topo: Topology, coll: Collective, max_steps: int, rounds_per_step: int = 1) -> Schedule | None:
+def greedy_schedule(topo: Topology, coll: Collective, max_steps: int, rounds_per_step: int = 1,
+                    deadline: float | None = None) -> Schedule | None:
+    """The greedy schedule, or None (combining collective, stuck, or `deadline` of time.monotonic() passed)."""
     if coll.is_combining:
         return None
     P, K = coll.ranks, coll.chunks
@@ -34,6 +38,8 @@ def greedy_schedule(topo: Topology, coll: Collective, max_steps: int, rounds_per
         copies = [sum(c in h for h in holds) for c in range(K)]
         candidates = []
         for u, v, _ in links:
+            if deadline is not None and time.monotonic() >= deadline:
+                return None
             for c in holds[u]:
                 if c in holds[v] or not missing[c]:
                     continue

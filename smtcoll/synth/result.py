@@ -20,6 +20,7 @@ class Outcome:
     schedule: Schedule | None
     seconds: float
     rounds: int | None = None
+    reason: str = ""  # for unknown: "memory" when the memory cap stopped the solver, else the time limit
 
 
 @attrs.frozen

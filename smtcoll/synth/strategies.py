@@ -17,19 +17,21 @@ from collections.abc import Callable
 from fractions import Fraction
 
 from smtcoll.check.schedule import check_schedule
-from smtcoll.errors import SmtcollError
+from smtcoll.errors import InternalError, SmtcollError
 from smtcoll.model import Collective, Schedule, Step, Topology
 from smtcoll.bounds import SearchBounds as Bounds
 from smtcoll.bounds import search_bounds as bounds
 from smtcoll.synth.combining import compose, dual_collective, reverse_schedule
+from smtcoll.limits import encoding_fits, encoding_variables
 from smtcoll.synth.greedy import greedy_schedule
+from smtcoll.synth.reach import unreachable
 from smtcoll.synth.symmetry import SymmetricEncoding, applicable
 from smtcoll.synth.result import Attempt, Outcome, Point, SynthResult
 
 Progress = Callable[[Attempt], None]
 
 
-class SynthBug(SmtcollError):
+class SynthBug(InternalError):
     """The checker rejected a schedule the synthesizer produced: never returned to the user."""
 
 
@@ -61,9 +63,12 @@ def _checked(schedule: Schedule) -> Schedule:
 
 
 class Clock:
-    def __init__(self, timeout: float | None) -> None:
+    """The time limit of a run, and its memory cap (MB; None: no cap) that refuses encodings too large."""
+
+    def __init__(self, timeout: float | None, max_memory_mb: int | None = None) -> None:
         self.start = time.monotonic()
         self.deadline = None if timeout is None else self.start + timeout
+        self.max_memory_mb = max_memory_mb
 
     def expired(self) -> bool:
         return self.deadline is not None and time.monotonic() >= self.deadline
@@ -77,6 +82,7 @@ class InstanceSolver:
     def __init__(self, topo: Topology, base: Collective, clock: Clock, progress: Progress | None = None) -> None:
         self.topo, self.base, self.clock, self.progress = topo, base, clock, progress
         self.attempts: list[Attempt] = []
+        self.limit = "time"  # the limit behind the last `unknown`: "time", or "memory" (see limit_text)
         self._enc: dict[tuple, object] = {}  # Encoding or SymmetricEncoding, by (kind, steps, cap, chunks)
 
     def collective(self, chunks: int) -> Collective:
@@ -95,9 +101,10 @@ class InstanceSolver:
                 return enc
         rounds = None if rounds is None else max(rounds, cap or 0)
         coll = self.collective(chunks)
+        self._fits(coll, steps, steps if rounds is None else rounds)
         if kind == "symmetric":
             enc = SymmetricEncoding(self.topo, coll, self._group(coll), steps,
-                                      steps if rounds is None else rounds)
+                                    steps if rounds is None else rounds, deadline=self.clock.deadline)
             self._enc[kind, steps, rounds, chunks] = enc
             return enc
         # z3 is imported only when a question needs the solver (bounds and the greedy answer many alone)
@@ -105,14 +112,15 @@ class InstanceSolver:
 
         if kind == "dual":
             dual, _ = dual_collective(coll)
-            enc = Encoding(self.topo.reversed(), dual, steps, rounds, tree=True, unbounded=rounds is None)
+            enc = Encoding(self.topo.reversed(), dual, steps, rounds, tree=True, unbounded=rounds is None,
+                           deadline=self.clock.deadline)
         else:
             # broadcast-like collectives (a chunk needed at many ranks): trying "send" first finds the
             # tight schedules much faster (DGX-1 Allgather (3,7,6): 1.6 s instead of 4.2 s); it slows
             # down the single-destination ones (Star(8) Alltoall 4.6 s instead of 0.6 s): measured
             phase = None if _single_needers(coll) else "always_true"
             enc = Encoding(self.topo, coll, steps, rounds, unbounded=rounds is None,
-                           progress_only=kind == "shortest", phase=phase)
+                           progress_only=kind == "shortest", phase=phase, deadline=self.clock.deadline)
         self._enc[kind, steps, rounds, chunks] = enc
         return enc
 
@@ -134,8 +142,15 @@ class InstanceSolver:
                 self.record(steps, rounds, chunks, "timeout", 0.0, kind)
                 return Outcome("unknown", None, 0.0)
             t0 = time.process_time()
-            enc = self._encoding(kind, steps, rounds, chunks, cap)
-            out = enc.check(rounds, deadline=self.clock.deadline)
+            from smtcoll.synth.encoding import OutOfTime
+
+            try:
+                enc = self._encoding(kind, steps, rounds, chunks, cap)
+                out = enc.check(rounds, deadline=self.clock.deadline)
+            except OutOfTime:
+                out = Outcome("unknown", None, time.process_time() - t0)
+            except _TooLarge:
+                out = Outcome("unknown", None, 0.0, reason="memory")
             seconds = time.process_time() - t0
             if out.verdict == "sat":
                 sched = out.schedule
@@ -145,19 +160,53 @@ class InstanceSolver:
                 self.record(steps, rounds, chunks, "sat", seconds, kind)
                 return Outcome("sat", sched, seconds, sched.rounds)
             if out.verdict == "unknown":
-                self.record(steps, rounds, chunks, "timeout", seconds, kind)
-                return Outcome("unknown", None, seconds)
+                self.limit = out.reason or "time"
+                self.record(steps, rounds, chunks, "memory-limit" if self.limit == "memory" else "timeout",
+                            seconds, kind)
+                return Outcome("unknown", None, seconds, reason=self.limit)
             # only the exact encoding may answer unsat; the others are shapes tried first
             self.record(steps, rounds, chunks, "unsat" if kind == "direct" else "no-shape", seconds, kind)
             if kind == "direct":
                 return out
         return Outcome("unsat", None, 0.0)
 
+    def _fits(self, coll: Collective, steps: int, rounds: int) -> None:
+        """Refuse (as a memory limit) an encoding estimated not to fit the memory cap, before building it."""
+        if self.clock.max_memory_mb is None:
+            return
+        n = encoding_variables(steps, rounds, coll.ranks, len(self.topo.links), coll.chunks, len(coll.addresses))
+        if not encoding_fits(n, self.clock.max_memory_mb):
+            raise _TooLarge()
+
+    def limit_text(self) -> str:
+        if self.limit == "memory":
+            return (f"memory limit: the next encoding would not fit in {self.clock.max_memory_mb} MB "
+                    "(raise it with --max-memory)")
+        return "time limit"
+
     def record(self, steps: int, rounds: int | None, chunks: int, verdict: str, seconds: float, kind: str) -> None:
         a = Attempt(steps, rounds, chunks, verdict, seconds, kind)
         self.attempts.append(a)
         if self.progress:
             self.progress(a)
+
+
+class _TooLarge(Exception):
+    """An encoding estimated not to fit the memory cap (answered as `unknown` for the memory limit)."""
+
+
+def unreachable_result(topo: Topology, base: Collective, strategy: str, clock: Clock) -> SynthResult | None:
+    """`infeasible` at once, with the witness, when some rank needs a chunk no holder can reach."""
+    w = unreachable(topo, base)
+    if w is None:
+        return None
+    why = w.text()
+    lb = {"steps": None, "steps_why": why, "rounds": None, "rounds_why": why, "least_steps": None,
+          "least_steps_why": why, "rounds_per_chunk": None, "rounds_per_chunk_exact": None}
+    return SynthResult("infeasible", None, strategy, lb, [], message=f"proved: no schedule exists: {why}",
+                       optimal={"proved": True, "why": why, "witness": {"rank": w.rank, "chunk": w.chunk,
+                                                                          "holders": list(w.holders)}},
+                       seconds=_secs(clock))
 
 
 def _single_needers(coll: Collective) -> bool:
@@ -176,8 +225,11 @@ def _bound_json(b: Bounds, one_round: bool, chunks: int = 1) -> dict:
 # --- instance ------------------------------------------------------------------------------------
 
 def instance(topo: Topology, base: Collective, steps: int, rounds: int | None, chunks: int,
-             timeout: float | None = None, progress: Progress | None = None) -> SynthResult:
-    clock = Clock(timeout)
+             timeout: float | None = None, progress: Progress | None = None,
+             max_memory_mb: int | None = None) -> SynthResult:
+    clock = Clock(timeout, max_memory_mb)
+    if (early := unreachable_result(topo, base, "instance", clock)) is not None:
+        return early
     solver = InstanceSolver(topo, base, clock, progress)
     coll = solver.collective(chunks)
     b = bounds(topo, coll)
@@ -197,7 +249,7 @@ def instance(topo: Topology, base: Collective, steps: int, rounds: int | None, c
                            pruned=[Point(steps, R, chunks, "infeasible", "unsat", claim=(steps, R))],
                            message=f"proved: no schedule with {steps} steps and {R} rounds (unsat)",
                            seconds=_secs(clock))
-    return SynthResult("timeout", None, "instance", lb, solver.attempts, message="time limit reached",
+    return SynthResult("timeout", None, "instance", lb, solver.attempts, message=f"{solver.limit_text()} reached",
                        seconds=_secs(clock))
 
 
@@ -221,10 +273,13 @@ def default_max_steps(topo: Topology, lower: int) -> int:
 
 def least_steps(topo: Topology, base: Collective, rounds: int | None = None, chunks: int = 1,
                 max_steps: int | None = None, timeout: float | None = None,
-                progress: Progress | None = None, known: Schedule | None = None) -> SynthResult:
+                progress: Progress | None = None, max_memory_mb: int | None = None,
+                known: Schedule | None = None) -> SynthResult:
     """Fewest steps (one round per step, or `rounds` rounds in all), starting at the best lower bound.
     `known`: a checked schedule (one round per step) that caps the search when it beats the greedy."""
-    clock = Clock(timeout)
+    clock = Clock(timeout, max_memory_mb)
+    if (early := unreachable_result(topo, base, "least-steps", clock)) is not None:
+        return early
     solver = InstanceSolver(topo, base, clock, progress)
     coll = solver.collective(chunks)
     b = bounds(topo, coll)
@@ -252,7 +307,7 @@ def least_steps(topo: Topology, base: Collective, rounds: int | None = None, chu
     greedy = None
     if rounds is None:
         t0 = time.process_time()
-        greedy = greedy_schedule(topo, coll, top)
+        greedy = greedy_schedule(topo, coll, top, deadline=clock.deadline)
         if known is not None and known.rounds == len(known.steps) and len(known.steps) <= top and (
                 greedy is None or len(known.steps) < len(greedy.steps)):
             greedy = known
@@ -283,7 +338,8 @@ def least_steps(topo: Topology, base: Collective, rounds: int | None = None, chu
             return SynthResult("timeout", greedy, "least-steps", lbj, solver.attempts, [], pruned,
                                {"steps_at_least": S, "steps_at_most": len(greedy.steps) if greedy else None,
                                 "proved": False},
-                               message=f"time limit: no schedule with fewer than {S} steps; {S} undecided{known}",
+                               message=f"{solver.limit_text()}: no schedule with fewer than {S} steps; {S} "
+                                       f"undecided{known}",
                                seconds=_secs(clock))
         pruned.append(Point(S, R, chunks, "infeasible", "unsat", claim=(S, R)))
     return SynthResult("infeasible", None, "least-steps", lbj, solver.attempts, [], pruned,
@@ -308,10 +364,10 @@ def _allreduce_variants(topo: Topology, base: Collective, chunks: int, direct: S
     k = chunks // P
     rs = least_steps(topo, library.collective("reducescatter", P), chunks=k,
                      timeout=None if clock.deadline is None else max(0.1, clock.deadline - time.monotonic()),
-                     progress=progress)
+                     progress=progress, max_memory_mb=clock.max_memory_mb)
     ag = least_steps(topo, library.collective("allgather", P), chunks=k,
                      timeout=None if clock.deadline is None else max(0.1, clock.deadline - time.monotonic()),
-                     progress=progress)
+                     progress=progress, max_memory_mb=clock.max_memory_mb)
     if rs.schedule is None or ag.schedule is None:
         out.append({"method": "reducescatter+allgather", "status": "timeout"})
         return tuple(out)
@@ -324,9 +380,13 @@ def _allreduce_variants(topo: Topology, base: Collective, chunks: int, direct: S
 # --- pareto --------------------------------------------------------------------------------------
 
 def pareto(topo: Topology, base: Collective, max_chunks: int = 6, max_steps: int | None = None,
-           timeout: float | None = None, progress: Progress | None = None) -> SynthResult:
-    """Every Pareto-optimal (steps, rounds per chunk) point with at most `max_chunks` chunks."""
-    clock = Clock(timeout)
+           timeout: float | None = None, progress: Progress | None = None,
+           max_memory_mb: int | None = None) -> SynthResult:
+    """Every Pareto-optimal (steps, rounds per chunk) point with at most `max_chunks` chunks; at a time
+    limit, the frontier found so far (not proved complete)."""
+    clock = Clock(timeout, max_memory_mb)
+    if (early := unreachable_result(topo, base, "pareto", clock)) is not None:
+        return early
     solver = InstanceSolver(topo, base, clock, progress)
     b = bounds(topo, base)
     q_lb = b.rounds_per_chunk
@@ -334,9 +394,13 @@ def pareto(topo: Topology, base: Collective, max_chunks: int = 6, max_steps: int
     points: list[Point] = []
     pruned: list[Point] = []
 
-    def timed_out(msg: str) -> SynthResult:
-        return SynthResult("timeout", points[-1].schedule if points else None, "pareto", lbj, solver.attempts,
-                           points, pruned, _frontier_json(points, False), message=msg, seconds=_secs(clock))
+    def timed_out(msg: str, pending: Point | None = None) -> SynthResult:
+        """The frontier found so far (with the point of the step count being searched), not proved."""
+        pts = points + ([pending] if pending is not None else [])
+        return SynthResult("timeout", pts[-1].schedule if pts else None, "pareto", lbj, solver.attempts,
+                           pts, pruned, _frontier_json(pts, False),
+                           message=f"{solver.limit_text()} {msg}; the frontier found so far is not proved "
+                                   "complete", seconds=_secs(clock))
 
     # 1. the fewest steps with any rounds (C = 1 suffices: fewer chunks never hurt the steps)
     S = max(1, b.steps_value)
@@ -352,7 +416,7 @@ def pareto(topo: Topology, base: Collective, max_chunks: int = 6, max_steps: int
         if out.verdict == "sat":
             break
         if out.verdict == "unknown":
-            return timed_out(f"time limit while deciding whether {S} steps are possible")
+            return timed_out(f"while deciding whether {S} steps are possible")
         pruned.append(Point(S, None, 1, "infeasible", "unsat with any rounds (and so with any chunks)", claim=(S, None)))
         S += 1
     first = S
@@ -392,7 +456,7 @@ def pareto(topo: Topology, base: Collective, max_chunks: int = 6, max_steps: int
             for probe in ([lo, hi] if lo < hi else [hi]):
                 res = solver.solve(S, probe, C, cap=hi if probe == hi else None)
                 if res.verdict == "unknown":
-                    return timed_out(f"time limit at {S} steps, {C} chunk(s), {probe} rounds")
+                    return timed_out(f"at {S} steps, {C} chunk(s), {probe} rounds", improved)
                 if res.verdict == "sat":
                     found, R = res.schedule, res.schedule.rounds
                     break
@@ -404,7 +468,9 @@ def pareto(topo: Topology, base: Collective, max_chunks: int = 6, max_steps: int
             while R - 1 >= lo:
                 more = solver.solve(S, R - 1, C)
                 if more.verdict == "unknown":
-                    return timed_out(f"time limit at {S} steps, {C} chunk(s), {R - 1} rounds")
+                    better = best is None or Fraction(R, C) < best
+                    return timed_out(f"at {S} steps, {C} chunk(s), {R - 1} rounds",
+                                     Point(S, R, C, "found", schedule=found) if better else improved)
                 if more.verdict == "unsat":
                     pruned.append(Point(S, R - 1, C, "infeasible", f"unsat with at most {R - 1} rounds", claim=(S, R - 1)))
                     break
@@ -429,7 +495,7 @@ def pareto(topo: Topology, base: Collective, max_chunks: int = 6, max_steps: int
                     improved = Point(S, res.schedule.rounds, C, "found", schedule=res.schedule)
                     break
                 if res.verdict == "unknown":
-                    return timed_out(f"time limit at {S} steps, {C} chunk(s), {R} rounds")
+                    return timed_out(f"at {S} steps, {C} chunk(s), {R} rounds", improved)
                 pruned.append(Point(S, R, C, "infeasible", f"unsat with at most {R} rounds (same rounds/chunk, "
                                                             "fewer chunks)", claim=(S, R)))
             points.append(improved)

@@ -116,7 +116,7 @@ class SymmetricEncoding:
     schedule by applying every group element."""
 
     def __init__(self, topo: Topology, coll: Collective, group: list[list[int]], steps: int, rounds: int,
-                 phase: str | None = None) -> None:
+                 phase: str | None = None, deadline: float | None = None) -> None:
         own = _shape(coll)
         assert own is not None
         self.topo, self.coll, self.group, self.own = topo, coll, group, own
@@ -136,9 +136,10 @@ class SymmetricEncoding:
             orbits.append(l.bandwidth)
         from smtcoll.synth.encoding import Encoding  # z3 only when a solver is needed
 
-        self.enc = Encoding(topo, sub, steps, rounds, unbounded=True, phase=phase)
+        self.enc = Encoding(topo, sub, steps, rounds, unbounded=True, phase=phase, deadline=deadline)
         enc = self.enc
         for s in range(1, steps + 1):
+            enc._clock()
             per: dict[int, list] = {}
             for (a, u, v, t), xv in enc.x.items():
                 if t == s:

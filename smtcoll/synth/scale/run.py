@@ -49,11 +49,13 @@ def engine_result(topo: Topology, base: Collective, chunks: int) -> tuple[SynthR
 
 
 def least_steps(topo: Topology, base: Collective, method: str, rounds: int | None, chunks: int,
-                max_steps: int | None, timeout: float | None, progress=None) -> SynthResult:
+                max_steps: int | None, timeout: float | None, progress=None,
+                max_memory_mb: int | None = None) -> SynthResult:
     from smtcoll.synth import strategies
 
     if method == "exact" or rounds is not None:
-        return strategies.least_steps(topo, base, rounds, chunks, max_steps, timeout, progress)
+        return strategies.least_steps(topo, base, rounds, chunks, max_steps, timeout, progress,
+                                      max_memory_mb=max_memory_mb)
     result, scaled = engine_result(topo, base, chunks)
     if progress is not None and result.attempts:
         progress(result.attempts[0])
@@ -63,7 +65,8 @@ def least_steps(topo: Topology, base: Collective, method: str, rounds: int | Non
     if not over and (result.optimal.get("proved") or topo.ranks > AUTO_EXACT_UP_TO):
         return result
     left = None if timeout is None else max(0.1, timeout - result.seconds)
-    exact = strategies.least_steps(topo, base, None, chunks, max_steps, left, progress, known=scaled.schedule)
+    exact = strategies.least_steps(topo, base, None, chunks, max_steps, left, progress,
+                                   max_memory_mb=max_memory_mb, known=scaled.schedule)
     if exact.schedule is scaled.schedule:  # the search did not beat the engine: say where it came from
         return attrs.evolve(exact, method=result.method, gap=result.gap,
                             attempts=(*result.attempts, *exact.attempts))

@@ -1,0 +1,54 @@
+"""Reachability before any search: a chunk a rank needs must be able to get there over the directed links.
+
+Links are directed, so forgetting one reverse link leaves a rank that nothing can reach; no encoding or
+greedy pass should start then (it would grow without ever finding a schedule). One breadth-first search
+per distinct set of holders (at most one per chunk), linear in the links: cheap on every size we accept.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+import attrs
+
+from smtcoll.model import Collective, Topology
+
+
+@attrs.frozen
+class Unreachable:
+    """The witness: `rank` needs `chunk`, which starts at `holders`, and no path leads from them to it."""
+
+    rank: int
+    chunk: int
+    holders: tuple[int, ...]
+
+    def text(self) -> str:
+        hs = ", ".join(map(str, self.holders[:8])) + (", ..." if len(self.holders) > 8 else "")
+        return (f"rank {self.rank} needs chunk {self.chunk}, but no path of links leads to it from the rank(s) "
+                f"that hold the chunk at the start ({hs})")
+
+
+def unreachable(topo: Topology, coll: Collective) -> Unreachable | None:
+    """The first (rank, chunk) of the postcondition that no holder of the chunk can reach, or None."""
+    out_of: list[list[int]] = [[] for _ in range(topo.ranks)]
+    for link in topo.links:
+        out_of[link.src].append(link.dst)
+    holders: dict[int, list[int]] = {}
+    for r, c in coll.pre:
+        holders.setdefault(c, []).append(r)
+    reach: dict[tuple[int, ...], set[int]] = {}
+    for r, c in coll.post:
+        hs = tuple(holders.get(c, ()))
+        seen = reach.get(hs)
+        if seen is None:
+            seen, queue = set(hs), deque(hs)
+            while queue:
+                u = queue.popleft()
+                for v in out_of[u]:
+                    if v not in seen:
+                        seen.add(v)
+                        queue.append(v)
+            reach[hs] = seen
+        if r not in seen:
+            return Unreachable(r, c, hs)
+    return None
