@@ -56,6 +56,10 @@ def least_steps(topo: Topology, base: Collective, method: str, rounds: int | Non
     if method == "exact" or rounds is not None:
         return strategies.least_steps(topo, base, rounds, chunks, max_steps, timeout, progress,
                                       max_memory_mb=max_memory_mb)
+    # an unreachable rank: the exact path's answer, with its witness, before any construction
+    early = strategies.unreachable_result(topo, base, "least-steps", strategies.Clock(timeout, max_memory_mb))
+    if early is not None:
+        return early
     result, scaled = engine_result(topo, base, chunks)
     if progress is not None and result.attempts:
         progress(result.attempts[0])
