@@ -21,15 +21,17 @@ import os
 import re
 from typing import Sequence
 
-SUFFIXES = (".xml", ".json")
+SUFFIXES = (".xml", ".json", ".csv")
 SNIFF_BYTES = 64 * 1024  # XML: the root element comes after at most this much prolog
 PARSE_JSON_BYTES = 16 * 1024 * 1024  # JSON: larger files are recognised by their keys in the first SNIFF_BYTES
 
 # XML prolog: declaration, processing instructions, comments, DOCTYPE (without an internal subset), space
 _PROLOG = re.compile(r"\s*(?:<\?.*?\?>|<!--.*?-->|<!DOCTYPE[^>\[]*>)", re.S)
 _ALGO_ROOT = re.compile(r"\s*<algo[\s/>]")
-_JSON_MARKERS = (re.compile(r'"format"\s*:\s*"smtcoll\.schedule"'),
-                 re.compile(r'"(?:msccl|sccl)_type"\s*:\s*"algorithm"'))
+_JSON_MARKERS = (re.compile(r'"format"\s*:\s*"smtcoll\.(?:schedule|transfers)"'),
+                 re.compile(r'"(?:msccl|sccl)_type"\s*:\s*"algorithm"'),
+                 re.compile(r'"1-Epoch_Duration"\s*:'))  # TE-CCL flow JSON (docs/formats.md)
+_FOREST_ROOT = re.compile(r"\s*<Algo\s[^>]*nchunkspernode")  # ForestColl trees
 
 
 def is_algorithm_file(path: str) -> bool:
@@ -47,6 +49,10 @@ def is_algorithm_file(path: str) -> bool:
     text = data.decode("utf-8", errors="replace").lstrip("\ufeff")
     if path.endswith(".xml"):
         return _is_algo_xml(text)
+    if path.endswith(".csv"):  # a timed transfer log: its header row (docs/formats.md)
+        from smtcoll.formats.transfers import is_transfer_log_csv
+
+        return is_transfer_log_csv(text)
     return _is_schedule_json(text, complete=len(data) == size)
 
 
@@ -60,7 +66,7 @@ def _is_algo_xml(text: str) -> bool:
         if m.end() == pos:
             break
         pos = m.end()
-    return _ALGO_ROOT.match(text, pos) is not None
+    return _ALGO_ROOT.match(text, pos) is not None or _FOREST_ROOT.match(text, pos) is not None
 
 
 def _is_schedule_json(text: str, complete: bool) -> bool:
@@ -73,8 +79,9 @@ def _is_schedule_json(text: str, complete: bool) -> bool:
         return any(m.search(text) for m in _JSON_MARKERS)
     if not isinstance(data, dict):
         return False
-    return (data.get("format") == "smtcoll.schedule" or data.get("msccl_type") == "algorithm"
-            or data.get("sccl_type") == "algorithm" or ("steps" in data and "collective" in data))
+    return (data.get("format") in ("smtcoll.schedule", "smtcoll.transfers") or data.get("msccl_type") == "algorithm"
+            or data.get("sccl_type") == "algorithm" or ("steps" in data and "collective" in data)
+            or "1-Epoch_Duration" in data)
 
 
 def excluded(path: str, patterns: Sequence[str]) -> bool:

@@ -281,6 +281,7 @@ def _semantics(p: Program, selected: frozenset[str], collective: Collective | st
             metrics["estimate"] = {"time": round(timed.makespan, 6), "unit": unit}
             if unit == "us":
                 metrics["estimate"]["chunk_bytes"] = topology_cost.DEFAULT_CHUNK_BYTES
+                topology_cost.apply_sharing(metrics, topology, load)
         if not run.deadlock and exp is not None and all_roots:
             for r in range(p.ngpus):
                 post, wrong = postconditions.check(geo, postconditions.builtin(geo, r), run.memory, MAX_LISTED)

@@ -1,8 +1,9 @@
 """The checker's result for one file: a verdict, violations with their place, and metrics.
 
 `Report.to_json()` is the stable contract of `smtcoll verify --format json` (DESIGN.md):
-`{"file", "verdict", "collective", "ranks", "runtimes", "violations": [{"code", "severity", "message",
-"where"}], "metrics"}`.
+`{"file", "verdict", "format", "collective", "ranks", "runtimes", "violations": [{"code", "severity",
+"message", "where"}], "metrics", "time"}`. `format` names the input format read; `time` is None or
+`{"claimed", "verified", "alpha_beta", "bound"}`, each None or `{"value", "unit", "model"}` (docs/verify.md).
 """
 
 from __future__ import annotations
@@ -49,6 +50,8 @@ class Report:
     violations: tuple[Violation, ...] = attrs.field(default=(), converter=tuple)
     metrics: dict[str, Any] = attrs.field(factory=dict, converter=dict)
     unusable: bool = False
+    format: str | None = None
+    time: dict[str, Any] | None = None
 
     @property
     def verdict(self) -> Verdict:
@@ -66,9 +69,11 @@ class Report:
         return {
             "file": self.file,
             "verdict": self.verdict,
+            "format": self.format,
             "collective": self.collective,
             "ranks": self.ranks,
             "runtimes": self.runtimes,
             "violations": [v.to_json() for v in self.violations],
             "metrics": {k: self.metrics[k] for k in sorted(self.metrics)},
+            "time": self.time,
         }

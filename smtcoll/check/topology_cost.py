@@ -12,8 +12,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from smtcoll import library
 from smtcoll.check.execution import TbInput
-from smtcoll.model import Topology
+from smtcoll.errors import SmtcollError
+from smtcoll.model import Collective, Topology
+from smtcoll.model.timed import BoundFn, group_gbps
 from smtcoll.msccl.program import Finding
 
 DEFAULT_CHUNK_BYTES = 1 << 20  # the chunk size the microsecond estimate is given for
@@ -54,3 +57,60 @@ def timing(topo: Topology, links: Sequence[tuple[int, int]],
 
 def load_metrics(load: dict[tuple[int, int], list[int]]) -> list[dict[str, Any]]:
     return [{"src": s, "dst": d, "chunks": c, "messages": m} for (s, d), (c, m) in sorted(load.items())]
+
+
+
+def apply_sharing(metrics: dict[str, Any], topo: Topology, load: dict[tuple[int, int], list[int]]) -> None:
+    """Switch groups and NIC sharing on top of the per-link estimate.
+
+    The execution estimate serializes each link; links that share an NVSwitch port or a NIC (a switch
+    group) also share its rate, so the estimate is at least the busiest group's chunks x chunk / rate plus
+    the smallest alpha of its links. `switch_groups` lists the busiest groups."""
+    est = metrics.get("estimate")
+    if est is None or est.get("unit") != "us":
+        return
+    groups = []
+    for g, grp in enumerate(topo.switches):
+        used = [(s, d) for (s, d) in load if s in grp.srcs and d in grp.dsts]
+        chunks = sum(load[x][0] for x in used)
+        rate = group_gbps(topo, grp)
+        if not chunks or not rate:
+            continue
+        alphas = [lk.alpha_us or 0.0 for lk in topo.links if (lk.src, lk.dst) in used]
+        t = chunks * DEFAULT_CHUNK_BYTES / (rate * 1e3) + min(alphas, default=0.0)
+        groups.append({"group": grp.name or str(g), "chunks": chunks, "gbps": round(rate, 6), "time": round(t, 6)})
+    groups.sort(key=lambda x: (-x["time"], x["group"]))
+    if groups:
+        metrics["switch_groups"] = groups[:5]
+        if groups[0]["time"] > est["time"]:
+            est["link_only_time"] = est["time"]
+            est["time"] = groups[0]["time"]
+            est["limited_by"] = f"switch group {groups[0]['group']}"
+
+
+def program_collective(name: str | None, ranks: int, chunks_per_loop: int) -> Collective | None:
+    """The built-in collective of a program, with its chunk multiplier C from the chunks per loop: one
+    address per chunk for allreduce, a rank's share for allgather, alltoall and reducescatter."""
+    per = {"allreduce": chunks_per_loop, "allgather": chunks_per_loop // max(1, ranks),
+           "alltoall": chunks_per_loop // max(1, ranks), "reducescatter": chunks_per_loop // max(1, ranks)}
+    if name not in per or per[name] < 1:
+        return None
+    try:
+        return library.collective(name, ranks, None, per[name])
+    except SmtcollError:
+        return None
+
+
+def program_time(report: Any, topology: Topology | None = None, bound: BoundFn | None = None) -> dict[str, Any] | None:
+    """The `time` object of an XML program's report: no claim (XML states none); the alpha-beta estimate;
+    the bound for its collective and 1 MiB chunks when `bound` is given."""
+    est = report.metrics.get("estimate")
+    if est is None:
+        return None
+    ab = {"value": est["time"], "unit": est["unit"], "model": "alpha-beta estimate of the program"}
+    b = None
+    if bound is not None and topology is not None and est["unit"] == "us":
+        coll = program_collective(report.collective, report.ranks or 0, report.metrics.get("nchunksperloop") or 0)
+        if coll is not None and coll.ranks == topology.ranks:
+            b = bound(topology, coll, DEFAULT_CHUNK_BYTES)
+    return {"claimed": None, "verified": None, "alpha_beta": ab, "bound": b}

@@ -27,6 +27,7 @@ COMMANDS = {
     "proof": "proof",
     "lower": "lower",
     "verify": "verify",
+    "sweep": "sweep",
 }
 
 

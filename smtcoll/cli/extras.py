@@ -14,6 +14,9 @@ EXTRA_OF = {
     "networkx": ("networkx", "synth"),
     "matplotlib": ("matplotlib", "draw"),
     "cvc5": ("cvc5", "proofs"),
+    "dask": ("dask[distributed]", "sweep"),
+    "distributed": ("dask[distributed]", "sweep"),
+    "jsonschema": ("jsonschema", "sweep"),
 }
 
 

@@ -24,7 +24,9 @@ from smtcoll.check.files import check_files
 from smtcoll.check.report import Report
 from smtcoll.cli.app import app
 from smtcoll.cli.verify_output import FORMATTERS, format_text, select_findings, strict_findings, summary
+from smtcoll.cli.verify_times import lower_bound
 from smtcoll.errors import EXIT_UNUSABLE, SmtcollError
+from smtcoll.formats.inputs import INPUT_FORMATS
 from smtcoll.limits import check_jobs
 from smtcoll.msccl.reader import Limits
 
@@ -100,14 +102,17 @@ def wants_color() -> bool:
 
 @app.command("verify")
 def verify(
-    paths: Annotated[list[str], typer.Argument(help="MSCCL XML files, schedule JSON files, directories or globs")],
+    paths: Annotated[list[str], typer.Argument(help="MSCCL XML programs, schedules (smtcoll, SCCL, TACCL, TE-CCL, "
+                                                    "ForestColl, transfer logs), directories or globs")],
     fmt: Annotated[OutputFormat, typer.Option("--format", "-f", help="text for people, json for scripts, junit "
                                                                       "(JUnit XML), github (annotations) and "
                                                                       "sarif (code scanning) for CI")
                    ] = OutputFormat.text,
     topology: Annotated[Optional[str], typer.Option(help="XML: map connections to links of this topology (a "
-                                                         "name or .toml) and estimate the time; JSON schedules: "
-                                                         "check them on this topology")] = None,
+                                                         "name or .toml) and estimate the time; schedules: check "
+                                                         "them on this topology (docs/formats.md)")] = None,
+    input_format: Annotated[str, typer.Option("--input-format", help="auto (by content), " + ", ".join(
+        INPUT_FORMATS[1:]))] = "auto",
     collective: Annotated[Optional[str], typer.Option(help="check the programs against this collective (a built-in "
                                                            "name or a .toml spec) instead of their coll")] = None,
     root: Annotated[Optional[int], typer.Option(help="root rank of broadcast, reduce, gather, scatter")] = None,
@@ -151,6 +156,8 @@ def verify(
     """Verify MSCCL XML programs and step schedules: exit 0 verified, 1 wrong, 2 unusable input."""
     if runtime not in {r.value for r in Runtime}:
         raise SmtcollError(f"--runtime {runtime!r}: expected executor, legacy or any")
+    if input_format not in INPUT_FORMATS:
+        raise SmtcollError(f"--input-format {input_format!r}: expected {', '.join(INPUT_FORMATS)}")
     check_jobs(jobs)
     files = expand(paths, codes(exclude), only_algorithms)
     if not files:
@@ -170,7 +177,8 @@ def verify(
                     max_steps=max_steps, max_pieces=max_pieces)
     if chunks is not None and collective is None:
         raise SmtcollError("--chunks applies to the spec given with --collective")
-    reports = check_files(files, runtime, collective, root, topo, jobs, limits, chunks=chunks, strict=strict)
+    reports = check_files(files, runtime, collective, root, topo, jobs, limits, chunks=chunks, strict=strict,
+                          input_format=input_format, bound=lower_bound)
     reports = select_findings(reports, codes(select), codes(ignore))
     if strict:
         reports = strict_findings(reports)

@@ -114,6 +114,34 @@ def _plain(text: str) -> str:
     return text
 
 
+def _q(q: dict) -> str:
+    return f"{q['value']:.6g} {q['unit']}"
+
+
+def time_lines(r: Report) -> list[str]:
+    """Claimed, verified, alpha-beta and bound times side by side; the busiest links and switch groups."""
+    out = []
+    t = r.time
+    if t:
+        parts = [f"{label} {_q(q)} ({q.get('model', '')})" for key, label in (
+            ("claimed", "claimed"), ("verified", "verified"), ("alpha_beta", "alpha-beta"), ("bound", "bound"))
+            if (q := t.get(key))]
+        if parts:
+            out.append("  time: " + "; ".join(parts))
+    est = r.metrics.get("estimate")
+    if est and est.get("limited_by"):
+        out.append(f"  estimate limited by {est['limited_by']} (links alone: {est['link_only_time']:.6g} {est['unit']})")
+    links = r.metrics.get("links")
+    if isinstance(links, list) and links:
+        top = sorted(links, key=lambda x: (-x.get("chunks", 0), x.get("src", 0), x.get("dst", 0)))[:3]
+        out.append("  busiest links: " + ", ".join(f"{x['src']}->{x['dst']} {x['chunks']} chunk(s)" for x in top))
+    groups = r.metrics.get("switch_groups")
+    if groups:
+        out.append("  busiest switch groups: " + ", ".join(f"{g['group']} {g['chunks']} chunk(s) {g['time']:.6g} us"
+                                                           for g in groups[:3]))
+    return out
+
+
 def format_text(reports: list[Report], verbose: bool = False, quiet: bool = False, color: bool = False) -> str:
     """Each file's verdict line and its findings, then the summary. `quiet`: the findings only.
     `color`: rich console markup for a terminal (the caller prints it with a rich Console)."""
@@ -137,6 +165,7 @@ def format_text(reports: list[Report], verbose: bool = False, quiet: bool = Fals
                                                       for k, v in sorted(r.runtimes.items())))
             lines.append(f"{style(r.file, 'path')}: {style(r.verdict, r.verdict)}"
                          + escape(f" ({'; '.join(facts)})" if facts else ""))
+            lines += [escape(x) for x in time_lines(r)]
         for v in r.violations:
             if not shown(v, verbose):
                 continue
@@ -160,7 +189,8 @@ def _cases(report: Report) -> list[tuple[str, list[Violation]]]:
         return [("read", list(report.violations))]
     modes = [m for m in report.metrics.get("modes", []) if isinstance(m, str)]
     if not modes:
-        return [("schedule" if report.file.endswith(".json") else "program", list(report.violations))]
+        timed = report.format not in (None, "msccl-xml")
+        return [("schedule" if timed or report.file.endswith(".json") else "program", list(report.violations))]
     return [(mode, [v for v in report.violations if v.where.get("mode", mode) == mode]) for mode in modes]
 
 

@@ -11,6 +11,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import attrs
+
 from smtcoll import specs
 from smtcoll.errors import InputError, ModelError
 from smtcoll.model import Collective, Link, Schedule, Send, Step, SwitchGroup, Topology
@@ -100,8 +102,8 @@ def _steps(data: dict, key: str = "steps") -> list[Step]:
             raise _Bad(f"{key}[{i}].sends", "expected an array of [chunk, src, dst] sends")
         parsed = []
         for j, x in enumerate(sends):
-            # SCCL: [addr, src, dst]; TACCL adds [time, link] after them.
-            if (not isinstance(x, list) or len(x) not in (3, 4, 5)
+            # SCCL: [addr, src, dst]; TACCL adds [time, link] (and an operator) after them.
+            if (not isinstance(x, list) or len(x) not in (3, 4, 5, 6)
                     or not all(isinstance(v, int) and not isinstance(v, bool) for v in x[:3])):
                 raise _Bad(f"{key}[{i}].sends[{j}]", f"expected [chunk, src, dst], got {json.dumps(x)[:80]}")
             parsed.append(Send(x[0], x[1], x[2]))
@@ -127,6 +129,33 @@ def _ours(data: dict) -> Schedule:
     if not isinstance(name, str):
         raise _Bad("name", "expected a string")
     return Schedule(topo, coll, _steps(data), name)
+
+
+Bad = _Bad  # raised by the readers with the place in the file
+
+
+def sccl_collective(data: dict) -> Collective:
+    """The collective of an SCCL/TACCL algorithm file on `ranks` = the embedded topology's ranks (TACCL:
+    `copies` x `ngpus_per_node`; else `collective.nodes`), with the instance's chunk multiplier."""
+    t = data.get("topology")
+    if not isinstance(t, dict):
+        t = {}
+    c = data.get("collective")
+    ranks = c.get("nodes") if isinstance(c, dict) else None
+    if isinstance(t.get("copies"), int) and isinstance(t.get("ngpus_per_node"), int):
+        ranks = t["copies"] * t["ngpus_per_node"]
+    if not isinstance(ranks, int) or isinstance(ranks, bool) or not 1 <= ranks <= 4096:
+        raise _Bad("collective.nodes", f"expected the number of ranks, got {ranks!r}")
+    if isinstance(c, dict) and "chunks" not in c and "input_map" in data and "output_map" in data:
+        return _collective_from_maps(c, data, ranks)
+    coll = _sccl_collective(c, data, ranks)
+    if "(" in coll.name:  # TACCL names the collective like `Alltoall(n=8)`
+        coll = attrs.evolve(coll, name=coll.name.split("(")[0].lower())
+    instance = data.get("instance") or {}
+    factor = instance.get("chunks", 1) if isinstance(instance, dict) else 1
+    if not isinstance(factor, int) or isinstance(factor, bool) or not 1 <= factor <= 4096:
+        raise _Bad("instance.chunks", f"expected an integer between 1 and 4096, got {factor!r}")
+    return coll.with_chunks(factor)
 
 
 def _sccl(data: dict) -> Schedule:
@@ -183,7 +212,9 @@ def _sccl_collective(c: Any, data: dict, ranks: int) -> Collective:
     chunks = c.get("chunks")
     if not isinstance(chunks, list) or not chunks:
         raise _Bad("collective.chunks", "expected an array of chunks with pre, post and addr")
-    pre, post, addr = [], [], []
+    pre: list[tuple[int, int]] = []
+    post: list[tuple[int, int]] = []
+    addr: list[int] = []
     for i, ch in enumerate(chunks):
         if not isinstance(ch, dict):
             raise _Bad(f"collective.chunks[{i}]", "expected an object with pre, post and addr")

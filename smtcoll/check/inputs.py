@@ -1,0 +1,34 @@
+"""Checking any file that is not an MSCCL XML program: read it (`smtcoll.formats.inputs`) and judge it with
+the step-schedule checker or the timed checker."""
+
+from __future__ import annotations
+
+import attrs
+
+from smtcoll.check.report import Report, Violation
+from smtcoll.check.schedule import check_schedule
+from smtcoll.check.timed import check_timed
+from smtcoll.errors import SmtcollError
+from smtcoll.formats.inputs import read_input
+from smtcoll.model import Schedule, Topology
+from smtcoll.model.timed import BoundFn
+
+
+def check_input_file(path: str, fmt: str = "auto", topology: Topology | None = None,
+                     bound: BoundFn | None = None) -> Report:
+    """Unreadable input gives an `unusable` report. `topology` replaces the file's own (step schedules,
+    TACCL) or supplies the one the format lacks (TE-CCL, ForestColl, transfer logs)."""
+    try:
+        found, schedule = read_input(path, fmt, topology)
+    except SmtcollError as e:
+        return Report(path, violations=[Violation("unusable", str(e), "error")], unusable=True,
+                      format=None if fmt == "auto" else fmt)
+    if not isinstance(schedule, Schedule):
+        return check_timed(schedule, path, bound)
+    if topology is not None:
+        if topology.ranks != schedule.topology.ranks:
+            return Report(path, schedule.collective.name, schedule.collective.ranks, None, [Violation(
+                "topology-mismatch", f"the schedule has {schedule.topology.ranks} ranks, topology {topology.name!r} "
+                                     f"has {topology.ranks}", "error")], format=found)
+        schedule = Schedule(topology, schedule.collective, schedule.steps, schedule.name)
+    return attrs.evolve(check_schedule(schedule, path), format=found)

@@ -1,0 +1,128 @@
+"""`smtcoll sweep`: the verified algorithm directory for a machine, every collective, node count and size
+(docs/sweep.md). A thin shell over `smtcoll.sweep`.
+
+Exit codes: 0 every task produced its files; 1 some task failed or timed out (recorded in the manifest,
+the other files are written); 2 unusable input, or the Dask scheduler cannot be reached.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from smtcoll.cli.app import Format, app, print_json
+from smtcoll.cli.extras import missing_extra
+from smtcoll.errors import ModelError, SmtcollError
+
+EXIT_FAILED_TASKS = 1
+
+
+class Runtime(str, enum.Enum):
+    executor = "executor"
+    legacy = "legacy"
+    both = "both"
+
+
+def _names(values: list[str], where: str) -> tuple[str, ...]:
+    out = tuple(x.strip() for v in values for x in v.split(",") if x.strip())
+    if not out:
+        raise ModelError(where, "give at least one")
+    if len(set(out)) != len(out):
+        raise ModelError(where, f"lists a name twice: {', '.join(out)}")
+    return out
+
+
+def _nodes(text: str) -> tuple[int, ...]:
+    try:
+        values = tuple(int(x) for x in text.split(","))
+    except ValueError:
+        raise ModelError("--nodes", f"{text!r}: expected node counts separated by commas, e.g. 1,2,4") from None
+    if any(v < 1 for v in values) or len(set(values)) != len(values):
+        raise ModelError("--nodes", f"{text!r}: node counts must be distinct and >= 1")
+    return tuple(sorted(values))
+
+
+@app.command("sweep")
+def sweep_command(
+    topology: Annotated[list[str], typer.Option("--topology", "-t", help="a built-in name (ndv2, ring:8) or a "
+                                                "topology .toml file; repeat or separate with commas")],
+    collective: Annotated[list[str], typer.Option("--collective", "-c", help="collectives, e.g. "
+                                                  "allreduce,allgather (built-in names or .toml files)")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="the algorithm directory to write (only XML "
+                                         "files; the manifest, report and plot go to OUTPUT.sweep/)")],
+    nodes: Annotated[str, typer.Option(help="node counts, e.g. 1,2,4 (composed through the NIC model)")] = "1",
+    sizes: Annotated[str, typer.Option(help="buffer sizes to cover, LOW:HIGH, both included (nBytes as the "
+                                       "runtime counts it)")] = "1KiB:4GiB",
+    runtime: Annotated[Runtime, typer.Option(help="the runtime(s) to write for; both: OUTPUT/executor and "
+                                             "OUTPUT/legacy")] = Runtime.executor,
+    timeout: Annotated[float, typer.Option(help="the synthesizer's time limit per task in seconds (the best "
+                                           "frontier found by then is used)")] = 60.0,
+    max_chunks: Annotated[int, typer.Option(help="the most chunks per input on the Pareto frontier")] = 4,
+    max_steps: Annotated[Optional[int], typer.Option(help="give up above this many steps")] = None,
+    task_timeout: Annotated[Optional[float], typer.Option(help="kill a task after this many seconds "
+                                                          "(default: 2 x --timeout + 60)")] = None,
+    task_memory: Annotated[str, typer.Option(help="address-space limit of a task, e.g. 4GiB (0: none)")] = "4GiB",
+    workers: Annotated[Optional[int], typer.Option(help="worker processes of the local Dask cluster "
+                                                   "(default: the number of CPUs)")] = None,
+    scheduler: Annotated[Optional[str], typer.Option(help="attach to this Dask scheduler (tcp://host:8786) "
+                                                     "instead of starting a local cluster")] = None,
+    scheduler_file: Annotated[Optional[Path], typer.Option(help="attach to the Dask scheduler described by "
+                                                           "this file (dask scheduler --scheduler-file)")] = None,
+    cache: Annotated[Optional[Path], typer.Option(help="the task cache folder (default: OUTPUT.sweep/cache)")] = None,
+    alpha_us: Annotated[float, typer.Option("--alpha-us", help="latency per step (µs) of links without "
+                                            "timing")] = 1.0,
+    gbps_per_unit: Annotated[float, typer.Option("--gbps-per-unit", help="GB/s per unit of bandwidth of "
+                                                 "links without timing")] = 25.0,
+    prove: Annotated[bool, typer.Option("--prove", help="write certificates of the frontier's claims into "
+                                        "OUTPUT.sweep/proofs")] = False,
+    fmt: Annotated[Format, typer.Option("--format", "-f", help="text for people, json (the manifest) for "
+                                        "scripts")] = Format.text,
+) -> None:
+    """Synthesize, select by size, lower and verify the algorithms of a whole cluster, on Dask."""
+    try:
+        import distributed  # noqa: F401
+        import jsonschema  # noqa: F401
+        import z3  # noqa: F401
+    except ImportError as e:
+        raise SmtcollError(missing_extra(e, "sweep") or f"smtcoll sweep cannot start: {e}") from None
+    from smtcoll.sweep import cost
+    from smtcoll.sweep.plan import Request, sweep
+    from smtcoll.sweep.run import Limits, Where, rich_progress
+    from smtcoll.sweep.sizes import parse_range, parse_size
+    from smtcoll.sweep.tasks import Options
+
+    for name, value in (("--timeout", timeout), ("--task-timeout", task_timeout), ("--alpha-us", alpha_us),
+                        ("--gbps-per-unit", gbps_per_unit)):
+        if value is not None and value <= 0:
+            raise ModelError(name, f"must be > 0, got {value}")
+    for name, ivalue, low in (("--max-chunks", max_chunks, 1), ("--max-steps", max_steps, 1), ("--workers", workers, 1)):
+        if ivalue is not None and ivalue < low:
+            raise ModelError(name, f"must be >= {low}, got {ivalue}")
+    if scheduler is not None and scheduler_file is not None:
+        raise ModelError("--scheduler", "give --scheduler or --scheduler-file, not both")
+    runtimes = ("executor", "legacy") if runtime is Runtime.both else (runtime.value,)
+    options = Options(parse_range(sizes), runtimes, timeout, max_chunks, max_steps,
+                      cost.Timing(alpha_us, gbps_per_unit), prove)
+    request = Request(_names(topology, "--topology"), _nodes(nodes), _names(collective, "--collective"), options)
+    limits = Limits(task_timeout if task_timeout is not None else 2 * timeout + 60,
+                    parse_size(task_memory, "--task-memory"))
+    where = Where(workers or os.cpu_count() or 1, scheduler, scheduler_file)
+    show, stop = rich_progress("tasks") if sys.stdout.isatty() and fmt is Format.text else (None, None)
+    try:
+        outcome = sweep(request, output, limits, where, cache, show)
+    finally:
+        if stop is not None:
+            stop()
+    if fmt is Format.json:
+        print_json(outcome.manifest)
+    else:
+        typer.echo(outcome.report, nl=False)
+        typer.echo(f"algorithms: {output}/ (every file verified); manifest: {outcome.manifest_path}"
+                   + (f"; plot: {outcome.plot}" if outcome.plot else "; no plot (install matplotlib)"))
+    if outcome.manifest["summary"]["failed"]:
+        raise typer.Exit(EXIT_FAILED_TASKS)

@@ -1,0 +1,269 @@
+"""TE-CCL flow JSON (docs/formats.md): the epochs of a time-expanded network, read into a timed schedule.
+
+A file holds kept flows and a claim, but neither the topology nor the chunk size: the topology is the one
+the user names (`--topology`), the chunk size follows from the file's own claim, `5-Algo_Bandwidth` =
+ranks x chunk / `4-Collective_Finish_Time`. Times are in epochs of `1-Epoch_Duration` seconds.
+
+TE-CCL's model, per directed link with rate C, latency alpha, chunk S and epoch tau: kappa = C tau / S
+chunks per epoch, a = ceil(alpha / tau) when alpha / tau > 0.1 (else 0), b = max(0, ceil(1 / kappa) - 1).
+- AllGather (MILP, integral, `Chunk c from s traveled over i->j in epoch k [via switches w]`): a chunk sent
+  over (i, j) in epoch k can be sent on from epoch k + a + b + 1; a switch forwards (and may copy) in
+  exactly that epoch, and a switch -> GPU hop delivers from the switch's send epoch + a. Capacity: at most
+  (b + 1) kappa chunks in any b + 1 consecutive epochs; a switch's copies of one chunk count once on the
+  link into the switch.
+- AlltoAll (LP, `... with volume v in epoch k ...`): volume sent in epoch k arrives at the end of epoch
+  k + a and can be sent on from k + a + 1; a switch forwards in exactly k + a + 1 and does not copy; per
+  link and epoch the volume is at most kappa. Volumes come from the path map (identical flow strings
+  collapse in the flow list).
+The claim is `3-Epochs_Required`: the epoch from which the last demand is held.
+
+Node ids are TE-CCL's and include switches (the nodes named after `via switches`). When the file's ids
+minus its switches are as many as the topology's ranks, ranks are the non-switch ids in increasing order
+(DGX2: 34 ids, switches 0 and 17); when the ids are no more than the ranks, id = rank (NDv2 with two
+chassis, where TE-CCL's class wrongly makes GPU 0 a switch). A hop through a switch is one link of our
+topology; each of its two legs takes half the link's alpha and its full rate.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+from smtcoll import library
+from smtcoll.errors import ModelError
+from smtcoll.formats.teccl_machines import machine_for
+from smtcoll.model import Topology
+from smtcoll.model.timed import Finding, Limit, Quantity, TimedSchedule, Transfer, Use
+
+FORMAT = "teccl-json"
+ALPHA_THRESHOLD = 0.1  # TE-CCL's default `alpha_threshold`: smaller alpha / tau is not charged
+_FLOW = re.compile(r"^(?:Chunk (\d+) from (\d+) traveled over )?(\d+)->(\d+)(?: with volume ([0-9.eE+-]+))?"
+                   r" in epoch (\d+)(?: via switches ([0-9 \->]+))?$")
+_DEMAND = re.compile(r"^Demand at (\d+) for chunk (\d+) from (\d+) met by epoch (\d+)$")
+MAX_FLOWS = 2_000_000
+
+
+class TecclError(Exception):
+    def __init__(self, where: str, message: str) -> None:
+        self.where, self.message = where, message
+
+
+def is_teccl(data: Any) -> bool:
+    return isinstance(data, dict) and "1-Epoch_Duration" in data and any(
+        k in data for k in ("7-Flows", "6-Flows", "8-Chunk paths", "7-chunk paths"))
+
+
+def _num(data: dict, key: str, positive: bool = True) -> float:
+    v = data.get(key)
+    if not isinstance(v, int | float) or isinstance(v, bool) or not math.isfinite(v) or (positive and v <= 0):
+        raise TecclError(key, f"expected a positive number, got {v!r}")
+    return float(v)
+
+
+def _hop(text: Any, where: str) -> tuple[int | None, int | None, int, int, float | None, int, list[int]]:
+    if not isinstance(text, str):
+        raise TecclError(where, f"expected a flow string, got {text!r}"[:120])
+    m = _FLOW.match(text.strip())
+    if not m:
+        raise TecclError(where, f"not a TE-CCL flow: {text[:100]!r}")
+    c, s, i, j, vol, k, via = m.groups()
+    switches = [int(x) for x in re.split(r"\s*->\s*", via.strip())] if via else []
+    return (int(c) if c else None, int(s) if s else None, int(i), int(j), float(vol) if vol else None, int(k),
+            switches)
+
+
+def _ceil(x: float) -> int:
+    return math.ceil(x - 1e-6)  # 0.35e-6 / 5e-9 is 70.00000000000001 in floating point
+
+
+def _chunk_gb(data: dict, output_gb: float, ranks: int, topology: Topology, tau: float,
+              findings: list[Finding]) -> float:
+    """The chunk size in GB. `5-Algo_Bandwidth` x finish time is GPUs x chunk for the GPU count TE-CCL's
+    input named, normally the ranks; some inputs named half of them (DGX2 `Fast_Early_Stop`). TE-CCL set
+    the epoch before its alpha adjustment (`2-Expected_Epoch_Duration`) to 1 or 2 chunks over the fastest
+    or slowest link, so the candidate that also fits the epoch is taken."""
+    expected = data.get("2-Expected_Epoch_Duration", tau)
+    speeds = [lk.gbps for lk in topology.links if lk.gbps]
+    if not isinstance(expected, int | float) or isinstance(expected, bool) or expected <= 0 or not speeds:
+        return output_gb / ranks
+    fits = [expected * c / m for c in (max(speeds), min(speeds)) for m in (1, 2)]
+    for gpus in (ranks, ranks // 2):
+        size = output_gb / max(1, gpus)
+        if any(abs(size - f) <= 1e-6 * f for f in fits):
+            if gpus != ranks:
+                findings.append(Finding("chunk-size", f"5-Algo_Bandwidth counts {gpus} GPUs, not {ranks}: the chunk "
+                                                      f"size that fits the epoch is {size * 1e9:.6g} B", "info"))
+            return size
+    findings.append(Finding("chunk-size", f"the chunk size {output_gb / ranks * 1e9:.6g} B from 5-Algo_Bandwidth does "
+                                          "not fit 2-Expected_Epoch_Duration over any link speed", "warning"))
+    return output_gb / ranks
+
+
+def read_teccl(data: dict, topology: Topology | None, name: str = "") -> TimedSchedule:
+    flows_key = "7-Flows" if "7-Flows" in data else "6-Flows"
+    paths_key = "8-Chunk paths" if "8-Chunk paths" in data else "7-chunk paths"
+    flows = data.get(flows_key, [])
+    paths = data.get(paths_key, {})
+    if not isinstance(flows, list) or len(flows) > MAX_FLOWS:
+        raise TecclError(flows_key, f"expected a list of at most {MAX_FLOWS} flow strings")
+    if not isinstance(paths, dict):
+        raise TecclError(paths_key, "expected an object: demand -> hops")
+    tau = _num(data, "1-Epoch_Duration")
+    epochs = data.get("3-Epochs_Required")
+    if not isinstance(epochs, int) or isinstance(epochs, bool) or epochs < 0:
+        raise TecclError("3-Epochs_Required", f"expected an integer >= 0, got {epochs!r}")
+    finish = _num(data, "4-Collective_Finish_Time")
+    algbw = _num(data, "5-Algo_Bandwidth")
+    parsed = [(_hop(f, f"{flows_key}[{n}]"), f"{flows_key}[{n}]") for n, f in enumerate(flows)]
+    lp = any(p[0][4] is not None for p in parsed)
+    demands = []
+    for key, value in sorted(paths.items()):
+        m = _DEMAND.match(str(key))
+        if not m:
+            raise TecclError(f"{paths_key}.{key}"[:120], "expected 'Demand at d for chunk c from s met by epoch k'")
+        demands.append((tuple(int(x) for x in m.groups()), key, value))
+
+    # --- node ids -> ranks
+    findings: list[Finding] = []
+    ids: set[int] = set()
+    switches: set[int] = set()
+    for (c, s, i, j, _, _, via), _ in parsed:
+        ids.update((i, j, *via))
+        switches.update(via)
+        if s is not None:
+            ids.add(s)
+    for (d, _, s, _), _, _ in demands:
+        ids.update((d, s))
+    # TE-CCL's bufferless nodes: those it routes `via`, and those that relay but neither send their own
+    # chunk nor receive a demand (NDv2 with two chassis: GPU 0, which its class marks as a switch)
+    served = {s for (_, s, *_), _ in parsed if s is not None}
+    for (d, _, s, _), _, _ in demands:
+        served.update((d, s))
+    relays = {x for (_, _, i, j, *_), _ in parsed for x in (i, j)}
+    bufferless = switches | (relays - served if served else set())
+    if topology is None:
+        topology = machine_for(ids, switches, {(i, j) for (_, _, i, j, *_), _ in parsed})
+        if topology is None:
+            raise TecclError("", "a TE-CCL file holds no topology and its node ids fit none of TE-CCL's classes "
+                                 "(DGX2, NDv2, Mesh): give the machine with --topology (docs/formats.md)")
+        findings.append(Finding("topology-inferred", f"the file holds no topology; checked on {topology.name!r}, the "
+                                                     "real machine of the TE-CCL class its node ids fit (give "
+                                                     "--topology to choose another)", "info"))
+    ranks = topology.ranks
+    n_ids = max(ids) + 1 if ids else 0
+    if switches and n_ids - len(switches) == ranks:
+        rank_of = {x: r for r, x in enumerate(sorted(set(range(n_ids)) - switches))}
+        switch_nodes = switches
+    elif n_ids <= ranks:
+        rank_of = {x: x for x in range(ranks)}
+        switch_nodes = set()
+        for x in sorted(bufferless):
+            findings.append(Finding("bufferless-gpu", f"TE-CCL treats node {x} as a bufferless switch, but it is GPU "
+                                                      f"{x} of topology {topology.name!r}: it sends and receives no "
+                                                      "demands of its own", "warning"))
+    else:
+        raise TecclError("", f"the file names {n_ids} node ids ({len(switches)} of them switches) but topology "
+                             f"{topology.name!r} has {ranks} ranks: not the machine this file was made for")
+
+    chunk_gb = _chunk_gb(data, algbw * finish, ranks, topology, tau, findings)
+    chunk_bytes = chunk_gb * 1e9
+    if abs(finish - tau * epochs) > 1e-6 * finish:
+        findings.append(Finding("inconsistent-claim", f"4-Collective_Finish_Time {finish} s is not 1-Epoch_Duration "
+                                                      f"x 3-Epochs_Required = {tau * epochs} s", "warning"))
+
+    def params(u: int, v: int, through: tuple[int, int] | None) -> tuple[int, int, float] | None:
+        """(a, b, kappa) of the physical link u -> v; `through` is the rank link of a hop via a switch."""
+        if through is not None:
+            lk = topology.link(*through)
+            half = True
+        else:
+            ru, rv = rank_of.get(u), rank_of.get(v)
+            lk = topology.link(ru, rv) if ru is not None and rv is not None else None
+            half = False
+        if lk is None or lk.gbps is None:
+            return None
+        alpha = (lk.alpha_us or 0.0) * 1e-6 / (2 if half else 1)
+        kappa = lk.gbps * tau / chunk_gb
+        a = _ceil(alpha / tau) if alpha / tau > ALPHA_THRESHOLD else 0
+        b = max(0, _ceil(1 / kappa) - 1)
+        return a, b, kappa
+
+    limits: dict[str, Limit] = {}
+    counted: set[tuple[str, int, tuple[int, int]]] = set()
+    transfers: list[Transfer] = []
+
+    def hop(commodity: tuple[int, int], chunk: int, i: int, j: int, k: int, via: list[int], volume: float,
+            place: dict[str, Any]) -> None:
+        ri, rj = rank_of.get(i), rank_of.get(j)
+        if ri is None or rj is None:
+            findings.append(Finding("unknown-rank", f"hop {i}->{j} names a switch as its end", "error", place))
+            return
+        nodes = [i, *via, j]
+        through = (ri, rj) if via and all(w in switch_nodes for w in via) else None
+        hops = [(ri, rj)] if through else [(rank_of[u], rank_of[v]) for u, v in zip(nodes, nodes[1:])]
+        uses, epoch = [], k
+        end = k
+        for leg, (u, v) in enumerate(zip(nodes, nodes[1:])):
+            p = params(u, v, through)
+            if p is None:  # no such link: `missing-link` is reported by the checker; no timing
+                end = epoch
+                break
+            a, b, kappa = p
+            res = f"link {u}->{v}"
+            if lp:
+                limits.setdefault(res, Limit(res, kappa, "window", 1, f"TE-CCL: {_g(kappa)} chunks per epoch"))
+                uses.append(Use(res, epoch, epoch + 1, volume))
+                end = epoch + a + 1
+            else:
+                limits.setdefault(res, Limit(res, (b + 1) * kappa, "window", b + 1,
+                                             f"TE-CCL: {_g(kappa)} chunks per epoch, window of {b + 1} epoch(s)"))
+                once = (res, epoch, commodity)
+                if once not in counted:  # a switch's copies of one chunk are one flow on its inbound link
+                    counted.add(once)
+                    uses.append(Use(res, epoch, epoch + 1, 1.0))
+                # a switch -> GPU hop delivers alpha after the switch's send (switch_to_gpu_link_on false)
+                end = epoch + a if (u in bufferless and v not in bufferless) else epoch + a + b + 1
+            epoch = end
+        transfers.append(Transfer(chunk, ri, rj, k, end, place, volume, hops, uses))
+
+    if lp:
+        coll = library.collective("alltoall", ranks)
+        if not demands:
+            raise TecclError(paths_key, "an AlltoAll (LP) file needs its path map to account for volumes")
+        for (d, c, s, _), key, value in demands:
+            if d not in rank_of or s not in rank_of:
+                raise TecclError(f"{paths_key}.{key}", "names a node that is not a rank")
+            chunk = rank_of[s] * ranks + rank_of[d]
+            if not isinstance(value, list):
+                raise TecclError(f"{paths_key}.{key}", "expected a list of paths")
+            for pi, path in enumerate(value):
+                if not isinstance(path, list):
+                    raise TecclError(f"{paths_key}.{key}[{pi}]", "expected a list of [epoch, hop] pairs")
+                for hi, pair in enumerate(path):
+                    where = f"{paths_key}.{key}[{pi}][{hi}]"
+                    text = pair[1] if isinstance(pair, list) and len(pair) == 2 else pair
+                    _, _, i, j, vol, k, via = _hop(text, where)
+                    hop((s, d), chunk, i, j, k, via, vol if vol is not None else 1.0, {"path": key, "hop": hi})
+    else:
+        per_gpu = 1 + max((p[0][0] or 0 for p in parsed), default=0)
+        coll = library.collective("allgather", ranks, chunks=per_gpu)
+        for n, ((c, s, i, j, _, k, via), where) in enumerate(parsed):
+            if s is None or c is None:
+                raise TecclError(where, "expected 'Chunk c from s traveled over i->j in epoch k'")
+            if s not in rank_of:
+                raise TecclError(where, f"source {s} is a switch")
+            hop((s, c), rank_of[s] * per_gpu + c, i, j, k, via, 1.0, {"flow": n})
+    us_per_epoch = tau * 1e6
+    model = "TE-CCL epochs (LP)" if lp else "TE-CCL epochs (MILP)"
+    claimed = Quantity(float(epochs), "epochs", "TE-CCL 3-Epochs_Required")
+    try:
+        return TimedSchedule(FORMAT, model, coll, topology, transfers, "epochs", us_per_epoch, list(limits.values()),
+                             claimed, round(chunk_bytes, 6), conserve_volume=lp, findings=findings, name=name,
+                             volume_group=ranks if lp else 1)
+    except ModelError as e:
+        raise TecclError(e.where, e.detail) from None
+
+
+def _g(x: float) -> str:
+    return f"{x:.4g}"

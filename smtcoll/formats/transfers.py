@@ -1,0 +1,191 @@
+"""The timed transfer log (docs/formats.md): what any event-driven tool can write, one row per link transfer.
+
+JSON: `{"format": "smtcoll.transfers", "version": 1, "collective": NAME, "ranks": N, "topology": NAME,
+"unit": "us", "chunk_bytes": B, "claimed_time": T, "transfers": [{"chunk", "src", "dst", "start", "end"}]}`
+(a transfer may also be `[chunk, src, dst, start, end]`). CSV: `# key: value` lines with the same keys,
+then a header row `chunk,src,dst,start,end` and one row per transfer.
+
+`chunk` is the collective's chunk id (for a combining collective, the sender's value at that chunk's
+address moves). Cost model: a transfer occupies its link for [start, end); a link carries at most as
+many transfers at once as its bandwidth (chunks per round: 1 unless the topology says more), and a
+switch group as many as its bandwidth.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+from smtcoll import specs
+from smtcoll.errors import ModelError, SmtcollError
+from smtcoll.model import Topology
+from smtcoll.model.timed import Limit, Quantity, TimedSchedule, Transfer, Use
+
+FORMAT = "smtcoll.transfers"
+VERSION = 1
+KEYS = {"format", "version", "name", "collective", "ranks", "root", "chunks", "topology", "unit", "chunk_bytes",
+        "claimed_time", "transfers"}
+US_PER = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}
+UNITS = sorted(US_PER) + ["rounds", "cycles"]
+COLUMNS = ("chunk", "src", "dst", "start", "end")
+MAX_TRANSFERS = 5_000_000
+_META = re.compile(r"^#\s*([A-Za-z_]+)\s*:\s*(.*)$")
+
+
+class LogError(Exception):
+    def __init__(self, where: str, message: str) -> None:
+        self.where, self.message = where, message
+
+
+def is_transfer_log_json(data: Any) -> bool:
+    return isinstance(data, dict) and data.get("format") == FORMAT
+
+
+def is_transfer_log_csv(text: str) -> bool:
+    for line in text.splitlines():
+        if line.strip() and not line.lstrip().startswith("#"):
+            return [c.strip().lower() for c in line.split(",")][:5] == list(COLUMNS)
+    return False
+
+
+def _number(v: Any, where: str) -> float:
+    if isinstance(v, str):
+        try:
+            v = float(v)
+        except ValueError:
+            raise LogError(where, f"expected a number, got {v!r}"[:100]) from None
+    if not isinstance(v, int | float) or isinstance(v, bool) or not math.isfinite(v):
+        raise LogError(where, f"expected a number, got {v!r}"[:100])
+    return float(v)
+
+
+def _integer(v: Any, where: str) -> int:
+    if isinstance(v, str) and v.strip().lstrip("-").isdigit():
+        v = int(v)
+    if not isinstance(v, int) or isinstance(v, bool):
+        raise LogError(where, f"expected an integer, got {v!r}"[:100])
+    return v
+
+
+def parse_csv(text: str) -> dict[str, Any]:
+    """The CSV form as the JSON form's dictionary, with each row's line number as its place."""
+    meta: dict[str, Any] = {"format": FORMAT, "version": VERSION}
+    lines = text.splitlines()
+    body_start = 0
+    for n, line in enumerate(lines):
+        s = line.strip()
+        if not s:
+            continue
+        if not s.startswith("#"):
+            body_start = n
+            break
+        m = _META.match(s)
+        if m:  # `# key: value`; any other comment line is free text
+            key, value = m.groups()
+            if key not in KEYS - {"format", "transfers"}:
+                raise LogError(f"line {n + 1}", f"unknown key {key!r} (known: collective, ranks, root, chunks, "
+                                                "topology, unit, chunk_bytes, claimed_time, name)")
+            meta[key] = value.strip()
+    rows = []
+    reader = csv.reader(io.StringIO("\n".join(lines[body_start:])))
+    header = None
+    for k, row in enumerate(reader):
+        lineno = body_start + k + 1
+        if not row or all(not c.strip() for c in row) or row[0].lstrip().startswith("#"):
+            continue
+        if header is None:
+            header = [c.strip().lower() for c in row]
+            if header[:5] != list(COLUMNS):
+                raise LogError(f"line {lineno}", f"expected the header {','.join(COLUMNS)}")
+            continue
+        if len(row) < 5:
+            raise LogError(f"line {lineno}", f"expected {len(COLUMNS)} columns: {','.join(COLUMNS)}")
+        rows.append(({c: row[i].strip() for i, c in enumerate(COLUMNS)}, {"line": lineno}))
+    meta["transfers"] = rows
+    return meta
+
+
+def read_transfer_log(data: dict, topology: Topology | None, name: str = "") -> TimedSchedule:
+    unknown = sorted(set(data) - KEYS)
+    if unknown:
+        raise LogError(unknown[0], "unknown key")
+    if data.get("version", VERSION) not in (VERSION, str(VERSION)):
+        raise LogError("version", f"= {data.get('version')!r}: this smtcoll reads version {VERSION}")
+    if topology is None:
+        if not data.get("topology"):
+            raise LogError("topology", "the log names no topology: give one with --topology or a `topology` key")
+        ref = str(data["topology"])
+        if ref.endswith(".toml"):
+            # only a file next to the log: a log must not make the checker read files elsewhere
+            if Path(ref).name != ref or ref.startswith("."):
+                raise LogError("topology", f"{ref!r}: expected a built-in name or the name of a .toml file in "
+                                           "the log's folder (or give --topology)")
+            ref = str(Path(name).parent / ref)
+        try:
+            topology = specs.resolve_topology(ref)
+        except SmtcollError as e:
+            raise LogError("topology", str(e)) from None
+    ranks = _integer(data.get("ranks", topology.ranks), "ranks")
+    if ranks != topology.ranks:
+        raise LogError("ranks", f"= {ranks}, but topology {topology.name!r} has {topology.ranks} ranks")
+    coll_name = data.get("collective")
+    if not isinstance(coll_name, str) or not coll_name:
+        raise LogError("collective", "expected a collective name (allgather, alltoall, allreduce, ...) or a .toml")
+    root = _integer(data["root"], "root") if data.get("root") not in (None, "") else None
+    chunks = _integer(data.get("chunks", 1), "chunks")
+    try:
+        coll = specs.resolve_collective(coll_name, ranks, root, chunks)
+    except SmtcollError as e:
+        raise LogError("collective", str(e)) from None
+    unit = str(data.get("unit", "us"))
+    if unit not in UNITS:
+        raise LogError("unit", f"= {unit!r}: expected one of {', '.join(UNITS)}")
+    chunk_bytes = _number(data["chunk_bytes"], "chunk_bytes") if data.get("chunk_bytes") not in (None, "") else None
+    rows = data.get("transfers")
+    if not isinstance(rows, list) or len(rows) > MAX_TRANSFERS:
+        raise LogError("transfers", f"expected a list of at most {MAX_TRANSFERS} transfers")
+    transfers: list[Transfer] = []
+    limits: dict[str, Limit] = {}
+    for i, item in enumerate(rows):
+        row, place = item if isinstance(item, tuple) else (item, {"transfer": i})
+        w = f"line {place['line']}" if "line" in place else f"transfers[{i}]"
+        if isinstance(row, list):
+            if len(row) != 5:
+                raise LogError(w, "expected [chunk, src, dst, start, end]")
+            row = dict(zip(COLUMNS, row))
+        if not isinstance(row, dict):
+            raise LogError(w, "expected an object with chunk, src, dst, start, end")
+        missing = [c for c in COLUMNS if c not in row]
+        if missing:
+            raise LogError(w, f"missing {', '.join(missing)}")
+        c, s, d = (_integer(row[k], f"{w}: {k}") for k in ("chunk", "src", "dst"))
+        start, end = (_number(row[k], f"{w}: {k}") for k in ("start", "end"))
+        if not 0 <= c < coll.chunks:
+            raise LogError(f"{w}: chunk", f"= {c}: collective {coll.name!r} has chunks 0..{coll.chunks - 1}")
+        uses = []
+        link = topology.link(s, d)
+        if link is not None:
+            res = f"link {s}->{d}"
+            limits.setdefault(res, Limit(res, link.bandwidth, "concurrent", 1,
+                                         f"{link.bandwidth} transfer(s) at a time"))
+            uses.append(Use(res, start, end))
+            for g in topology.switches_of(s, d):
+                grp = topology.switches[g]
+                gres = f"switch group {grp.name or g}"
+                limits.setdefault(gres, Limit(gres, grp.bandwidth, "concurrent", 1,
+                                              f"{grp.bandwidth} transfer(s) at a time"))
+                uses.append(Use(gres, start, end))
+        transfers.append(Transfer(coll.address[c], s, d, start, end, place, 1.0, (), uses))
+    claimed = None
+    if data.get("claimed_time") not in (None, ""):
+        claimed = Quantity(_number(data["claimed_time"], "claimed_time"), unit, "the log's claimed_time")
+    try:
+        return TimedSchedule(FORMAT, "transfer log: one transfer per link at a time", coll, topology, transfers, unit,
+                             US_PER.get(unit), list(limits.values()), claimed, chunk_bytes,
+                             name=str(data.get("name", name)))
+    except ModelError as e:
+        raise LogError(e.where, e.detail) from None

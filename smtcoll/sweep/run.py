@@ -1,0 +1,212 @@
+"""Running the tasks on Dask: a local cluster of worker processes by default, or an existing scheduler.
+
+On the worker each task runs in a child process (`python -m smtcoll.sweep.tasks`) with a wall-clock limit
+(killed when exceeded) and an address-space limit (`RLIMIT_AS`, so the solver gets MemoryError instead of
+exhausting the machine): a task that runs away cannot take its worker down, and the limits hold whatever
+cluster runs it. A task that fails (an error, the time limit, the memory limit, a crash of the child, or a
+crash of the worker itself, which Dask reports as `KilledWorker`) is submitted once more; when it fails
+again it is recorded with both reasons. No failure stops the sweep.
+
+Results are keyed by the task's content hash and put in a fixed order afterwards, so the output does not
+depend on the number of workers or on the order of completion.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from smtcoll.errors import SmtcollError
+from smtcoll.sweep.cache import Cache
+from smtcoll.sweep.tasks import FAULT_ENV, MEMORY_ENV, Task
+
+ATTEMPTS = 2  # a failed task is retried once
+# The local cluster's scheduler: a worker that dies fails its task at once (the sweep retries it once
+# itself, ATTEMPTS), and a worker holds only the task it runs (no queue on the worker), so that a worker's
+# death is blamed on that task alone.
+CLUSTER_CONFIG = {"distributed.scheduler.allowed-failures": 0, "distributed.scheduler.worker-saturation": 1.0}
+
+
+class ClusterError(SmtcollError):
+    """The Dask scheduler cannot be reached or started."""
+
+
+@attrs.frozen
+class Limits:
+    seconds: float  # wall-clock limit of one task's child process
+    memory: int  # bytes of address space of one task's child process (0: no limit)
+
+
+@attrs.frozen
+class Where:
+    """The cluster: a local one of `workers` processes, or an existing scheduler."""
+
+    workers: int = 2
+    scheduler: str | None = None
+    scheduler_file: Path | None = None
+
+
+def execute(payload: dict[str, Any], limits: Limits, fault: str | None = None) -> dict[str, Any]:
+    """Run one task in a child process under `limits` (this function runs on a Dask worker).
+
+    `fault` is a test-only hook (tests/test_sweep_run.py): "raise" raises here, "exit" kills this worker
+    process, "hang" and "memory" make the child exceed its time or memory limit."""
+    if fault == "raise":
+        raise RuntimeError("injected failure (test hook)")
+    if fault == "exit":
+        os._exit(13)
+    # the child sets its own memory limit first thing (a preexec_fn is unsafe in a threaded worker)
+    env = dict(os.environ, PYTHONHASHSEED="0", **{MEMORY_ENV: str(limits.memory)})
+    env.pop(FAULT_ENV, None)
+    if fault in ("hang", "memory"):
+        env[FAULT_ENV] = fault
+    try:
+        proc = subprocess.run([sys.executable, "-m", "smtcoll.sweep.tasks"], input=json.dumps(payload),
+                              capture_output=True, text=True, timeout=limits.seconds, env=env, check=False)
+    except subprocess.TimeoutExpired:
+        return {"status": "failed", "why": f"time limit: the task ran longer than {limits.seconds:g} s (killed)"}
+    if proc.returncode != 0:
+        lines = [x for x in proc.stderr.strip().splitlines() if x.strip()]
+        last = lines[-1] if lines else "no message"
+        if proc.returncode < 0:
+            return {"status": "failed", "why": f"the task's process was killed by signal {-proc.returncode}"}
+        if "MemoryError" in last:
+            return {"status": "failed", "why": "memory limit: the task needed more than "
+                                               f"{limits.memory / 2**30:.3g} GiB (MemoryError)"}
+        return {"status": "failed", "why": f"the task crashed (exit {proc.returncode}): {last[:300]}"}
+    try:
+        result: dict[str, Any] = json.loads(proc.stdout)
+    except ValueError:
+        return {"status": "failed", "why": "the task's process wrote no result"}
+    return result
+
+
+def _client(where: Where) -> tuple[Any, Any]:
+    """(client, cluster we started or None)."""
+    try:
+        import dask
+        from distributed import Client, LocalCluster
+    except ImportError:
+        raise ClusterError("smtcoll sweep needs Dask: pip install 'smtcoll[sweep]'") from None
+    try:
+        if where.scheduler is not None:
+            return Client(where.scheduler, timeout="20s"), None
+        if where.scheduler_file is not None:
+            return Client(scheduler_file=str(where.scheduler_file), timeout="20s"), None
+        import logging
+
+        with dask.config.set(CLUSTER_CONFIG):
+            cluster = LocalCluster(n_workers=where.workers, threads_per_worker=1, processes=True,
+                                   dashboard_address=None, silence_logs=logging.CRITICAL, memory_limit=0)
+        return Client(cluster), cluster
+    except (OSError, TimeoutError, ValueError) as e:
+        target = where.scheduler or where.scheduler_file or "a local cluster"
+        raise ClusterError(f"cannot reach the Dask scheduler ({target}): {e}") from None
+
+
+Progress = Callable[[str, int, int, int, int], None]  # event, done, running, failed, total
+
+
+def run_tasks(tasks: Sequence[Task], limits: Limits, where: Where, cache: Cache,
+              progress: Progress | None = None, faults: dict[str, str] | None = None) -> dict[str, dict[str, Any]]:
+    """Every task's result by key: from the cache, else computed on the cluster (module docstring).
+
+    `faults` (test-only) maps a task key to a fault of `execute`, for the first attempt and the retry."""
+    results: dict[str, dict[str, Any]] = {}
+    todo: list[Task] = []
+    for t in tasks:
+        hit = cache.get(t.key())
+        if hit is not None:
+            hit.pop("key", None)
+            results[t.key()] = hit
+        else:
+            todo.append(t)
+    total, failed = len(tasks), 0
+    done = len(results)
+    if progress:
+        progress("start", done, 0, 0, total)
+    if not todo:
+        return results
+    from distributed import as_completed
+
+    client, cluster = _client(where)
+    try:
+        by_future: dict[Any, tuple[Task, int, list[str]]] = {}
+
+        def submit(t: Task, attempt: int, reasons: list[str]) -> Any:
+            fault = (faults or {}).get(t.key())
+            f = client.submit(execute, t.payload(), limits, fault, key=f"smtcoll-sweep-{t.key()[:16]}-{attempt}",
+                              pure=False)
+            by_future[f] = (t, attempt, reasons)
+            return f
+
+        slots = max(1, sum(client.nthreads().values()))
+        pending = as_completed([submit(t, 1, []) for t in todo])
+        if progress:
+            progress("update", done, min(len(todo), slots), failed, total)
+        for fut in pending:
+            t, attempt, reasons = by_future.pop(fut)
+            try:
+                res = fut.result()
+            except Exception as e:  # noqa: BLE001  (whatever the task raised on the worker, or KilledWorker)
+                res = {"status": "failed", "why": _why(e)}
+            fut.release()
+            if res.get("status") == "ok":
+                cache.put(t.key(), res)
+                results[t.key()] = res
+                done += 1
+            elif attempt < ATTEMPTS:
+                pending.add(submit(t, attempt + 1, reasons + [res.get("why", "unknown")]))
+            else:
+                why = reasons + [res.get("why", "unknown")]
+                results[t.key()] = {"status": "failed", "why": why[-1], "attempts": why}
+                done += 1
+                failed += 1
+            if progress:
+                progress("update", done, min(len(by_future), slots), failed, total)
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+    return results
+
+
+def _why(e: BaseException) -> str:
+    name = type(e).__name__
+    if name == "KilledWorker":
+        return "the worker running the task died (KilledWorker)"
+    return f"the task raised {name}: {str(e)[:300]}"
+
+
+def rich_progress(total_label: str) -> tuple[Progress, Callable[[], None]]:
+    """A live display on the terminal: done, running, failed, elapsed and remaining time."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+    from rich.progress import Progress as Bar
+
+    bar = Bar(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+              TextColumn("running {task.fields[running]}  failed {task.fields[failed]}"), TimeElapsedColumn(),
+              TimeRemainingColumn(), transient=False)
+    ident = bar.add_task(total_label, total=None, running=0, failed=0)
+
+    def show(event: str, done: int, running: int, failed: int, total: int) -> None:
+        if event == "start":
+            bar.start()
+        bar.update(ident, completed=done, total=total, running=running, failed=failed)
+
+    def stop() -> None:
+        bar.stop()
+
+    return show, stop
