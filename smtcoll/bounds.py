@@ -424,7 +424,7 @@ def receive_bound(topo: Topology, coll: Collective, net: nx.DiGraph | None = Non
             b, _ = cut_capacity(topo, [r], net)
             refined.append((Fraction(counts[r], b) if b else Fraction(10**18), r))
         cands = sorted(refined + cands, key=lambda x: (-x[0], x[1]))
-    ratio, r = cands[0]
+    _, r = cands[0]
     w = _receive_witness(topo, coll, r, net)
     if w["capacity"] == 0:
         return Bound("receive", None, "rounds", w, f"rank {r} must receive but has no way in: no schedule exists")
