@@ -19,19 +19,24 @@ import math
 from collections import deque
 from collections.abc import Callable, Iterable
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
-import networkx as nx
 
 from smtcoll.errors import ModelError
 from smtcoll.model import Collective, Link, SwitchGroup, Topology
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 # Every rank subset is tried up to this many ranks (up to the second with switch groups, whose cuts each
 # need a max-flow); beyond, the cut search is heuristic (every bound found is still valid).
 EXHAUSTIVE_CUTS_UP_TO = 12
 EXHAUSTIVE_SWITCHED_CUTS_UP_TO = 8
 LP_MAX_VARIABLES = 300_000
+THROUGHPUT_REFINED_UP_TO = 64
+THROUGHPUT_REFINED_SWITCHED_UP_TO = 16  # with switch groups every max-flow runs on the group network
+SMALL_RANKS = 64  # up to here the bounds use dense numpy arrays and the model's distances
 _SOURCE, _SINK = ("source",), ("sink",)
 
 
@@ -66,6 +71,7 @@ class Bounds:
     receive: Bound
     cut: Bound
     lp: Bound
+    hops: Bound
     rounds: Bound
     rounds_per_chunk: Bound
     throughput: Bound
@@ -74,7 +80,7 @@ class Bounds:
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"topology": self.topology, "collective": self.collective, "ranks": self.ranks,
                                "chunks": self.chunks}
-        for name in ("steps", "rounds", "receive", "cut", "lp", "rounds_per_chunk", "throughput", "time"):
+        for name in ("steps", "rounds", "receive", "cut", "lp", "hops", "rounds_per_chunk", "throughput", "time"):
             out[name] = getattr(self, name).to_json()
         return out
 
@@ -90,6 +96,8 @@ def flow_network(topo: Topology, link_cap: Callable[[Link], float] | None = None
     """Ranks are nodes `0..P-1`; switch group i adds nodes ("group", i, "in"/"out")."""
     link_cap = link_cap or (lambda l: l.bandwidth)
     group_cap = group_cap or (lambda g: g.bandwidth)
+    import networkx as nx  # 0.4 s to import: only topologies with switch groups need max-flows
+
     g = nx.DiGraph()
     g.add_nodes_from(range(topo.ranks))
     for i, grp in enumerate(topo.switches):
@@ -123,6 +131,8 @@ def cut_capacity(topo: Topology, inside: Iterable[int], net: nx.DiGraph | None =
             net.add_edge(r, _SINK)
         else:
             net.add_edge(_SOURCE, r)
+    import networkx as nx
+
     value, (src_side, _) = nx.minimum_cut(net, _SOURCE, _SINK)
     links, groups = [], []
     for a in src_side:
@@ -177,7 +187,14 @@ def must_receive_all(coll: Collective) -> list[list[int]]:
 
 
 def must_receive(coll: Collective, rank: int) -> list[int]:
-    return must_receive_all(coll)[rank]
+    """The addresses one rank must receive at least once (see `must_receive_all`)."""
+    start: dict[int, set[int]] = {}
+    need: dict[int, set[int]] = {}
+    for c in coll.pre_sets[rank]:
+        start.setdefault(coll.address[c], set()).add(c)
+    for c in coll.post_sets[rank]:
+        need.setdefault(coll.address[c], set()).add(c)
+    return sorted(a for a, cs in need.items() if start.get(a, set()) != cs)
 
 
 def must_enter(coll: Collective, inside: Iterable[int]) -> list[int]:
@@ -188,44 +205,152 @@ def must_enter(coll: Collective, inside: Iterable[int]) -> list[int]:
     return sorted({coll.address[c] for r, c in coll.post if r in inside and c not in held_inside})
 
 
+# --- arrays shared by the bounds (numpy/scipy: the bounds must scale to 1024 ranks) --------------
+
+def _pairs(rel: tuple[tuple[int, int], ...]) -> Any:
+    import numpy as np
+
+    return np.fromiter(itertools.chain.from_iterable(rel), dtype=np.int64, count=2 * len(rel)).reshape(-1, 2)
+
+
+def _distinct(keys: Any, space: int) -> Any:
+    """The distinct values of an array of integers in range(space), sorted (a bitmap when the space is
+    small: numpy's hashing unique is slow on a million keys)."""
+    import numpy as np
+
+    if space <= 1 << 26:
+        seen = np.zeros(space, dtype=bool)
+        seen[keys] = True
+        return np.nonzero(seen)[0]
+    return np.unique(keys)
+
+
+class _Arrays:
+    """The collective and topology as arrays: all-pairs hop distances (scipy's breadth-first search in
+    C), per chunk its holders and needers (sparse chunk x rank matrices), per link its ends."""
+
+    def __init__(self, topo: Topology, coll: Collective) -> None:
+        import numpy as np
+
+        p, k = coll.ranks, coll.chunks
+        self.p, self.k = p, k
+        src = np.array([l.src for l in topo.links], dtype=np.int64)
+        dst = np.array([l.dst for l in topo.links], dtype=np.int64)
+        self.src, self.dst = src, dst
+        self.bw = np.array([l.bandwidth for l in topo.links], dtype=np.int64)
+        self.unreachable = 1 << 30
+        self.small = p <= SMALL_RANKS and k * p <= 1 << 22
+        if self.small:  # the model's breadth-first search: no scipy import (0.4 s) for small instances
+            self.dist = np.full((p, p), self.unreachable, dtype=np.int64)
+            for r, row in topo.distances.items():
+                self.dist[r, list(row)] = list(row.values())
+        else:
+            from scipy.sparse import csr_matrix
+            from scipy.sparse.csgraph import shortest_path
+
+            adj = csr_matrix((np.ones(len(src)), (src, dst)), shape=(p, p))
+            d = shortest_path(adj, method="D", unweighted=True)
+            self.dist = np.where(np.isinf(d), self.unreachable, d).astype(np.int64)
+        pre, post = _pairs(coll.pre), _pairs(coll.post)
+        self.pre, self.post = pre, post
+        pre_keys, post_keys = pre[:, 0] * k + pre[:, 1], post[:, 0] * k + post[:, 1]
+        self.post_lacking = ~np.isin(post_keys, pre_keys)  # post pairs not held at the start
+        self.pre_unneeded = ~np.isin(pre_keys, post_keys)
+        self.hold = self._matrix(pre[:, 1], pre[:, 0])
+        self.need = self._matrix(post[:, 1], post[:, 0])
+        order = np.argsort(pre[:, 1], kind="stable")
+        bounds_ = np.searchsorted(pre[order, 1], np.arange(k + 1))
+        self.holders_of = [pre[order[bounds_[c]:bounds_[c + 1]], 0] for c in range(k)]
+        self.address = np.array(coll.address, dtype=np.int64)
+        self.combining = coll.is_combining
+
+    def _matrix(self, rows: Any, cols: Any, shape: tuple[int, int] | None = None) -> Any:
+        """A 0/1 float32 matrix: dense for small instances, scipy's sparse beyond."""
+        import numpy as np
+
+        shape = shape or (self.k, self.p)
+        if self.small:
+            m = np.zeros(shape, dtype=np.float32)
+            m[rows, cols] = 1.0
+            return m
+        from scipy.sparse import csr_matrix
+
+        return csr_matrix((np.ones(len(rows), dtype=np.float32), (rows, cols)), shape=shape)
+
+    def nearest_holder_distance(self) -> Any:
+        """For each post pair (r, c): hops from c's nearest holder to r."""
+        import numpy as np
+
+        holders_of = self.holders_of
+        single = np.array([len(h) == 1 for h in holders_of])
+        out = np.empty(len(self.post), dtype=np.int64)
+        r, c = self.post[:, 0], self.post[:, 1]
+        first = np.array([h[0] if len(h) else 0 for h in holders_of], dtype=np.int64)
+        mask = single[c]
+        out[mask] = self.dist[first[c[mask]], r[mask]]
+        for i in np.nonzero(~mask)[0]:
+            hs = holders_of[c[i]]
+            out[i] = self.dist[hs, r[i]].min() if len(hs) else self.unreachable
+        return out
+
+    def enter_counts(self, cuts: Any) -> Any:
+        """For each cut (a column of the ranks x cuts 0/1 matrix), the addresses that must enter it:
+        needed inside by a chunk whose holders are all outside (`must_enter`, vectorized)."""
+        import numpy as np
+
+        x = np.asarray(cuts, dtype=np.float32)
+        enter = (self.need @ x > 0) & (self.hold @ x == 0)  # chunks x cuts
+        if not self.combining:
+            return enter.sum(axis=0).astype(np.int64)
+        _, idx = np.unique(self.address, return_inverse=True)
+        group = self._matrix(idx, np.arange(self.k), (int(idx.max()) + 1, self.k))
+        return (group @ enter.astype(np.float32) > 0).sum(axis=0).astype(np.int64)
+
+    def plain_capacity(self, cuts: Any) -> Any:
+        """Link capacity into each cut, ignoring switch groups (an upper bound on the true capacity)."""
+        import numpy as np
+
+        x = np.asarray(cuts, dtype=bool)
+        crossing = x[self.dst] & ~x[self.src]  # links x cuts
+        return (self.bw[:, None] * crossing).sum(axis=0)
+
+
 # --- steps: distance ---------------------------------------------------------------------------
 
 def _bfs(topo: Topology, sources: Iterable[int]) -> tuple[dict[int, int], dict[int, int]]:
+    out_of: dict[int, list[int]] = {r: [] for r in range(topo.ranks)}
+    for link in sorted(topo.links, key=lambda l: (l.src, l.dst)):
+        out_of[link.src].append(link.dst)
     dist = {s: 0 for s in sources}
     parent: dict[int, int] = {}
     queue = deque(sorted(dist))
     while queue:
         u = queue.popleft()
-        for v in topo.out_neighbors(u):
+        for v in out_of[u]:
             if v not in dist:
                 dist[v], parent[v] = dist[u] + 1, u
                 queue.append(v)
     return dist, parent
 
 
-def distance_bound(topo: Topology, coll: Collective) -> Bound:
+def distance_bound(topo: Topology, coll: Collective, arrays: _Arrays | None = None) -> Bound:
     """Steps >= the hops from the nearest initial holder of a chunk to a rank that needs it."""
-    holders: dict[int, list[int]] = {}
-    for r, c in coll.pre:
-        holders.setdefault(c, []).append(r)
-    best: tuple[int, int, int] | None = None  # (distance, -chunk, -rank) maximized
-    cache: dict[tuple[int, ...], dict[int, int]] = {}
-    for r, c in coll.post:
-        key = tuple(holders[c])
-        if key not in cache:
-            cache[key] = _bfs(topo, key)[0]
-        d = cache[key].get(r)
-        if d is None:
-            w = {"chunk": c, "rank": r, "holders": list(key), "distance": None}
-            return Bound("steps", None, "steps", w, f"rank {r} cannot be reached from the holders of chunk {c}: "
-                                                  "no schedule exists")
-        cand = (d, -c, -r)
-        if best is None or cand > best:
-            best = cand
-    if best is None:
+    import numpy as np
+
+    a = arrays or _Arrays(topo, coll)
+    if not len(a.post):
         return Bound("steps", 0, "steps", {}, "nothing to move")
-    d, c, r = best[0], -best[1], -best[2]
-    return Bound("steps", d, "steps", _distance_witness(topo, holders[c], c, r, d))
+    d = a.nearest_holder_distance()
+    r, c = a.post[:, 0], a.post[:, 1]
+    # the largest distance; ties: the smallest chunk, then the smallest rank
+    i = int(np.lexsort((r, c, -d))[0])
+    dd, cc, rr = int(d[i]), int(c[i]), int(r[i])
+    holders = {cc: sorted(h for h, y in coll.pre if y == cc)}
+    if dd >= a.unreachable:
+        w = {"chunk": cc, "rank": rr, "holders": holders[cc], "distance": None}
+        return Bound("steps", None, "steps", w, f"rank {rr} cannot be reached from the holders of chunk {cc}: "
+                                                "no schedule exists")
+    return Bound("steps", dd, "steps", _distance_witness(topo, holders[cc], cc, rr, dd))
 
 
 def _distance_witness(topo: Topology, holders: list[int], c: int, r: int, d: int) -> dict[str, Any]:
@@ -236,29 +361,74 @@ def _distance_witness(topo: Topology, holders: list[int], c: int, r: int, d: int
     return {"chunk": c, "rank": r, "holders": sorted(holders), "distance": d, "shortest_path": path[::-1]}
 
 
-# --- rounds: receive capacity and cuts ----------------------------------------------------------
+# --- rounds: receive capacity, cuts and chunk-hops ----------------------------------------------
 
-def receive_bound(topo: Topology, coll: Collective, net: nx.DiGraph | None = None) -> Bound:
+# With switch groups, capacities are first over-estimated by summing links (cheap, so every candidate
+# gets one: a valid bound); this many best candidates then get the exact max-flow capacity.
+REFINED_CUTS = 8
+
+
+def _receive_counts(coll: Collective, a: _Arrays) -> list[int]:
+    """len(must_receive_all(coll)[r]) per rank, without building the per-rank lists (1M pairs at 1024)."""
+    import numpy as np
+
+    n_addr = int(a.address.max()) + 1 if len(a.address) else 1
+    space = a.p * n_addr
+    # a needed (rank, address) counts when a needed contribution is not there at the start ...
+    missing = a.post[a.post_lacking]
+    marked = missing[:, 0] * n_addr + a.address[missing[:, 1]]
+    # ... or the start holds a contribution there that the rank must not end with
+    extra = a.pre[a.pre_unneeded]
+    if len(extra):
+        extra_ra = extra[:, 0] * n_addr + a.address[extra[:, 1]]
+        needed_ra = a.post[:, 0] * n_addr + a.address[a.post[:, 1]]
+        marked = np.concatenate([marked, extra_ra[np.isin(extra_ra, needed_ra)]])
+    marked = _distinct(marked, space)
+    return np.bincount(marked // n_addr, minlength=a.p).tolist()
+
+
+def _in_capacity_fast(topo: Topology, arrays: _Arrays) -> list[int]:
+    """An upper bound on the chunks per round that can enter each rank: its in-links, where a switch
+    group into the rank counts at most its own bandwidth for the links it bounds."""
+    import numpy as np
+
+    plain = np.bincount(arrays.dst, weights=arrays.bw, minlength=arrays.p).astype(np.int64)
+    if not topo.switches:
+        return plain.tolist()
+    best = plain.copy()
+    for g in topo.switches:
+        srcs = np.zeros(arrays.p, dtype=bool)
+        srcs[list(g.srcs)] = True
+        bounded = np.bincount(arrays.dst, weights=arrays.bw * srcs[arrays.src], minlength=arrays.p).astype(np.int64)
+        for v in g.dsts:
+            best[v] = min(best[v], plain[v] - bounded[v] + g.bandwidth)
+    return best.tolist()
+
+
+def receive_bound(topo: Topology, coll: Collective, net: nx.DiGraph | None = None,
+                  arrays: _Arrays | None = None) -> Bound:
     """Rounds >= ceil(k / b) for the rank that must receive k chunks through in-links and switch
     in-ports of total capacity b chunks per round (= steps when each step has one round)."""
-    net = net or flow_network(topo)
-    best: tuple[Fraction, int] | None = None
-    needs = must_receive_all(coll)
-    for r in range(coll.ranks):
-        k = len(needs[r])
-        if not k:
-            continue
-        b, _ = cut_capacity(topo, [r], net)
-        ratio = Fraction(k, b) if b else Fraction(10**18)
-        if best is None or ratio > best[0]:
-            best = (ratio, r)
-    if best is None:
+    a = arrays or _Arrays(topo, coll)
+    counts = _receive_counts(coll, a)
+    caps = _in_capacity_fast(topo, a)
+    cands = [(Fraction(k, b) if b else Fraction(10**18), r) for r, (k, b) in enumerate(zip(counts, caps)) if k]
+    if not cands:
         return Bound("receive", 0, "rounds", {}, "no rank must receive anything")
-    ratio, r = best
+    # the best ratio, ties to the smallest rank; with switch groups the exact capacity of the best few
+    cands.sort(key=lambda x: (-x[0], x[1]))
+    if topo.switches:
+        net = net or flow_network(topo)
+        refined = []
+        for _, r in cands[:REFINED_CUTS]:
+            b, _ = cut_capacity(topo, [r], net)
+            refined.append((Fraction(counts[r], b) if b else Fraction(10**18), r))
+        cands = sorted(refined + cands, key=lambda x: (-x[0], x[1]))
+    _, r = cands[0]
     w = _receive_witness(topo, coll, r, net)
     if w["capacity"] == 0:
         return Bound("receive", None, "rounds", w, f"rank {r} must receive but has no way in: no schedule exists")
-    return Bound("receive", math.ceil(ratio), "rounds", w)
+    return Bound("receive", math.ceil(Fraction(w["must_receive"], w["capacity"])), "rounds", w)
 
 
 def _receive_witness(topo: Topology, coll: Collective, r: int, net: nx.DiGraph | None = None) -> dict[str, Any]:
@@ -267,57 +437,74 @@ def _receive_witness(topo: Topology, coll: Collective, r: int, net: nx.DiGraph |
     return {"rank": r, "must_receive": len(need), "addresses": need, "capacity": b, **crossing}
 
 
-def candidate_cuts(topo: Topology) -> list[frozenset[int]]:
-    """All proper rank subsets of small topologies; beyond, single ranks, balls of every radius around
-    every rank, and their complements."""
+def candidate_cuts(topo: Topology, dist: Any = None) -> list[frozenset[int]]:
+    """All proper rank subsets of small topologies; beyond, balls of every radius around a spread of
+    centers (every rank up to 64 ranks), blocks of consecutive ids (halves, quarters, eighths: the
+    nodes of a machine, the slabs of a torus), and their complements."""
     p = topo.ranks
     everyone = frozenset(range(p))
     if p <= (EXHAUSTIVE_SWITCHED_CUTS_UP_TO if topo.switches else EXHAUSTIVE_CUTS_UP_TO):
         return [frozenset(s) for k in range(1, p) for s in itertools.combinations(range(p), k)]
     cuts: set[frozenset[int]] = set()
-    for r in range(p):
-        dist, _ = _bfs(topo, [r])
-        for radius in range(max(dist.values()) + 1):
-            ball = frozenset(v for v, d in dist.items() if d <= radius)
-            if ball != everyone:
-                cuts.add(ball)
+    n_centers = max(1, min(p, 4096 // p))
+    rows = topo.distances if dist is None else {r: {v: int(d) for v, d in enumerate(dist[r]) if d < 1 << 30}
+                                                 for r in range(0, p, max(1, p // n_centers))}
+    for r in range(0, p, max(1, p // n_centers)):
+        by_radius: dict[int, list[int]] = {}
+        for v, d in rows[r].items():
+            by_radius.setdefault(d, []).append(v)
+        ball: set[int] = set()
+        for radius in sorted(by_radius):
+            ball |= set(by_radius[radius])
+            if len(ball) < p:
+                cuts.add(frozenset(ball))
                 cuts.add(everyone - ball)
+    for m in (2, 4, 8):
+        if p % m == 0:
+            for i in range(m):
+                block = frozenset(range(i * p // m, (i + 1) * p // m))
+                cuts.add(block)
+                cuts.add(everyone - block)
+    cuts |= {frozenset([r]) for r in range(p)}
     return sorted(cuts, key=lambda s: (len(s), sorted(s)))
 
 
-def cut_bound(topo: Topology, coll: Collective, net: nx.DiGraph | None = None) -> Bound:
+def cut_bound(topo: Topology, coll: Collective, net: nx.DiGraph | None = None,
+              arrays: _Arrays | None = None) -> Bound:
     """Rounds >= ceil(d / b) for the rank set into which d chunks must cross through capacity b per
     round. The witness is the set, the chunks (addresses) and the crossing links and groups."""
-    net = net or flow_network(topo)
-    plain = not topo.switches
-    best: tuple[Fraction, frozenset[int]] | None = None
-    needers: dict[int, int] = {}
-    holders: dict[int, int] = {}
-    for r, c in coll.post:
-        needers[c] = needers.get(c, 0) | 1 << r
-    for r, c in coll.pre:
-        holders[c] = holders.get(c, 0) | 1 << r
-    per_address = [(coll.address[c], m, holders.get(c, 0)) for c, m in sorted(needers.items())]
-    for inside in candidate_cuts(topo):
-        mask = sum(1 << r for r in inside)
-        # must_enter(coll, inside), with bit masks: the cut search is the hot loop on large topologies
-        d = len({a for a, need, held in per_address if need & mask and not held & mask})
-        if not d:
-            continue
-        if plain:
-            b = sum(l.bandwidth for l in topo.links if l.dst in inside and l.src not in inside)
-        else:
-            b, _ = cut_capacity(topo, inside, net)
-        if b == 0:
-            return Bound("cut", None, "rounds", cut_witness(topo, coll, inside, net),
-                         "data must enter a set of ranks that no link enters: no schedule exists")
-        ratio = Fraction(d, b)
-        if best is None or ratio > best[0]:
-            best = (ratio, inside)
-    if best is None:
+    import numpy as np
+
+    a = arrays or _Arrays(topo, coll)
+    cuts = candidate_cuts(topo, a.dist)
+    x = np.zeros((a.p, len(cuts)), dtype=bool)
+    for j, inside in enumerate(cuts):
+        x[list(inside), j] = True
+    d = np.zeros(len(cuts), dtype=np.int64)
+    for lo in range(0, len(cuts), 512):  # columns in blocks: bounded memory on large collectives
+        d[lo:lo + 512] = a.enter_counts(x[:, lo:lo + 512])
+    b = a.plain_capacity(x)
+    exact = bool(topo.switches) and topo.ranks <= EXHAUSTIVE_SWITCHED_CUTS_UP_TO
+    net = net or (flow_network(topo) if topo.switches else None)
+    if exact:
+        b = np.array([cut_capacity(topo, inside, net)[0] if d[j] else 0 for j, inside in enumerate(cuts)])
+    if (d > 0).any() and (b[d > 0] == 0).any():
+        j = int(np.nonzero((d > 0) & (b == 0))[0][0])
+        return Bound("cut", None, "rounds", cut_witness(topo, coll, cuts[j], net),
+                     "data must enter a set of ranks that no link enters: no schedule exists")
+    order = [j for j in range(len(cuts)) if d[j]]
+    if not order:
         return Bound("cut", 0, "rounds", {}, "no data must cross any cut")
-    w = cut_witness(topo, coll, best[1], net)
-    return Bound("cut", math.ceil(best[0]), "rounds", w)
+    order.sort(key=lambda j: (-Fraction(int(d[j]), int(b[j])), j))
+    best = (Fraction(int(d[order[0]]), int(b[order[0]])), order[0])
+    if topo.switches and not exact:
+        for j in order[:REFINED_CUTS]:
+            bj, _ = cut_capacity(topo, cuts[j], net)
+            q = Fraction(int(d[j]), bj) if bj else Fraction(10**18)
+            if q > best[0] or (q == best[0] and j < best[1]):
+                best = (q, j)
+    w = cut_witness(topo, coll, cuts[best[1]], net)
+    return Bound("cut", math.ceil(Fraction(w["must_enter"], w["capacity"])), "rounds", w)
 
 
 def cut_witness(topo: Topology, coll: Collective, inside: Iterable[int], net: nx.DiGraph | None = None) -> dict:
@@ -327,6 +514,37 @@ def cut_witness(topo: Topology, coll: Collective, inside: Iterable[int], net: nx
     ratio = Fraction(len(addrs), b) if b else None
     return {"inside": inside, "must_enter": len(addrs), "addresses": addrs, "capacity": b,
             "rounds_per_chunk": None if ratio is None else str(ratio / coll.chunk_factor), **crossing}
+
+
+def _chunk_hops(coll: Collective, arrays: _Arrays) -> int:
+    """Link uses every schedule makes: a chunk needed at n ranks that lack it arrives n times, and the
+    farthest of them (d hops from the nearest holder) needs d arrivals along its path."""
+    import numpy as np
+
+    a = arrays
+    lacking = a.post_lacking
+    d = a.nearest_holder_distance()[lacking]
+    c = a.post[lacking, 1]
+    far = np.zeros(a.k, dtype=np.int64)
+    np.maximum.at(far, c, d)
+    n = np.bincount(c, minlength=a.k)
+    return int(np.maximum(far, n).sum())
+
+
+def hops_bound(topo: Topology, coll: Collective, arrays: _Arrays | None = None) -> Bound:
+    """Rounds >= ceil(H / B): the chunk-hops H every schedule makes over the capacity B of all links
+    per round (Ring(8) Alltoall: 128 hops over 16 links; an 8x8 torus Alltoall: 16384 over 256).
+    Non-combining collectives only (a partial sum carries several contributions in one send)."""
+    if coll.is_combining:
+        return Bound("hops", None, "rounds", {}, "not computed for combining collectives")
+    a = arrays or _Arrays(topo, coll)
+    hops, cap = _chunk_hops(coll, a), int(a.bw.sum())
+    if not hops:
+        return Bound("hops", 0, "rounds", {}, "nothing to move")
+    if not cap:
+        return Bound("hops", None, "rounds", {}, "no links: no schedule exists")
+    w = {"chunk_hops": hops, "capacity": cap, "rounds_per_chunk": str(Fraction(hops, cap) / coll.chunk_factor)}
+    return Bound("hops", math.ceil(Fraction(hops, cap)), "rounds", w)
 
 
 # --- rounds: multi-commodity flow LP -----------------------------------------------------------
@@ -468,18 +686,25 @@ def throughput_bound(topo: Topology, coll: Collective, gbps_per_unit: float | No
     n = topo.ranks
     # start from the best single-rank-complement cut: A = all ranks but v (v must receive N-1 shares)
     x, witness_set = None, None
-    for v in range(n):
+    refine = n <= (THROUGHPUT_REFINED_SWITCHED_UP_TO if topo.switches else THROUGHPUT_REFINED_UP_TO)
+    spread = range(n) if refine else range(0, n, max(1, n // 16))  # max-flows are slow
+    for v in spread:
         inside = [u for u in range(n) if u != v]
         b = _out_capacity(net, inside)
         cand = b / (n - 1)
         if x is None or cand < x - 1e-12:
             x, witness_set = cand, inside
-    for _ in range(100):
+    # Dinkelbach's refinement needs a max-flow per rank per iteration: beyond THROUGHPUT_REFINED_UP_TO
+    # ranks the best single-rank complement stands (still an upper bound; exact on vertex-transitive
+    # topologies, where every rank's complement is the same cut)
+    for _ in range(100 if refine else 0):
         improved = False
         for v in range(n):
             g = net.copy()
             for u in range(n):
                 g.add_edge(_SOURCE, u, capacity=x)
+            import networkx as nx
+
             value, (side, _) = nx.minimum_cut(g, _SOURCE, v)
             if value < n * x * (1 - 1e-9):
                 inside = sorted(u for u in side if isinstance(u, int))
@@ -506,6 +731,8 @@ def _out_capacity(net: nx.DiGraph, inside: Iterable[int]) -> float:
     g = net.copy()
     for u in [v for v in g.nodes if isinstance(v, int)]:
         g.add_edge(_SOURCE, u) if u in inside else g.add_edge(u, _SINK)
+    import networkx as nx
+
     return nx.maximum_flow_value(g, _SOURCE, _SINK)
 
 
@@ -513,6 +740,8 @@ def _crossing(topo: Topology, net: nx.DiGraph, inside: list[int]) -> dict:
     g = net.copy()
     for u in range(topo.ranks):
         g.add_edge(_SOURCE, u) if u in inside else g.add_edge(u, _SINK)
+    import networkx as nx
+
     _, (side, _) = nx.minimum_cut(g, _SOURCE, _SINK)
     links, groups = [], []
     for a in side:
@@ -563,15 +792,18 @@ def lower_bounds(topo: Topology, coll: Collective, size: int | None = None, gbps
     if topo.ranks != coll.ranks:
         raise ModelError("collective", f"has {coll.ranks} ranks but the topology has {topo.ranks}")
     net = flow_network(topo)
-    steps = distance_bound(topo, coll)
-    receive = receive_bound(topo, coll, net)
-    cut = cut_bound(topo, coll, net)
+    arrays = _Arrays(topo, coll)
+    steps = distance_bound(topo, coll, arrays)
+    receive = receive_bound(topo, coll, net, arrays)
+    cut = cut_bound(topo, coll, net, arrays)
     lpb = lp_bound(topo, coll) if lp else Bound("lp", None, "rounds", {}, "not computed (--no-lp)")
-    rounds = best_rounds(steps, receive, cut, lpb)
-    rpc = _rounds_per_chunk(cut, lpb, coll)
+    hops = hops_bound(topo, coll, arrays)
+    rounds = best_rounds(steps, receive, cut, lpb, hops)
+    rpc = _rounds_per_chunk(cut, lpb, coll, hops)
     thr = throughput_bound(topo, coll, gbps_per_unit)
     t = time_bound(topo, coll, steps, rounds, size, gbps_per_unit, alpha_us)
-    return Bounds(topo.name, coll.name, coll.ranks, coll.chunk_factor, steps, receive, cut, lpb, rounds, rpc, thr, t)
+    return Bounds(topo.name, coll.name, coll.ranks, coll.chunk_factor, steps, receive, cut, lpb, hops, rounds, rpc,
+                  thr, t)
 
 
 def best_rounds(steps: Bound, *others: Bound) -> Bound:
@@ -584,19 +816,128 @@ def best_rounds(steps: Bound, *others: Bound) -> Bound:
                  "total rounds for this chunk count; also the steps when each step has one round")
 
 
-def _rounds_per_chunk(cut: Bound, lpb: Bound, coll: Collective) -> Bound:
-    cands = []
+def _lp_per_chunk(lpb: Bound, coll: Collective) -> Fraction | None:
+    """The LP optimum (a float) as a fraction no larger than it beyond the solver's tolerance."""
+    if not lpb.value:
+        return None
+    return Fraction(lpb.witness["lp_optimum"] - 1e-7).limit_denominator(10**4) / coll.chunk_factor
+
+
+def _rounds_per_chunk(cut: Bound, lpb: Bound, coll: Collective, hops: Bound | None = None) -> Bound:
+    cands: list[tuple[Fraction, str]] = []
     if cut.value:
         cands.append((Fraction(cut.witness["must_enter"], 1) / Fraction(cut.witness["capacity"]) / coll.chunk_factor,
                       "cut"))
-    if lpb.value and (not cands or lpb.witness["lp_optimum"] > float(cands[0][0] * coll.chunk_factor) + 1e-6):
-        # the LP only where it is tighter than the cut beyond rounding (its optimum is a float)
-        cands = [(Fraction(lpb.witness["lp_optimum"]).limit_denominator(10**6) / coll.chunk_factor, "lp")]
+    if hops is not None and hops.value:
+        cands.append((Fraction(hops.witness["chunk_hops"], hops.witness["capacity"]) / coll.chunk_factor, "hops"))
+    lpq = _lp_per_chunk(lpb, coll)
+    if lpq is not None:
+        cands.append((lpq, "lp"))
     if not cands:
         return Bound("rounds_per_chunk", None, "rounds per chunk", {}, "no bound applies")
-    value, name = cands[0]
+    value, name = max(cands, key=lambda x: x[0])  # max is stable: the cut, then the hops, on ties
     return Bound("rounds_per_chunk", _fraction_json(value), "rounds per chunk", {"from": name, "exact": str(value)},
                  "R/C of any schedule, for any C")
+
+
+@attrs.frozen
+class SearchBounds:
+    """What the synthesizer prunes with, for a base collective (C = 1): `steps` (any rounds, from the
+    distances) and `rounds_per_chunk` (R/C for every C, from cuts, chunk-hops and the flow LP), each
+    with its reason. The same bounds as `lower_bounds`, from the same functions."""
+
+    steps: Bound
+    rounds_per_chunk: Fraction
+    rounds_why: str
+
+    @property
+    def steps_value(self) -> int:
+        """The fewest steps with any rounds (10**9 when some rank cannot be reached: no schedule)."""
+        return 10**9 if self.steps.value is None else int(self.steps.value)
+
+    def rounds(self, chunks: int) -> int:
+        """The fewest rounds in all with the collective split in `chunks`."""
+        return max(math.ceil(self.rounds_per_chunk * chunks), self.steps_value)
+
+    def least_steps(self, one_round_per_step: bool = True, chunks: int = 1) -> int:
+        """The fewest steps; with one round per step every step is a round, so the rounds bound holds too."""
+        return max(self.steps_value, self.rounds(chunks)) if one_round_per_step else self.steps_value
+
+    def steps_why(self, one_round_per_step: bool = True, chunks: int = 1) -> str:
+        if one_round_per_step and self.rounds(chunks) > self.steps_value:
+            return self.rounds_why
+        return explain(self.steps)
+
+    def to_json(self, one_round_per_step: bool = True, chunks: int = 1) -> dict[str, Any]:
+        """The keys mean what they mean in `smtcoll bounds`: `steps` with any rounds, `rounds` in all for
+        `chunks`; `least_steps` is the steps when each step has one round."""
+        q = self.rounds_per_chunk
+        return {"steps": self.steps_value, "steps_why": explain(self.steps),
+                "rounds": self.rounds(chunks), "rounds_why": self.rounds_why,
+                "least_steps": self.least_steps(one_round_per_step, chunks),
+                "least_steps_why": self.steps_why(one_round_per_step, chunks),
+                "rounds_per_chunk": _fraction_json(q), "rounds_per_chunk_exact": str(q)}
+
+
+# Above this many LP variables the synthesizer does without the LP (cuts and chunk-hops are instant).
+SEARCH_LP_MAX_VARIABLES = 20_000
+
+
+def search_bounds(topo: Topology, coll: Collective) -> SearchBounds:
+    """The bounds the search starts from, for the collective as given (C = its chunk factor): raises
+    no error for unreachable ranks; the steps bound is then None and the rounds 10**9."""
+    net = flow_network(topo) if topo.switches else None
+    arrays = _Arrays(topo, coll)
+    steps = distance_bound(topo, coll, arrays)
+    if steps.value is None:
+        return SearchBounds(steps, Fraction(10**9), steps.note)
+    cut = cut_bound(topo, coll, net, arrays)
+    receive = receive_bound(topo, coll, net, arrays)
+    hops = hops_bound(topo, coll, arrays)
+    import numpy as np
+
+    demands = int(arrays.post_lacking.sum())
+    small = (demands + coll.chunks) * len(topo.links) <= SEARCH_LP_MAX_VARIABLES
+    # the LP beats cuts and chunk-hops where chunks go to one rank each (Alltoall on machines); where a
+    # chunk goes to many, the receive bound is the one that binds, and the LP's import costs 0.2 s
+    one_needer = bool(len(demands_per := np.bincount(arrays.post[arrays.post_lacking, 1], minlength=coll.chunks))
+                      and demands_per.max() <= 1)
+    lpb = (lp_bound(topo, coll) if small and one_needer and not coll.is_combining
+           else Bound("lp", None, "rounds", {}, "not computed"))
+    cands: list[tuple[Fraction, str]] = []
+    for b in (cut, receive):
+        if b.value and b.witness.get("capacity"):
+            k = b.witness["must_enter"] if b.name == "cut" else b.witness["must_receive"]
+            cands.append((Fraction(k, b.witness["capacity"]) / coll.chunk_factor, explain(b)))
+    if hops.value:
+        cands.append((Fraction(hops.witness["chunk_hops"], hops.witness["capacity"]) / coll.chunk_factor,
+                      explain(hops)))
+    lpq = _lp_per_chunk(lpb, coll)
+    if lpq is not None:
+        cands.append((lpq, explain(lpb)))
+    if not cands:
+        return SearchBounds(steps, Fraction(0), "nothing must cross any cut")
+    q, why = max(cands, key=lambda x: x[0])
+    return SearchBounds(steps, q, why)
+
+
+def explain(b: Bound) -> str:
+    """One line saying why a bound holds, from its witness."""
+    w = b.witness
+    if b.value is None:
+        return b.note
+    if b.name == "steps" and w:
+        return f"distance: chunk {w['chunk']} is {w['distance']} hop(s) from rank {w['rank']}"
+    if b.name == "receive" and w:
+        return f"receive: rank {w['rank']} must receive {w['must_receive']} chunk(s), at most {w['capacity']} per round"
+    if b.name == "cut" and w:
+        return (f"cut: {w['must_enter']} chunk(s) must enter {len(w['inside'])} rank(s), at most {w['capacity']} "
+                "per round")
+    if b.name == "hops" and w:
+        return f"hops: {w['chunk_hops']} chunk-hops over links carrying {w['capacity']} per round"
+    if b.name == "lp" and w:
+        return f"flow LP optimum {w['lp_optimum']}"
+    return b.note or b.name
 
 
 def min_steps(topo: Topology, coll: Collective) -> int | None:
@@ -639,6 +980,9 @@ def check_witness(kind: str, witness: dict[str, Any], topo: Topology, coll: Coll
             d = len(must_enter(coll, inside))
             b, _ = cut_capacity(topo, inside)
             return 10**9 if b == 0 and d else (math.ceil(Fraction(d, b)) if d else 0)
+        if kind == "hops":  # no choice in the witness: recomputed from the topology and collective
+            b = hops_bound(topo, coll)
+            return 10**9 if b.value is None else int(b.value)
     except (KeyError, TypeError, ValueError) as e:
         raise ModelError("witness", f"malformed {kind} witness: {e}") from None
-    raise ModelError("witness", f"unknown bound kind {kind!r} (expected steps, receive or cut)")
+    raise ModelError("witness", f"unknown bound kind {kind!r} (expected steps, receive, cut or hops)")

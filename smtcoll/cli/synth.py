@@ -29,6 +29,12 @@ from smtcoll.synth.result import Attempt, SynthResult
 EXIT = {"found": 0, "infeasible": 1, "timeout": 3}
 
 
+class Method(str, enum.Enum):
+    auto = "auto"
+    exact = "exact"
+    scale = "scale"
+
+
 class Strategy(str, enum.Enum):
     instance = "instance"
     least_steps = "least-steps"
@@ -82,6 +88,9 @@ def synth(
     protocol: Annotated[Protocol, typer.Option(help="--xml: NCCL protocol of the kernel")] = Protocol.Simple,
     prove: Annotated[Optional[Path], typer.Option(help="write certificates of every claim the result rests on "
                                                        "into this folder (re-check: smtcoll proof check)")] = None,
+    method: Annotated[Method, typer.Option(help="least-steps: exact (the SMT search), scale (the large-instance "
+                                                "engine: seconds, with its gap to the bound) or auto (the engine, "
+                                                "then the exact search up to 16 ranks)")] = Method.auto,
     fmt: Annotated[Format, typer.Option("--format", "-f", help="text for people, json for scripts")] = Format.text,
 ) -> None:
     """Synthesize a schedule with the fewest steps, one instance, or the whole Pareto frontier."""
@@ -135,8 +144,10 @@ def synth(
             assert steps is not None
             result = strategies.instance(topo, base, steps, rounds, chunks, timeout, progress, max_memory_mb=memory)
         elif chosen is Strategy.least_steps:
-            result = strategies.least_steps(topo, base, rounds, chunks, max_steps, timeout, progress,
-                                            max_memory_mb=memory)
+            from smtcoll.synth.scale import run
+
+            result = run.least_steps(topo, base, method.value, rounds, chunks, max_steps, timeout, progress,
+                                     max_memory_mb=memory)
         else:
             result = strategies.pareto(topo, base, max_chunks, max_steps, timeout, progress, max_memory_mb=memory)
     finally:
@@ -198,13 +209,17 @@ def _text(result: SynthResult, topo: str, coll: str, output: Path | None) -> Non
              f"chunk(s) ({sum(len(x.sends) for x in s.steps)} sends); accepted by the checker")
     else:
         echo(f"{result.status}: {result.message}")
+    if result.method != "exact":
+        echo(f"method: {result.method}")
     if result.optimal.get("why") and "steps" in result.optimal:
         echo(f"optimal: {result.optimal['steps']} steps ({result.optimal['why']})")
+    elif result.gap:
+        echo(f"gap to the lower bound: {result.gap['gap_steps']} step(s), {result.gap['gap_rounds']} round(s)")
     if lb["steps"] is None:  # answered before any bound: the reachability witness is the message
         echo(f"{len(result.attempts)} solver call(s), {result.seconds:.2f} s")
         return
-    echo(f"lower bounds: {lb['steps']} steps ({lb['steps_why']}); rounds/chunk >= {lb['rounds_per_chunk_exact']} "
-         f"({lb['rounds_per_chunk_why']})")
+    echo(f"lower bounds: {lb['steps']} steps with any rounds ({lb['steps_why']}); {lb['rounds']} rounds, "
+         f"rounds/chunk >= {lb['rounds_per_chunk_exact']} ({lb['rounds_why']})")
     if result.strategy == "pareto":
         unproved = " (found so far, not proved complete)" if result.status != "found" else ""
         echo(f"Pareto frontier{unproved} (steps, rounds, chunks, rounds/chunk):" if result.points

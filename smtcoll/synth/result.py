@@ -93,12 +93,15 @@ class SynthResult:
     variants: tuple[dict[str, Any], ...] = attrs.field(converter=_dicts, default=())
     message: str = ""
     seconds: float = 0.0
+    method: str = "exact"  # what produced the schedule: the exact search, or the engine's method
+    gap: dict[str, Any] = attrs.field(factory=dict)  # engine results: steps and rounds against the bounds
 
     def to_json(self) -> dict[str, Any]:
         s = self.schedule
         return {
             "status": self.status,
             "strategy": self.strategy,
+            "method": self.method,
             "steps": len(s.steps) if s else None,
             "rounds": s.rounds if s else None,
             "chunks": s.collective.chunk_factor if s else None,
@@ -108,6 +111,7 @@ class SynthResult:
             "pruned": [p.to_json() for p in self.pruned],
             "variants": list(self.variants),
             "attempts": [a.to_json() for a in self.attempts],
+            "gap": self.gap,
             "message": self.message,
             "seconds": round(self.seconds, 3),
         }

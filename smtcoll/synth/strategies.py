@@ -1,7 +1,7 @@
 """Search strategies over instances: one instance, the least steps, and the (steps, rounds/chunk) frontier.
 
 Every claim of impossibility comes from an UNSAT answer of an exact encoding or from a bound in
-`bounds_basic`, using only facts that are proved (docs/synth.md):
+`smtcoll.bounds` (the module `smtcoll bounds` prints), using only facts that are proved (docs/synth.md):
 - more rounds never hurt: a schedule with R rounds is one with R' > R (pad a step);
 - an extra step never hurts: (S, R, C) feasible gives (S+1, R+1, C) (add an empty one-round step);
 - fewer chunks never hurt the steps: (S, R, C) feasible gives (S, R, 1) (keep piece 0 of every chunk);
@@ -19,7 +19,8 @@ from fractions import Fraction
 from smtcoll.check.schedule import check_schedule
 from smtcoll.errors import InternalError
 from smtcoll.model import Collective, Schedule, Step, Topology
-from smtcoll.synth.bounds_basic import Bounds, bounds
+from smtcoll.bounds import SearchBounds as Bounds
+from smtcoll.bounds import search_bounds as bounds
 from smtcoll.synth.combining import compose, dual_collective, reverse_schedule
 from smtcoll.limits import encoding_fits, encoding_variables
 from smtcoll.synth.greedy import greedy_schedule
@@ -200,8 +201,8 @@ def unreachable_result(topo: Topology, base: Collective, strategy: str, clock: C
     if w is None:
         return None
     why = w.text()
-    lb = {"steps": None, "steps_why": why, "rounds_per_chunk": None, "rounds_per_chunk_exact": None,
-          "rounds_per_chunk_why": why}
+    lb = {"steps": None, "steps_why": why, "rounds": None, "rounds_why": why, "least_steps": None,
+          "least_steps_why": why, "rounds_per_chunk": None, "rounds_per_chunk_exact": None}
     return SynthResult("infeasible", None, strategy, lb, [], message=f"proved: no schedule exists: {why}",
                        optimal={"proved": True, "why": why, "witness": {"rank": w.rank, "chunk": w.chunk,
                                                                           "holders": list(w.holders)}},
@@ -218,11 +219,7 @@ def _single_needers(coll: Collective) -> bool:
 
 
 def _bound_json(b: Bounds, one_round: bool, chunks: int = 1) -> dict:
-    q = b.rounds_per_chunk.value
-    steps = b.least_steps(one_round, chunks)
-    return {"steps": int(steps.value), "steps_why": steps.why,
-            "rounds_per_chunk": round(float(q), 6), "rounds_per_chunk_exact": str(q),
-            "rounds_per_chunk_why": b.rounds_per_chunk.why}
+    return b.to_json(one_round, chunks)
 
 
 # --- instance ------------------------------------------------------------------------------------
@@ -257,10 +254,10 @@ def instance(topo: Topology, base: Collective, steps: int, rounds: int | None, c
 
 
 def _infeasible_by_bound(b: Bounds, steps: int, rounds: int, chunks: int) -> str:
-    if steps < b.steps.value:
-        return f"bound: {b.steps.why}"
+    if steps < b.steps_value:
+        return f"bound: {b.steps_why(False)}"
     if rounds < b.rounds(chunks):
-        return f"bound: {b.rounds_per_chunk.why} (at least {b.rounds(chunks)} rounds with {chunks} chunk(s))"
+        return f"bound: {b.rounds_why} (at least {b.rounds(chunks)} rounds with {chunks} chunk(s))"
     return ""
 
 
@@ -276,8 +273,10 @@ def default_max_steps(topo: Topology, lower: int) -> int:
 
 def least_steps(topo: Topology, base: Collective, rounds: int | None = None, chunks: int = 1,
                 max_steps: int | None = None, timeout: float | None = None,
-                progress: Progress | None = None, max_memory_mb: int | None = None) -> SynthResult:
-    """Fewest steps (one round per step, or `rounds` rounds in all), starting at the best lower bound."""
+                progress: Progress | None = None, max_memory_mb: int | None = None,
+                known: Schedule | None = None) -> SynthResult:
+    """Fewest steps (one round per step, or `rounds` rounds in all), starting at the best lower bound.
+    `known`: a checked schedule (one round per step) that caps the search when it beats the greedy."""
     clock = Clock(timeout, max_memory_mb)
     if (early := unreachable_result(topo, base, "least-steps", clock)) is not None:
         return early
@@ -285,27 +284,33 @@ def least_steps(topo: Topology, base: Collective, rounds: int | None = None, chu
     coll = solver.collective(chunks)
     b = bounds(topo, coll)
     lbj = _bound_json(b, rounds is None, chunks)
+    if b.steps.value is None:
+        return SynthResult("infeasible", None, "least-steps", lbj, [], message=f"proved: {b.steps.note}",
+                           seconds=_secs(clock))
     if rounds is None:
-        start = int(b.least_steps(True, chunks).value)
+        start = b.least_steps(True, chunks)
     else:
-        start = int(b.steps.value)
+        start = b.steps_value
     start = max(start, 1)
     top = max_steps if max_steps is not None else default_max_steps(topo, start)
     if rounds is not None:
         top = min(top, rounds)
         if rounds < b.rounds(chunks):
-            why = f"bound: {b.rounds_per_chunk.why}"
+            why = f"bound: {b.rounds_why}"
             return SynthResult("infeasible", None, "least-steps", lbj, [], message=f"proved: no schedule with "
                                f"{rounds} rounds ({why})", seconds=_secs(clock))
     pruned = []
     if start > 1:
-        pruned.append(Point(start - 1, None, chunks, "infeasible", f"bound: {b.least_steps(rounds is None, chunks).why}",
+        pruned.append(Point(start - 1, None, chunks, "infeasible", f"bound: {b.steps_why(rounds is None, chunks)}",
                             claim=(start - 1, start - 1 if rounds is None else rounds)))
     # a greedy schedule caps the search: an extra step never hurts, so only fewer steps need the solver
     greedy = None
     if rounds is None:
         t0 = time.process_time()
         greedy = greedy_schedule(topo, coll, top, deadline=clock.deadline)
+        if known is not None and known.rounds == len(known.steps) and len(known.steps) <= top and (
+                greedy is None or len(known.steps) < len(greedy.steps)):
+            greedy = known
         if greedy is not None:
             greedy = _checked(greedy)
             top = min(top, len(greedy.steps))
@@ -319,9 +324,9 @@ def least_steps(topo: Topology, base: Collective, rounds: int | None = None, chu
         if out.verdict == "sat":
             sched = out.schedule
             if S == start:
-                why = f"lower bound: {b.least_steps(rounds is None, chunks).why}"
+                why = f"lower bound: {b.steps_why(rounds is None, chunks)}"
             else:
-                why = f"unsat for {start}..{S - 1} steps" + (f"; below {start}: {b.least_steps(rounds is None, chunks).why}"
+                why = f"unsat for {start}..{S - 1} steps" + (f"; below {start}: {b.steps_why(rounds is None, chunks)}"
                                                               if start > 1 else "")
             optimal = {"steps": S, "proved": True, "why": why}
             variants = _allreduce_variants(topo, base, chunks, sched, clock, progress) if rounds is None else ()
@@ -384,7 +389,7 @@ def pareto(topo: Topology, base: Collective, max_chunks: int = 6, max_steps: int
         return early
     solver = InstanceSolver(topo, base, clock, progress)
     b = bounds(topo, base)
-    q_lb = b.rounds_per_chunk.value
+    q_lb = b.rounds_per_chunk
     lbj = _bound_json(b, False)
     points: list[Point] = []
     pruned: list[Point] = []
@@ -398,9 +403,9 @@ def pareto(topo: Topology, base: Collective, max_chunks: int = 6, max_steps: int
                                    "complete", seconds=_secs(clock))
 
     # 1. the fewest steps with any rounds (C = 1 suffices: fewer chunks never hurt the steps)
-    S = max(1, int(b.steps.value))
+    S = max(1, b.steps_value)
     if S > 1:
-        pruned.append(Point(S - 1, None, 1, "infeasible", f"bound: {b.steps.why} (any rounds, any chunks)",
+        pruned.append(Point(S - 1, None, 1, "infeasible", f"bound: {b.steps_why(False)} (any rounds, any chunks)",
                             claim=(S - 1, None)))
     top = max_steps if max_steps is not None else default_max_steps(topo, S)
     while True:
@@ -439,7 +444,7 @@ def pareto(topo: Topology, base: Collective, max_chunks: int = 6, max_steps: int
             else:
                 hi = math.ceil(best * C) - 1  # the most rounds that still beat the best ratio
             if hi < lo:
-                why = (f"bound: rounds >= {lo} ({'steps' if lo == S else b.rounds_per_chunk.why}), "
+                why = (f"bound: rounds >= {lo} ({'steps' if lo == S else b.rounds_why}), "
                        f"so rounds/chunk >= {_q(Fraction(lo, C))}")
                 if best is not None:
                     why += f", not below {_q(best)}"
@@ -497,7 +502,7 @@ def pareto(topo: Topology, base: Collective, max_chunks: int = 6, max_steps: int
             best_point = improved
         if best is not None and best <= q_lb:
             pruned.append(Point(S + 1, None, 0, "infeasible",
-                                f"dominated: rounds/chunk {_q(best)} meets the bound ({b.rounds_per_chunk.why})"))
+                                f"dominated: rounds/chunk {_q(best)} meets the bound ({b.rounds_why})"))
             break
         S += 1
     return SynthResult("found", best_point.schedule if best_point else None, "pareto", lbj, solver.attempts,

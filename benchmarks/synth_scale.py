@@ -1,0 +1,104 @@
+"""The large-instance engine on the targets of the scale issue: per instance the steps, rounds, chunks,
+the lower bound, the gap, CPU seconds and peak memory of the whole `smtcoll synth --method scale`
+command, and the CPU seconds of `smtcoll bounds --no-lp`.
+
+Each command runs in a child process; CPU (user + system) and peak RSS come from os.wait4 on it. One run
+per instance (the large ones take tens of seconds on a shared machine; CPU seconds vary little).
+
+    python benchmarks/synth_scale.py [--only SUBSTRING] [--skip-bounds] [--markdown OUT.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# (arguments, the target: "bound", "1%", "5%", "1.5x")
+TARGETS = [
+    ("-t torus2d:12x12 -c allgather", "bound"), ("-t torus2d:16x16 -c allgather", "bound"),
+    ("-t torus3d:8x8x8 -c allgather", "bound"), ("-t hypercube:8 -c allgather", "bound"),
+    ("-t ndv2 --nodes 4 -c allgather", "bound"), ("-t a100 --nodes 2 -c allgather", "bound"),
+    ("-t torus2d:32x32 -c allgather", "1%"), ("-t hypercube:10 -c allgather", "1%"),
+    ("-t mesh2d:16x16 -c allgather", "bound"),
+    ("-t torus2d:4x4 -c alltoall", "5%"), ("-t hypercube:4 -c alltoall", "5%"), ("-t ring:16 -c alltoall", "5%"),
+    ("-t mi250 -c alltoall", "5%"), ("-t a100 --nodes 2 -c alltoall", "5%"), ("-t torus2d:8x8 -c alltoall", "5%"),
+    ("-t hypercube:6 -c alltoall", "5%"), ("-t dgx1 -c alltoall --chunks 8", "5%"),
+    ("-t hypercube:6 -c allreduce", "1.5x"), ("-t torus2d:6x6 -c allreduce", "1.5x"),
+    ("-t torus2d:16x16 -c allreduce", "1.5x"), ("-t ring:64 -c allreduce", "1.5x"),
+    ("-t a100 --nodes 2 -c allreduce", "1.5x"), ("-t torus2d:12x12 -c allreduce", "1.5x"),
+    ("-t hypercube:8 -c reducescatter", "bound"), ("-t torus2d:8x8 -c reducescatter", "bound"),
+    ("-t dgx2 --nodes 16 -c allgather", "bound"), ("-t mi250 --nodes 4 -c allgather", "bound"),
+]
+
+
+def child(cmd: list[str]) -> tuple[str, int, float, float]:
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.chdir(ROOT)
+        os.dup2(w, 1)
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 2)
+        os.close(r)
+        os.execvp(cmd[0], cmd)
+    os.close(w)
+    chunks = []
+    with os.fdopen(r) as f:
+        chunks.append(f.read())
+    _, status, usage = os.wait4(pid, 0)
+    return "".join(chunks), os.waitstatus_to_exitcode(status), usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+
+
+def within(target: str, value: int, bound: int) -> bool:
+    limit = {"bound": bound, "1%": bound * 1.01, "5%": bound * 1.05, "1.5x": bound * 1.5}[target]
+    return value <= limit
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--only", default="")
+    ap.add_argument("--skip-bounds", action="store_true")
+    ap.add_argument("--markdown", type=Path)
+    args = ap.parse_args()
+    rows = []
+    header = "| instance | steps | rounds | C | bound (steps / rounds) | gap | target | met | CPU s | peak MB | bounds CPU s |"
+    print(header)
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for inst, target in TARGETS:
+        if args.only not in inst:
+            continue
+        out, code, cpu, mb = child([sys.executable, "-m", "smtcoll", "synth", *shlex.split(inst), "--method", "scale",
+                                    "--format", "json"])
+        bcpu = None
+        if not args.skip_bounds:
+            _, _, bcpu, _ = child([sys.executable, "-m", "smtcoll", "bounds", *shlex.split(inst), "--no-lp",
+                                   "--format", "json"])
+        try:
+            d = json.loads(out)
+        except json.JSONDecodeError:
+            row = f"| `{inst}` | - | - | - | - | - | {target} | exit {code} | {cpu:.1f} | {mb:.0f} | - |"
+        else:
+            g = d["gap"]
+            # Allgather/ReduceScatter/Allreduce targets are on steps (one round per step); Alltoall on rounds
+            on_rounds = "alltoall" in inst
+            value, bound = (d["rounds"], g["rounds_bound"]) if on_rounds else (d["steps"], g["steps_bound"])
+            met = "yes" if within(target, value, bound) else "no"
+            gap = f"{value - bound} ({100 * (value - bound) / bound:.1f}%)" if bound else "-"
+            row = (f"| `{inst}` | {d['steps']} | {d['rounds']} | {d['chunks']} | {g['steps_bound']} / {g['rounds_bound']} "
+                   f"| {gap} | {target} ({'rounds' if on_rounds else 'steps'}) | {met} | {cpu:.1f} | {mb:.0f} | "
+                   f"{'-' if bcpu is None else f'{bcpu:.1f}'} |")
+        print(row, flush=True)
+        rows.append(row)
+    if args.markdown:
+        args.markdown.write_text("\n".join([header, "|---|---|---|---|---|---|---|---|---|---|---|", *rows]) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,147 @@
+"""The large-instance engine: a checked schedule for any collective on any connected topology, fast.
+
+Which method (docs/synth.md):
+- non-combining collectives: the translate construction where the topology is a ring, torus,
+  hypercube or fully connected and the collective is Allgather- or Alltoall-shaped; otherwise, or when
+  it misses the bound, the link-chunk greedy (and for up to 32 ranks also the older greedy), the best
+  schedule kept;
+- ReduceScatter, Reduce (combining, with a non-combining dual): the reversal of a tree-shaped schedule
+  of the dual on the reversed topology (every method above gives each rank each chunk once);
+- Allreduce: on hypercubes with one address, recursive doubling; otherwise reduce each address to one
+  rank (ReduceScatter when the addresses split evenly over the ranks, else the most central ranks)
+  through the dual, then broadcast it (Allgather-shaped when split evenly).
+Every schedule is checked by `smtcoll.check` before it is returned; a rejected one is an internal error.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from smtcoll.bounds import SearchBounds, search_bounds
+from smtcoll.check.schedule import check_schedule
+from smtcoll.errors import SmtcollError
+from smtcoll.model import Collective, Schedule, Send, Step, Topology
+from smtcoll.synth.combining import dual_collective, reverse_schedule
+from smtcoll.synth.scale import greedy, translate
+
+OLD_GREEDY_UP_TO = 32  # ranks: the per-chunk Python greedy of synth/greedy.py is slow beyond
+
+
+class NoSchedule(SmtcollError):
+    """Some rank cannot be reached: no schedule exists (the bounds say so too)."""
+
+    exit_code = 1
+
+
+@attrs.frozen
+class Scaled:
+    schedule: Schedule
+    method: str
+    bounds: SearchBounds
+
+    def to_json(self) -> dict:
+        """Steps and rounds next to their bounds: the gap is what the schedule may lose."""
+        s, b, c = self.schedule, self.bounds, self.schedule.collective.chunk_factor
+        return {"method": self.method, "steps": len(s.steps), "rounds": s.rounds,
+                "steps_bound": b.least_steps(True, c), "rounds_bound": b.rounds(c),
+                "gap_steps": len(s.steps) - b.least_steps(True, c), "gap_rounds": s.rounds - b.rounds(c)}
+
+
+def synthesize(topo: Topology, coll: Collective) -> Scaled:
+    """A checked schedule for `coll` (already split in its chunk factor) on `topo`, and its method."""
+    b = search_bounds(topo, coll)
+    if b.steps.value is None:
+        raise NoSchedule(f"no schedule exists: {b.steps.note}")
+    sched, method = _any(topo, coll, b)
+    report = check_schedule(sched)
+    if report.verdict != "ok":
+        first = report.errors[0]
+        raise SmtcollError(f"internal error: the {method} schedule is rejected by the checker ({first.code}: "
+                           f"{first.message}); please report this")
+    return Scaled(sched, method, b)
+
+
+def _any(topo: Topology, coll: Collective, b: SearchBounds | None = None) -> tuple[Schedule, str]:
+    if not coll.is_combining:
+        return _plain(topo, coll, b)
+    dual = dual_collective(coll)
+    if dual is not None:
+        return _reduction(topo, coll, dual)
+    return _allreduce(topo, coll)
+
+
+def _plain(topo: Topology, coll: Collective, b: SearchBounds | None) -> tuple[Schedule, str]:
+    target = b.least_steps(True, coll.chunk_factor) if b is not None else 0
+    found: list[tuple[Schedule, str]] = []
+    t = translate.translate_schedule(topo, coll)
+    if t is not None:
+        found.append(t)
+        if len(t[0].steps) <= target:
+            return t
+    limit = 4 * topo.ranks * coll.chunks + 8
+    g = greedy.greedy_schedule(topo, coll, limit)
+    if g is not None:
+        found.append((g, "greedy (link-chunk matching per step)"))
+    if topo.ranks <= OLD_GREEDY_UP_TO:
+        from smtcoll.synth.greedy import greedy_schedule
+
+        o = greedy_schedule(topo, coll, limit)
+        if o is not None:
+            found.append((o, "greedy (farthest-first, per chunk)"))
+    if not found:
+        raise NoSchedule("no method reached every rank that needs a chunk")
+    return min(found, key=lambda x: (len(x[0].steps), x[0].rounds))
+
+
+def _reduction(topo: Topology, coll: Collective, dual: tuple[Collective, tuple[int, ...]]) -> tuple[Schedule, str]:
+    """A reduction as the time-reversal of a tree-shaped broadcast of its dual on the reversed topology."""
+    dcoll, addresses = dual
+    sched, method = _plain(topo.reversed(), dcoll, None)
+    return reverse_schedule(sched, topo, coll, addresses), f"dual of {method}"
+
+
+def _allreduce(topo: Topology, coll: Collective) -> tuple[Schedule, str]:
+    addrs = coll.addresses
+    p = topo.ranks
+    doubling = _recursive_doubling(topo, coll)
+    if doubling is not None:
+        return doubling, "recursive doubling (hypercube)"
+    if len(addrs) % p == 0:
+        per = len(addrs) // p
+        dest = {a: i // per for i, a in enumerate(addrs)}
+        shape = "reducescatter + allgather"
+    else:
+        central = sorted(range(p), key=lambda r: (max(topo.distances[r].values()), r))
+        dest = {a: central[i % p] for i, a in enumerate(addrs)}
+        shape = "reduce + broadcast"
+    post = [(dest[coll.address[c]], c) for c in range(coll.chunks)]
+    reduce = Collective(f"{coll.name}-reduce", p, coll.chunks, coll.pre, post, coll.address,
+                        chunk_factor=coll.chunk_factor)
+    dual = dual_collective(reduce)
+    if dual is None:
+        raise NoSchedule(f"{coll.name}: a contribution starts at several ranks; no reduce phase applies")
+    first, m1 = _reduction(topo, reduce, dual)
+    bcast = Collective(f"{coll.name}-broadcast", p, len(addrs), [(dest[a], i) for i, a in enumerate(addrs)],
+                       [(r, i) for i, a in enumerate(addrs) for r in range(p)
+                        if any(coll.address[c] == a for c in coll.post_sets[r])],
+                       addrs, chunk_factor=coll.chunk_factor)
+    second, m2 = _plain(topo, bcast, None)
+    return Schedule(topo, coll, [*first.steps, *second.steps]), f"{shape}: {m1}; then {m2}"
+
+
+def _recursive_doubling(topo: Topology, coll: Collective) -> Schedule | None:
+    """On a hypercube, every rank exchanges its partial sums with its neighbour across dimension i at
+    step i: after step i it holds the sum of its 2^(i+1)-rank subcube, disjoint from the neighbour's."""
+    g = translate.group_of(topo)
+    if g is None or set(g.dims) != {2} or len(g.directions) != len(g.dims):
+        return None
+    every = all(len(coll.post_sets[r]) == coll.chunks for r in range(coll.ranks))
+    own = [len(s) for s in coll.pre_sets]
+    if not every or len(coll.pre) != coll.chunks or min(own) < 1:
+        return None
+    rounds = max(1, len(coll.addresses) // min(g.bandwidth))
+    steps = []
+    for d in g.directions:
+        dr = g.rank(d)
+        steps.append(Step(rounds, sorted(Send(a, r, r ^ dr) for r in range(topo.ranks) for a in coll.addresses)))
+    return Schedule(topo, coll, steps)
