@@ -154,6 +154,20 @@ def test_failing_tasks_are_recorded_retried_once_and_do_not_stop_the_sweep(clust
     assert len(list((tmp_path / "cache").rglob("*.json"))) == 4
 
 
+def test_a_workers_crash_is_blamed_on_the_task_it_runs_alone(ring, tmp_path):
+    """On one worker, a task that crashes the worker must not take the next task down with it: Dask fails
+    every task assigned to a dying worker, so a task is sent to a worker only when it has a free thread."""
+    from smtcoll.sweep.cache import Cache
+    from smtcoll.sweep.run import run_tasks
+
+    tasks = make_tasks(request([ring], nodes=(2,), collectives=("allgather", "allreduce")))
+    faults = {tasks[0].key(): "exit", tasks[1].key(): "memory"}
+    results = run_tasks(tasks, Limits(60.0, 1 << 30), Where(workers=1), Cache(None), faults=faults)
+    crashed, memory = results[tasks[0].key()], results[tasks[1].key()]
+    assert all("worker running the task died" in w for w in crashed["attempts"]), crashed
+    assert len(memory["attempts"]) == 2 and all("memory limit" in w for w in memory["attempts"]), memory
+
+
 @pytest.mark.slow
 def test_one_and_two_workers_write_identical_bytes(cluster, ring, tmp_path):
     req = request([ring, "dgx1"], collectives=("allgather", "reducescatter"), runtimes=("executor", "legacy"))
