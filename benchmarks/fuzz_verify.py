@@ -22,7 +22,7 @@ sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
 from hypothesis import HealthCheck, given, seed, settings  # noqa: E402
 
-from xml_mutations import check_mutant, mutants, seeds  # noqa: E402
+from helpers.xml_mutations import check_mutant, mutants, seeds  # noqa: E402
 
 
 def main() -> None:
