@@ -1,4 +1,4 @@
-"""A long fuzz campaign of `smtcoll verify`: the strategies of tests/xml_mutations.py (structural and
+"""A long fuzz campaign of `smtcoll verify`: the strategies of tests/helpers/xml_mutations.py (structural and
 attribute edits, garbage, negative, huge and non-decimal values, truncation, random bytes, deep nesting,
 encodings and byte order marks) on every corpus file, many more examples than the test suite.
 
