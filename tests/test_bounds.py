@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from random_schedules import accepted_schedules
+from helpers.random_schedules import accepted_schedules
 
 from smtcoll import library
 from smtcoll.bounds import check_witness, lower_bounds, min_rounds, min_steps, throughput_bound

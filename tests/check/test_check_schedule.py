@@ -9,7 +9,7 @@ from smtcoll import library
 from smtcoll.check.schedule import check_schedule, check_schedule_file
 from smtcoll.model import Schedule, Send, Step
 
-from conftest import CORPUS, needs_corpus
+from helpers.paths import CORPUS, needs_corpus
 
 SCCL = CORPUS / "sccl-json"
 

@@ -8,13 +8,13 @@ import os
 from pathlib import Path
 
 import pytest
-from xmlgen import algo, allgather2, allgather2_many, allreduce2, gpu, step, tb, write
+from helpers.xmlgen import algo, allgather2, allgather2_many, allreduce2, gpu, step, tb, write
 
 from smtcoll.check.program import check_program_file
 from smtcoll.check.report import Report
 from smtcoll.msccl.reader import Limits
 
-SHARED = Path(os.environ.get("SMTCOLL_SHARED", Path(__file__).resolve().parents[1].parent / "shared"))
+SHARED = Path(os.environ.get("SMTCOLL_SHARED", Path(__file__).resolve().parents[2].parent / "shared"))
 CORPUS = SHARED / "corpus" / "msccl-xml"
 LABELS = CORPUS / "labels.tsv"
 
@@ -384,7 +384,7 @@ def test_lowering_numbers_transmissions_like_the_interpreter() -> None:
 
 
 def test_collective_spec_file_is_fitted_to_nchunksperloop(tmp_path: Path) -> None:
-    specs_dir = Path(__file__).resolve().parents[1] / "specs" / "collectives"
+    specs_dir = Path(__file__).resolve().parents[2] / "specs" / "collectives"
     path = write(tmp_path, allgather2_many(2, "LL"))  # 2 ranks, 4 chunks per loop: 2 parts per allgather chunk
     assert check_program_file(path, collective=str(specs_dir / "allgather.toml")).verdict == "ok"
     assert "postcondition" in codes(check_program_file(path, collective=str(specs_dir / "alltoall.toml")))

@@ -11,7 +11,7 @@ import pytest
 
 from smtcoll.check.schedule import check_schedule_file
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def synth(*args: str) -> subprocess.CompletedProcess:

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from random_schedules import accepted_schedules
+from helpers.random_schedules import accepted_schedules
 from smtcoll import library
 from smtcoll.check.schedule import check_schedule
 from smtcoll.errors import NotVerified, SmtcollError
@@ -22,8 +22,8 @@ from smtcoll.model import Schedule, Send, Step, Topology
 from smtcoll.msccl.reader import read_program_bytes
 from smtcoll.msccl.writer import write_program
 
-ROOT = Path(__file__).resolve().parents[1]
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+ROOT = Path(__file__).resolve().parents[2]
+SHARED = Path(__file__).resolve().parents[2].parent / "shared"
 SCCL = SHARED / "corpus" / "sccl-json"
 needs_sccl = pytest.mark.skipif(not SCCL.is_dir(), reason="shared/corpus/sccl-json is not next to the repository")
 MODES = ("outofplace", "inplace", "both")

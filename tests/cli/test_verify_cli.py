@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from xmlgen import allgather2, write
+from helpers.xmlgen import allgather2, write
 
 from smtcoll import library
 from smtcoll.cli import app
@@ -14,7 +14,7 @@ from smtcoll.cli.app import run_guarded
 from smtcoll.formats import save_schedule
 from smtcoll.model import Schedule, Send, Step
 
-CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "msccl-xml"
+CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus" / "msccl-xml"
 
 
 def run(capsys, *args: str) -> tuple[int, str, str]:

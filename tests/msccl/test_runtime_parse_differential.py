@@ -19,7 +19,7 @@ from smtcoll.check.transmissions import lower
 from smtcoll.errors import InputError
 from smtcoll.msccl.reader import read_program
 
-SHARED = Path(os.environ.get("SMTCOLL_SHARED", Path(__file__).resolve().parents[1].parent / "shared"))
+SHARED = Path(os.environ.get("SMTCOLL_SHARED", Path(__file__).resolve().parents[2].parent / "shared"))
 ORACLE = SHARED / "corpus" / "runtime-parse"
 
 

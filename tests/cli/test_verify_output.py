@@ -6,7 +6,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from xmlgen import algo, allgather2, gpu, step, tb, write
+from helpers.xmlgen import algo, allgather2, gpu, step, tb, write
 
 from smtcoll.check.report import Report, Violation
 from smtcoll.cli import app
@@ -14,7 +14,7 @@ from smtcoll.cli.app import run_guarded
 from smtcoll.check.files import check_files, expand
 from smtcoll.cli.verify_output import format_github, format_junit
 
-CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "msccl-xml"
+CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus" / "msccl-xml"
 needs_corpus = pytest.mark.skipif(not CORPUS.is_dir(), reason="shared corpus not present next to the repository")
 
 

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from xml_mutations import check_mutant, encodings, mutants, seeds, text_edits, tree_edits
+from helpers.xml_mutations import check_mutant, encodings, mutants, seeds, text_edits, tree_edits
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SEEDS = seeds()
 FAST = settings(max_examples=120, deadline=None, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CORPUS, ROOT, needs_corpus
+from helpers.paths import CORPUS, ROOT, needs_corpus
 from smtcoll import specs
 from smtcoll.check.inputs import check_input_file
 from smtcoll.formats import teccl_machines

@@ -15,7 +15,7 @@ from smtcoll.bounds import check_witness, lower_bounds, search_bounds
 from smtcoll.check.schedule import check_schedule
 from smtcoll.synth.scale import engine, translate
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _run(topo: str, coll: str, nodes: int = 1, chunks: int = 1) -> engine.Scaled:

@@ -21,7 +21,7 @@ import pytest
 yaml = pytest.importorskip("yaml")
 pytest.importorskip("pre_commit")
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 CORPUS = REPO.parent / "shared" / "corpus" / "msccl-xml"
 CORRECT = ["mscclang/allgather_ring_4g_1ch_1i_LL.xml", "mscclang/simple_allreduce_ring_4g_1i.xml",
            "mscclang/alltoall_allpairs_4g_2i_LL.xml"]

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from smtcoll import library, specs
 from smtcoll.errors import InputError
 
-from conftest import ROOT
+from helpers.paths import ROOT
 
 SPECS = ROOT / "specs"
 

@@ -14,7 +14,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from xmlgen import allgather2, write
+from helpers.xmlgen import allgather2, write
 
 from smtcoll.check.program import check_program
 from smtcoll.cli import app

@@ -9,7 +9,7 @@ from smtcoll.errors import InputError
 from smtcoll.formats import dumps_schedule, load_schedule, parse_schedule
 from smtcoll.model import Schedule, Send, Step
 
-from conftest import CORPUS, needs_corpus
+from helpers.paths import CORPUS, needs_corpus
 
 SCCL = CORPUS / "sccl-json"
 

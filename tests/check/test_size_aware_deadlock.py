@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from xmlgen import algo, gpu, step, tb, write
+from helpers.xmlgen import algo, gpu, step, tb, write
 
 from smtcoll.check.program import check_program_file, per_chunk_threshold
 from smtcoll.msccl.reader import read_program

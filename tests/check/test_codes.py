@@ -10,7 +10,7 @@ from pathlib import Path
 from smtcoll.check.codes import CODES
 from smtcoll.vocabulary import SEVERITIES
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 KEBAB = re.compile(r"^[a-z]+(-[a-z0-9]+)*$")
 EMITTERS = {"Violation", "Finding"}  # constructors whose first argument is the code
 # the checker, and the readers whose findings become violations of the report (timed formats)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from xmlgen import algo, allgather2, gpu, step, tb, write
+from helpers.xmlgen import algo, allgather2, gpu, step, tb, write
 
 from smtcoll.check.program import check_program_file
 from smtcoll.check.report import Report

@@ -28,7 +28,7 @@ from smtcoll.check.files import check_file
 from smtcoll.cli.verify import exit_code
 from smtcoll.cli.verify_output import format_github, format_junit, format_text
 
-CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "msccl-xml"
+CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus" / "msccl-xml"
 
 VALUES = st.one_of(
     st.integers(-3, 80).map(str),
@@ -142,7 +142,7 @@ def mutants(seeds: list[bytes]) -> st.SearchStrategy[bytes]:
 def seeds(max_bytes: int = 6000) -> list[bytes]:
     """Small correct and wrong corpus files (all of them when `max_bytes` is 0)."""
     if not CORPUS.is_dir():
-        from xmlgen import allgather2, allreduce2
+        from helpers.xmlgen import allgather2, allreduce2
         return [allgather2().encode(), allreduce2().encode()]
     files = sorted(p for p in CORPUS.rglob("*.xml") if p.stat().st_size > 0)
     return [p.read_bytes() for p in files if not max_bytes or p.stat().st_size <= max_bytes]

@@ -15,7 +15,7 @@ import pytest
 import z3
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from random_schedules import (
+from helpers.random_schedules import (
     accepted_combining_schedules,
     accepted_schedules,
     all_combining_schedules,
@@ -35,7 +35,7 @@ from smtcoll.proofs import Claim, ClaimRefuted, check_certificate, write_certifi
 from smtcoll.proofs.certificate import _header, refuting_bound, sha256_json
 from smtcoll.proofs.encoding import arrival_order, encode
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 

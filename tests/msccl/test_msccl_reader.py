@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from xmlgen import algo, allgather2, gpu, step, tb
+from helpers.xmlgen import algo, allgather2, gpu, step, tb
 
 from smtcoll.errors import InputError
 from smtcoll.msccl import read_program_bytes

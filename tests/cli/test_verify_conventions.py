@@ -12,14 +12,14 @@ import sys
 from pathlib import Path
 
 import pytest
-from xmlgen import allgather2, write
+from helpers.xmlgen import allgather2, write
 
 from smtcoll.check.discover import expand, is_algorithm_file
 from smtcoll.cli import app
 from smtcoll.cli.app import run_guarded
 
-REPO = Path(__file__).resolve().parents[1]
-SCHEMA = Path(__file__).parent / "data" / "sarif-schema-2.1.0.json"
+REPO = Path(__file__).resolve().parents[2]
+SCHEMA = Path(__file__).resolve().parents[1] / "data" / "sarif-schema-2.1.0.json"
 
 
 def run(capsys, *args: str) -> tuple[int, str, str]:
