@@ -209,7 +209,7 @@ def test_typer_is_pinned_to_the_range_the_help_was_written_for() -> None:
     import tomllib
     from importlib.metadata import version
 
-    deps = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())["project"]
+    deps = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())["project"]
     pins = [d for d in deps["dependencies"] if d.startswith("typer")]
     assert pins == ["typer>=0.29,<0.30"]
     assert version("typer").startswith("0.29.")
