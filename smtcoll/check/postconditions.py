@@ -61,8 +61,10 @@ def builtin(geo: Geometry, root: int | None) -> Expectation:
     elif coll == "broadcast":
         t = [(q, k, bit(root, k)) for q in range(N) for k in range(C)]
     elif coll == "reduce":
+        assert root is not None  # check.program passes a root for every rooted collective (see ROOTED)
         t = [(root, k, sum(bit(r, k) for r in range(N))) for k in range(C)]
     elif coll == "gather":
+        assert root is not None  # as for reduce
         t = [(root, r * c + k, bit(r, k)) for r in range(N) for k in range(c)]
     elif coll == "scatter":
         t = [(q, k, bit(root, q * c + k)) for q in range(N) for k in range(c)]
@@ -90,7 +92,7 @@ def from_collective(geo: Geometry, coll: Collective) -> Expectation:
 def _few(mask: int, names: dict[int, str], shown: int = 4) -> str:
     """The first `shown` members of a set of contributions, and how many more. Only the lowest set bits
     are visited: walking every bit of a mask of 2^18 contributions per output chunk was quadratic."""
-    out = []
+    out: list[str] = []
     rest = mask
     while rest and len(out) < shown:
         low = rest & -rest

@@ -32,25 +32,23 @@ DRAW_MAX = (256, 4096)  # a layout beyond this is slow and unreadable
 @app.command("list")
 def list_builtins(fmt: FormatOpt = Format.text) -> None:
     """List the built-in topologies and collectives."""
-    data: dict[str, list[dict[str, Any]]] = {
-        "topologies": [{"name": g.split(",")[0], "description": g.split(", ", 1)[1]}
-                       for g in library.GENERATORS.values()]
-        + [{"name": k, "description": v} for k, v in library.MACHINES.items()],
-        "collectives": [{"name": c.name, "rooted": c.rooted, "description": c.description}
-                        for c in library.COLLECTIVES.values()],
-        "spec_files": str(specs.spec_files_dir() or ""),
-    }
+    topologies: list[dict[str, Any]] = [{"name": g.split(",")[0], "description": g.split(", ", 1)[1]}
+                                        for g in library.GENERATORS.values()]
+    topologies += [{"name": k, "description": v} for k, v in library.MACHINES.items()]
+    collectives: list[dict[str, Any]] = [{"name": c.name, "rooted": c.rooted, "description": c.description}
+                                         for c in library.COLLECTIVES.values()]
+    spec_files = str(specs.spec_files_dir() or "")
     if fmt is Format.json:
-        print_json(data)
+        print_json({"topologies": topologies, "collectives": collectives, "spec_files": spec_files})
         return
     typer.echo("Topologies (a name, or a spec file; machines take --nodes N where they have a NIC model):")
-    for t in data["topologies"]:
+    for t in topologies:
         typer.echo(f"  {t['name']:<22} {t['description']}")
     typer.echo("Collectives (--chunks C splits every chunk in C; rooted ones take --root):")
-    for c in data["collectives"]:
+    for c in collectives:
         typer.echo(f"  {c['name']:<22} {c['description']}{' (rooted)' if c['rooted'] else ''}")
-    if data["spec_files"]:
-        typer.echo(f"Spec files of the built-ins, to copy and edit: {data['spec_files']}")
+    if spec_files:
+        typer.echo(f"Spec files of the built-ins, to copy and edit: {spec_files}")
 
 
 def topology_summary(topo: Topology) -> dict[str, Any]:

@@ -275,7 +275,7 @@ def _close(head: Node, n: Node | None, nodes: _Nodes) -> None:
         raise ReaderError(f"XML mismatch: <{head.name}> (line {head.line}) closed by </{n.name}>", n.line)
 
 
-def _element(n: Node, children: tuple[Element, ...] = ()) -> Element:
+def _element(n: Node, children: tuple[Element | Node, ...] = ()) -> Element:
     return Element(n.name, n.attributes, n.line, children, n.dropped)
 
 

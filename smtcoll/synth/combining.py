@@ -21,7 +21,8 @@ def dual_collective(coll: Collective) -> tuple[Collective, tuple[int, ...]] | No
     if not coll.is_combining:
         return None
     addresses = coll.addresses
-    pre, post = [], []
+    pre: list[tuple[int, int]] = []
+    post: list[tuple[int, int]] = []
     for i, a in enumerate(addresses):
         dests = [r for r in range(coll.ranks) if any(c in coll.post_sets[r] for c in coll.contributions[a])]
         if len(dests) != 1:
@@ -49,9 +50,9 @@ def reverse_schedule(dual_schedule: Schedule, topo: Topology, coll: Collective,
     """Turn a tree-shaped broadcast of the dual (on the reversed topology) into the reduction: steps in
     reverse order, every send turned around, sends of ranks that would send nothing (relays that had
     nothing below them) dropped."""
-    steps = []
+    steps: list[tuple[int, list[Send]]] = []
     for step in reversed(dual_schedule.steps):
-        steps.append([step.rounds, [Send(addresses[s.chunk], s.dst, s.src) for s in step.sends]])
+        steps.append((step.rounds, [Send(addresses[s.chunk], s.dst, s.src) for s in step.sends]))
     # drop sends from ranks that hold no contribution of the address at that time
     held: set[tuple[int, int]] = {(r, coll.address[c]) for r, c in coll.pre}
     out = []

@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Iterator, Sequence
+from typing import Literal
 
 import z3
 
@@ -284,7 +285,7 @@ class Encoding:
 
     def _lex_geq(self, va: list, vb: list) -> None:
         add = self._add
-        eq: str | bool = True
+        eq: Literal[True] | str = True  # True until the first undecided pair, then its literal
         for i, (a, b) in enumerate(zip(va, vb)):
             if isinstance(a, bool) and isinstance(b, bool):
                 if a == b:

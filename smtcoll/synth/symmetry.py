@@ -151,6 +151,8 @@ class SymmetricEncoding:
         out = self.enc.check(rounds, deadline=deadline)
         if out.verdict != "sat":
             return out
+        # a sat outcome always carries its schedule
+        assert out.schedule is not None
         steps = []
         for step in out.schedule.steps:
             sends = set()
