@@ -48,18 +48,18 @@ def connect(gpus: Sequence[tuple[int, Sequence[tuple[int, int, int, int, int, li
     def tb_where(key: TbKey, **extra: object) -> dict[str, object]:
         return {"gpu": key[0], "tb": info[key][0], **extra}
 
-    for conn, tbs in sorted(senders.items()):
-        if len(tbs) > 1:
-            ids = [info[k][0] for k in tbs]
+    for conn, keys in sorted(senders.items()):
+        if len(keys) > 1:
+            ids = [info[k][0] for k in keys]
             out.append(Finding("duplicate-connection", f"thread blocks {', '.join(map(str, ids))} of gpu {conn[0]} all "
                                f"send to gpu {conn[1]} on channel {conn[2]}: they would share one FIFO and its "
-                               "counters (one sending thread block per connection)", tb_where(tbs[1])))
-    for conn, tbs in sorted(receivers.items()):
-        if len(tbs) > 1:
-            ids = [info[k][0] for k in tbs]
+                               "counters (one sending thread block per connection)", tb_where(keys[1])))
+    for conn, keys in sorted(receivers.items()):
+        if len(keys) > 1:
+            ids = [info[k][0] for k in keys]
             out.append(Finding("duplicate-connection", f"thread blocks {', '.join(map(str, ids))} of gpu {conn[1]} all "
                                f"receive from gpu {conn[0]} on channel {conn[2]}: they would share one FIFO "
-                               "(one receiving thread block per connection)", tb_where(tbs[1])))
+                               "(one receiving thread block per connection)", tb_where(keys[1])))
     for conn in sorted(set(senders) | set(receivers)):
         src, dst, chan = conn
         s_tbs, r_tbs = senders.get(conn, []), receivers.get(conn, [])

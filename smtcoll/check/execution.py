@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import random
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import attrs
 
@@ -110,7 +110,7 @@ class _Findings:
 
 
 def execute(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity: int | None,
-            initial: dict[int, Value] | None = None, data: bool = True, per_chunk: bool = False,
+            initial: Mapping[int, Value] | None = None, data: bool = True, per_chunk: bool = False,
             timing: dict[tuple[int, int], tuple[float, float]] | None = None,
             rng: random.Random | None = None, seeds: dict[tuple[int, int], int] | None = None,
             outputs: frozenset[int] = frozenset()) -> ExecutionResult:
@@ -158,7 +158,9 @@ def execute(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity
                 bits[key] = n
                 n += 1
 
-    memory: dict[int, Value] = (dict(initial) if initial is not None else geo.initial()) if data else {}
+    memory: dict[int, Value] = {}
+    if data:
+        memory.update(initial if initial is not None else geo.initial())
     last_write: dict[int, tuple[int, int, int]] = {}  # loc -> (bit, uid, transmission index)
     reads_since: dict[int, list[tuple[int, int, int]]] = {}
     reported_locs: set[int] = set()
@@ -306,6 +308,7 @@ def execute(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity
                 incoming: Value = None
                 tin = 0
                 if fin is not None:
+                    assert st.recv_conn is not None  # fin is the FIFO of this connection (checked above)
                     incoming, k, last, arrival, tin = fin.popleft()
                     st.know |= k
                     if arrival > st.time:
@@ -331,6 +334,7 @@ def execute(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity
                             taint[loc] = tout | seeds.get((-1, loc), 0)
                 st.piece += 1
                 if fout is not None:
+                    assert st.send_conn is not None  # fout is the FIFO of this connection (checked above)
                     k = st.know
                     if st.piece == tr.cnt and (st.uid, st.pc) in bits:
                         k |= 1 << bits[(st.uid, st.pc)]

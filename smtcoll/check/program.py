@@ -280,6 +280,7 @@ def _semantics(p: Program, selected: frozenset[str], collective: Collective | st
             unit = load_timing[1]
             metrics["estimate"] = {"time": round(timed.makespan, 6), "unit": unit}
             if unit == "us":
+                assert topology is not None  # load_timing is only set from a topology
                 metrics["estimate"]["chunk_bytes"] = topology_cost.DEFAULT_CHUNK_BYTES
                 topology_cost.apply_sharing(metrics, topology, load)
         if not run.deadlock and exp is not None and all_roots:
@@ -443,7 +444,7 @@ def _few(items: list[int]) -> str:
 
 def _report(file: str, p: Program, findings: list[Finding], selected: frozenset[str], metrics: dict[str, Any],
             coll_name: str | None) -> Report:
-    accepted = {r: not any(r in f.rejects for f in findings) for r in RUNTIMES}
+    accepted: dict[str, bool] = {r: not any(r in f.rejects for f in findings) for r in RUNTIMES}
     violations: list[Violation] = []
     counts: dict[tuple[str, str], int] = {}
     lines = _element_lines(p)
