@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from smtcoll.cli.app import Format, app, print_json
+from smtcoll.cli.options import MAX_TIMEOUT_S, FormatOpt
 from smtcoll.errors import EXIT_LIMIT, EXIT_UNUSABLE, EXIT_WRONG, InputError
 from smtcoll.proofs.solvers import DEFAULT_TIMEOUT_S
 from smtcoll.vocabulary import CERTIFICATE_VERDICTS, VERDICT_TEXT
@@ -16,13 +17,14 @@ from smtcoll.vocabulary import CERTIFICATE_VERDICTS, VERDICT_TEXT
 proof_app = typer.Typer(help="Optimality certificates: re-check them.", no_args_is_help=True)
 app.add_typer(proof_app, name="proof")
 
-FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="text for people, json for scripts")]
 
 
 @proof_app.command("check")
 def check_command(
-    paths: Annotated[list[Path], typer.Argument(help="certificate files (.json) or directories of them")],
-    timeout: Annotated[float, typer.Option(help="time limit per solver per formula, in seconds", min=1.0)]
+    paths: Annotated[list[Path], typer.Argument(metavar="PATH",
+                                                help="certificate files (.json) or directories of them")],
+    timeout: Annotated[float, typer.Option(metavar="SECONDS", min=1.0, max=MAX_TIMEOUT_S,
+                                           help="time limit per solver per formula, in seconds")]
     = DEFAULT_TIMEOUT_S,
     fmt: FormatOpt = Format.text,
 ) -> None:

@@ -60,7 +60,7 @@ class Where:
 def execute(payload: dict[str, Any], limits: Limits, fault: str | None = None) -> dict[str, Any]:
     """Run one task in a child process under `limits` (this function runs on a Dask worker).
 
-    `fault` is a test-only hook (tests/test_sweep_run.py): "raise" raises here, "exit" kills this worker
+    `fault` is a test-only hook (tests/sweep/test_sweep_run.py): "raise" raises here, "exit" kills this worker
     process, "hang" and "memory" make the child exceed its time or memory limit."""
     if fault == "raise":
         raise RuntimeError("injected failure (test hook)")
