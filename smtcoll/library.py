@@ -13,6 +13,7 @@ import re
 from collections.abc import Sequence
 
 import attrs
+import numpy as np
 
 from smtcoll import expr
 from smtcoll.errors import ModelError
@@ -278,6 +279,10 @@ class CollectiveSpec:
         post = expr.parse(self.post, allowed, "post")
         address = expr.parse(self.address, allowed, "address")
         env = dict(base, chunks=count)
+        fast = _instantiate_grid(pre, post, address, ranks, count, env)
+        if fast is not None:
+            coll = Collective(self.name, ranks, count, *fast, root if self.rooted else None)
+            return coll.with_chunks(chunks)
         pre_pairs, post_pairs, addrs = [], [], []
         for c in range(count):
             env["chunk"] = c
@@ -291,6 +296,42 @@ class CollectiveSpec:
         coll = Collective(self.name, ranks, count, pre_pairs, post_pairs, addrs,
                           root if self.rooted else None)
         return coll.with_chunks(chunks)
+
+
+GRID_CELLS = 1 << 20  # (rank, chunk) points evaluated per numpy block: ~8 MB per intermediate array
+
+
+def _instantiate_grid(pre: expr.Expr, post: expr.Expr, address: expr.Expr, ranks: int, count: int,
+                      env: dict[str, int]) -> tuple[list[tuple[int, int]], list[tuple[int, int]], list[int]] | None:
+    """pre, post and address evaluated with numpy over all (rank, chunk) points, exactly as the loop in
+    `instantiate` would; None when some expression needs that loop (see `expr.evaluate_grid`)."""
+    if "rank" in address.variables:
+        return None  # the loop evaluates the address outside the rank loop: keep its exact behaviour
+    ranges = {k: (v, v) for k, v in env.items()}
+    ranges.update(rank=(0, ranks - 1), chunk=(0, count - 1))
+    chunk_ids = np.arange(count, dtype=np.int64)
+    addrs = expr.evaluate_grid(address, ranges, dict(env, chunk=chunk_ids))
+    if addrs is None:
+        return None
+    rank_ids = np.arange(ranks, dtype=np.int64)[:, None]
+    block = max(1, GRID_CELLS // ranks)
+    found: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {"pre": [], "post": []}
+    for start in range(0, count, block):
+        cols = chunk_ids[None, start:start + block]
+        point = dict(env, rank=rank_ids, chunk=cols)
+        for name, e in (("pre", pre), ("post", post)):
+            holds = expr.evaluate_grid(e, ranges, point)
+            if holds is None:
+                return None
+            r, c = np.nonzero(np.broadcast_to(holds, (ranks, cols.shape[1])))
+            found[name].append((r, c + start))
+    pairs = []
+    for name in ("pre", "post"):
+        rs = np.concatenate([r for r, _ in found[name]])
+        cs = np.concatenate([c for _, c in found[name]])
+        order = np.lexsort((cs, rs))
+        pairs.append(list(zip(rs[order].tolist(), cs[order].tolist(), strict=True)))
+    return pairs[0], pairs[1], np.broadcast_to(addrs, (count,)).tolist()
 
 
 def _eval(e: expr.Expr, env: dict[str, int], field: str) -> int:

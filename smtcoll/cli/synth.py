@@ -155,9 +155,8 @@ def synth(
     schedule = result.schedule
     xml_error: str | None = None
     if schedule is not None:
-        schedule = Schedule(schedule.topology, schedule.collective, schedule.steps,
-                            f"{base.name} on {topo.name}: {len(schedule.steps)} steps, {schedule.rounds} rounds, "
-                            f"{schedule.collective.chunk_factor} chunk(s)")
+        schedule = schedule.renamed(f"{base.name} on {topo.name}: {len(schedule.steps)} steps, "
+                                    f"{schedule.rounds} rounds, {schedule.collective.chunk_factor} chunk(s)")
         if output is not None:
             save_schedule(schedule, output)
         if xml is not None:
