@@ -10,10 +10,8 @@ from __future__ import annotations
 import ast
 import operator
 from collections.abc import Callable, Mapping
-from typing import Any
 
 import attrs
-import numpy as np
 
 from smtcoll.errors import ModelError
 
@@ -49,7 +47,7 @@ class Expr:
     text: str
     variables: frozenset[str]
     _fn: Fn = attrs.field(eq=False, repr=False)
-    _tree: ast.AST | None = attrs.field(default=None, eq=False, repr=False)
+    tree: ast.expr | None = attrs.field(default=None, eq=False, repr=False)  # the checked syntax tree
 
     def evaluate(self, env: Env) -> int:
         try:
@@ -143,129 +141,18 @@ def _compile(node: ast.AST, allowed: frozenset[str], used: set[str], where: str,
             raise bad(f"{type(node).__name__} is not allowed")
 
 
-# --- evaluation over many points at once -----------------------------------------------------------
-# A collective on 1024 ranks evaluates its relations at a million (rank, chunk) points; one Python call
-# per point takes seconds. `evaluate_grid` computes the same values with numpy over whole arrays. int64
-# arithmetic equals Python's only without overflow and numpy evaluates both sides of `and`/`or`/`if`, so
-# the grid path is taken only when interval bounds prove every intermediate fits in int64 and no divisor
-# can be zero anywhere; otherwise the caller falls back to `evaluate` point by point.
-
-_LIMIT = 1 << 62
-Bounds = tuple[int, int]
-
-
-class _NotExact(Exception):
-    """The grid evaluation cannot promise Python's exact result (possible overflow or zero divisor)."""
-
-
-def _bounds(node: ast.AST, ranges: Mapping[str, Bounds]) -> Bounds:
-    """Lowest and highest value `node` can take when each variable lies in its range."""
-    match node:
-        case ast.Constant(value=bool() as b):
-            lo = hi = int(b)
-        case ast.Constant(value=int() as v):
-            lo = hi = v
-        case ast.Name(id="true" | "True"):
-            lo = hi = 1
-        case ast.Name(id="false" | "False"):
-            lo = hi = 0
-        case ast.Name(id=name):
-            lo, hi = ranges[name]
-        case ast.UnaryOp(op=ast.USub(), operand=x):
-            a, b = _bounds(x, ranges)
-            lo, hi = -b, -a
-        case ast.UnaryOp(op=ast.UAdd(), operand=x):
-            lo, hi = _bounds(x, ranges)
-        case ast.UnaryOp(op=ast.Not(), operand=x):
-            _bounds(x, ranges)
-            lo, hi = 0, 1
-        case ast.BoolOp(values=vals):
-            for v in vals:
-                _bounds(v, ranges)
-            lo, hi = 0, 1
-        case ast.Compare(left=first, comparators=rest):
-            for v in [first, *rest]:
-                _bounds(v, ranges)
-            lo, hi = 0, 1
-        case ast.IfExp(test=t, body=b, orelse=o):
-            _bounds(t, ranges)
-            (a1, b1), (a2, b2) = _bounds(b, ranges), _bounds(o, ranges)
-            lo, hi = min(a1, a2), max(b1, b2)
-        case ast.BinOp(left=x, op=op, right=y):
-            (a1, b1), (a2, b2) = _bounds(x, ranges), _bounds(y, ranges)
-            if isinstance(op, ast.Add):
-                lo, hi = a1 + a2, b1 + b2
-            elif isinstance(op, ast.Sub):
-                lo, hi = a1 - b2, b1 - a2
-            elif isinstance(op, ast.Mult):
-                products = (a1 * a2, a1 * b2, b1 * a2, b1 * b2)
-                lo, hi = min(products), max(products)
-            elif a2 <= 0 <= b2:
-                raise _NotExact  # a zero divisor is possible: Python may raise, or skip it lazily
-            elif isinstance(op, ast.FloorDiv):
-                m = max(abs(a1), abs(b1))
-                lo, hi = -m - 1, m + 1
-            else:  # Mod: the result has the divisor's sign and is smaller than it
-                m = max(abs(a2), abs(b2))
-                lo, hi = -m, m
-        case _:
-            raise _NotExact
-    if not (-_LIMIT < lo and hi < _LIMIT):
-        raise _NotExact
-    return lo, hi
-
-
-def _grid(node: ast.AST, env: Mapping[str, Any]) -> Any:
-    """The value of `node` over numpy arrays (broadcast) or ints, with Python's integer semantics."""
-    match node:
-        case ast.Constant(value=v):
-            return int(v)
-        case ast.Name(id="true" | "True"):
-            return 1
-        case ast.Name(id="false" | "False"):
-            return 0
-        case ast.Name(id=name):
-            return env[name]
-        case ast.UnaryOp(op=ast.USub(), operand=x):
-            return -_grid(x, env)
-        case ast.UnaryOp(op=ast.UAdd(), operand=x):
-            return _grid(x, env)
-        case ast.UnaryOp(op=ast.Not(), operand=x):
-            return np.equal(_grid(x, env), 0).astype(np.int64)
-        case ast.BinOp(left=a, op=op, right=b):
-            return _BINOPS[type(op)](_grid(a, env), _grid(b, env))  # numpy's // and % floor as Python's do
-        case ast.BoolOp(op=ast.And(), values=vals):
-            out = np.not_equal(_grid(vals[0], env), 0)
-            for v in vals[1:]:
-                out = out & np.not_equal(_grid(v, env), 0)
-            return out.astype(np.int64)
-        case ast.BoolOp(op=ast.Or(), values=vals):
-            out = np.not_equal(_grid(vals[0], env), 0)
-            for v in vals[1:]:
-                out = out | np.not_equal(_grid(v, env), 0)
-            return out.astype(np.int64)
-        case ast.Compare(left=first, ops=ops, comparators=rest):
-            vals = [_grid(first, env)] + [_grid(c, env) for c in rest]
-            out = np.bool_(True)
-            for o, a, b in zip(ops, vals, vals[1:], strict=False):
-                out = out & _CMPOPS[type(o)](a, b)
-            return np.asarray(out).astype(np.int64)
-        case ast.IfExp(test=t, body=b, orelse=o):
-            return np.where(np.not_equal(_grid(t, env), 0), _grid(b, env), _grid(o, env))
-    raise _NotExact  # not reached: `parse` accepts only the nodes above
-
-
-def evaluate_grid(e: Expr, ranges: Mapping[str, Bounds], env: Mapping[str, Any]) -> np.ndarray | None:
-    """`e` at every point of `env` (numpy int64 arrays that broadcast together, or ints), whose values lie
-    within `ranges` (inclusive); None when int64 cannot promise `evaluate`'s exact results there."""
-    if e._tree is None:
+def rank_equals(e: Expr) -> Expr | None:
+    """E when `e` is `rank == E` or `rank == E and ...` (or `E == rank`) with E free of `rank`: then `e`
+    is false, without evaluating anything else, at every rank but E's value."""
+    node = e.tree
+    if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And):
+        node = node.values[0]
+    if not (isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], ast.Eq)):
         return None
-    try:
-        _bounds(e._tree, ranges)
-    except (_NotExact, KeyError):
-        return None
-    with np.errstate(all="raise"):
-        try:
-            return np.asarray(_grid(e._tree, env), dtype=np.int64)
-        except (FloatingPointError, _NotExact):
-            return None
+    left, right = node.left, node.comparators[0]
+    for side, other in ((left, right), (right, left)):
+        if isinstance(side, ast.Name) and side.id == "rank":
+            used: set[str] = set()
+            fn = _compile(other, frozenset(e.variables), used, "", e.text)
+            return None if "rank" in used else Expr(ast.unparse(other), frozenset(used), fn, other)
+    return None

@@ -13,7 +13,6 @@ import re
 from collections.abc import Sequence
 
 import attrs
-import numpy as np
 
 from smtcoll import expr
 from smtcoll.errors import ModelError
@@ -279,9 +278,9 @@ class CollectiveSpec:
         post = expr.parse(self.post, allowed, "post")
         address = expr.parse(self.address, allowed, "address")
         env = dict(base, chunks=count)
-        fast = _instantiate_grid(pre, post, address, ranks, count, env)
+        fast = _instantiate_fast(pre, post, address, ranks, count, env)
         if fast is not None:
-            coll = Collective(self.name, ranks, count, *fast, root if self.rooted else None)
+            coll = Collective(self.name, ranks, count, fast[0], fast[1], fast[2], root if self.rooted else None)
             return coll.with_chunks(chunks)
         pre_pairs, post_pairs, addrs = [], [], []
         for c in range(count):
@@ -298,40 +297,48 @@ class CollectiveSpec:
         return coll.with_chunks(chunks)
 
 
-GRID_CELLS = 1 << 20  # (rank, chunk) points evaluated per numpy block: ~8 MB per intermediate array
+Pairs = list[tuple[int, int]]
 
 
-def _instantiate_grid(pre: expr.Expr, post: expr.Expr, address: expr.Expr, ranks: int, count: int,
-                      env: dict[str, int]) -> tuple[list[tuple[int, int]], list[tuple[int, int]], list[int]] | None:
-    """pre, post and address evaluated with numpy over all (rank, chunk) points, exactly as the loop in
-    `instantiate` would; None when some expression needs that loop (see `expr.evaluate_grid`)."""
+def _instantiate_fast(pre: expr.Expr, post: expr.Expr, address: expr.Expr, ranks: int, count: int,
+                      env: dict[str, int]) -> tuple[Pairs, Pairs, list[int]] | None:
+    """The relations and addresses the loop in `instantiate` computes, with far fewer evaluations (a
+    1024-rank Allgather has a million (rank, chunk) points): an expression is evaluated once when it uses
+    neither `rank` nor `chunk`, once per chunk without `rank`, once per rank without `chunk`, and only at
+    rank E when it reads `rank == E and ...` (false elsewhere, see `expr.rank_equals`). Every evaluation
+    has a value the loop computes too; on any error, None, and the loop runs to report its first error."""
     if "rank" in address.variables:
         return None  # the loop evaluates the address outside the rank loop: keep its exact behaviour
-    ranges = {k: (v, v) for k, v in env.items()}
-    ranges.update(rank=(0, ranks - 1), chunk=(0, count - 1))
-    chunk_ids = np.arange(count, dtype=np.int64)
-    addrs = expr.evaluate_grid(address, ranges, dict(env, chunk=chunk_ids))
-    if addrs is None:
+    try:
+        addrs = [address.evaluate(dict(env, chunk=c)) for c in range(count)]
+        pre_pairs = _points(pre, ranks, count, env)
+        post_pairs = _points(post, ranks, count, env)
+    except ModelError:
         return None
-    rank_ids = np.arange(ranks, dtype=np.int64)[:, None]
-    block = max(1, GRID_CELLS // ranks)
-    found: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {"pre": [], "post": []}
-    for start in range(0, count, block):
-        cols = chunk_ids[None, start:start + block]
-        point = dict(env, rank=rank_ids, chunk=cols)
-        for name, e in (("pre", pre), ("post", post)):
-            holds = expr.evaluate_grid(e, ranges, point)
-            if holds is None:
-                return None
-            r, c = np.nonzero(np.broadcast_to(holds, (ranks, cols.shape[1])))
-            found[name].append((r, c + start))
-    pairs = []
-    for name in ("pre", "post"):
-        rs = np.concatenate([r for r, _ in found[name]])
-        cs = np.concatenate([c for _, c in found[name]])
-        order = np.lexsort((cs, rs))
-        pairs.append(list(zip(rs[order].tolist(), cs[order].tolist(), strict=True)))
-    return pairs[0], pairs[1], np.broadcast_to(addrs, (count,)).tolist()
+    if pre_pairs is None or post_pairs is None:
+        return None
+    return pre_pairs, post_pairs, addrs
+
+
+def _points(e: expr.Expr, ranks: int, count: int, env: dict[str, int]) -> Pairs | None:
+    uses = e.variables
+    if "rank" not in uses and "chunk" not in uses:
+        return [(r, c) for r in range(ranks) for c in range(count)] if e.evaluate(env) else []
+    if "rank" not in uses:
+        chunks = [c for c in range(count) if e.evaluate(dict(env, chunk=c))]
+        return [(r, c) for r in range(ranks) for c in chunks]
+    if "chunk" not in uses:
+        return [(r, c) for r in range(ranks) if e.evaluate(dict(env, rank=r)) for c in range(count)]
+    target = expr.rank_equals(e)
+    if target is None:
+        return None
+    out = []
+    for c in range(count):
+        at = dict(env, chunk=c)
+        r = target.evaluate(at)
+        if 0 <= r < ranks and e.evaluate(dict(at, rank=r)):
+            out.append((r, c))
+    return out
 
 
 def _eval(e: expr.Expr, env: dict[str, int], field: str) -> int:

@@ -12,6 +12,7 @@ Postconditions are exact: a rank must end with precisely the contributions its p
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 
 from smtcoll.check.report import Report, Violation
 from smtcoll.errors import SmtcollError
@@ -19,6 +20,7 @@ from smtcoll.formats import load_schedule
 from smtcoll.model import Schedule, Topology
 
 MAX_LISTED = 20  # violations of one kind listed individually before they are summarized
+WHOLE_STEPS = True  # check a clean step of a copy collective at once (tests compare with the send-by-send walk)
 
 
 def check_schedule(schedule: Schedule, file: str = "<schedule>") -> Report:
@@ -36,6 +38,9 @@ def check_schedule(schedule: Schedule, file: str = "<schedule>") -> Report:
     addresses = set(coll.addresses)
     combining = coll.is_combining
     bandwidth = {(link.src, link.dst): link.bandwidth for link in topo.links}
+    if not combining and not topo.switches:
+        _check_copies(schedule, report)
+        return _finish(schedule, file, out, counts)
     value: dict[tuple[int, int], frozenset[int]] = {}
     for r, c in coll.pre:
         key = (r, coll.address[c])
@@ -118,6 +123,11 @@ def check_schedule(schedule: Schedule, file: str = "<schedule>") -> Report:
                 why = "; ".join(x for x in (f"missing contribution(s) {_few(missing_c)}" if missing_c else "",
                                             f"extra contribution(s) {_few(extra)}" if extra else "") if x)
                 report("postcondition", f"rank {r} ends with the wrong value at address {a}: {why}")
+    return _finish(schedule, file, out, counts)
+
+
+def _finish(schedule: Schedule, file: str, out: list[Violation], counts: Counter[str]) -> Report:
+    topo, coll = schedule.topology, schedule.collective
     for code, n in sorted(counts.items()):
         if n > MAX_LISTED:
             out.append(Violation(code, f"... and {n - MAX_LISTED} more {code} violation(s)", "error"))
@@ -127,6 +137,55 @@ def check_schedule(schedule: Schedule, file: str = "<schedule>") -> Report:
                "rounds_per_chunk": round(schedule.rounds / coll.chunk_factor, 6), "sends": sends,
                "topology": topo.name}
     return Report(file, coll.name, coll.ranks, None, out, metrics)
+
+
+def _check_copies(schedule: Schedule, report: Callable[..., None]) -> None:
+    """The same checks for a collective whose chunks each have their own address on a topology without
+    switch groups (Allgather, Alltoall, ...), where a rank's value at an address is only: held or not.
+    Each step is first checked with whole-step set operations (C loops, not Python ones, on a million
+    sends); a step that passes them all is applied at once, any other is walked send by send, exactly as
+    `check_schedule` does, to report its violations in order."""
+    topo, coll = schedule.topology, schedule.collective
+    addresses = set(coll.addresses)
+    bandwidth = {(link.src, link.dst): link.bandwidth for link in topo.links}
+    held = {(r, coll.address[c]) for r, c in coll.pre}  # (rank, address) pairs a rank holds
+    for i, step in enumerate(schedule.steps):
+        links = [(s.src, s.dst) for s in step.sends]
+        froms = [(s.src, s.chunk) for s in step.sends]
+        if (WHOLE_STEPS and all(src != dst for src, dst in links) and {a for _, a in froms} <= addresses
+                and held.issuperset(froms)
+                and all(bandwidth.get(link, 0) * step.rounds >= n for link, n in Counter(links).items())):
+            held.update((s.dst, s.chunk) for s in step.sends)  # every sender held its address at the start
+            continue
+        loads: dict[tuple[int, int], int] = {}
+        arrivals: list[tuple[int, int]] = []
+        for j, s in enumerate(step.sends):
+            if s.src == s.dst:
+                report("self-send", f"rank {s.src} sends address {s.chunk} to itself", step=i, send=j)
+                continue
+            if s.chunk not in addresses:
+                report("unknown-address", f"address {s.chunk} does not exist in collective {coll.name!r} "
+                                          f"(it has {len(addresses)} addresses)", step=i, send=j)
+                continue
+            if (s.src, s.dst) not in bandwidth:
+                report("missing-link", f"no link {s.src} -> {s.dst} in topology {topo.name!r}", step=i, send=j)
+            loads[(s.src, s.dst)] = loads.get((s.src, s.dst), 0) + 1
+            if (s.src, s.chunk) not in held:
+                report("not-held", f"rank {s.src} sends address {s.chunk} before it holds it "
+                                   f"(causality: a send moves what the sender held when the step began)",
+                       step=i, send=j)
+                continue
+            arrivals.append((s.dst, s.chunk))
+        for (src, dst), n in sorted(loads.items()):
+            cap = bandwidth.get((src, dst), 0) * step.rounds
+            if (src, dst) in bandwidth and n > cap:
+                report("bandwidth", f"link {src} -> {dst} carries {n} chunks in a step of {step.rounds} round(s); "
+                                    f"its capacity is {cap}", step=i)
+        held.update(arrivals)
+    # one chunk per address: a rank needs the address of each chunk in its postcondition
+    for r, c in sorted(coll.post, key=lambda p: (p[0], coll.address[p[1]])):
+        if (r, coll.address[c]) not in held:
+            report("postcondition", f"rank {r} never receives chunk {c} (address {coll.address[c]})")
 
 
 def _few(items: list[int]) -> str:

@@ -49,8 +49,8 @@ class Collective:
             raise ModelError("root", f"= {self.root}: rank out of range (collective has {self.ranks} ranks)")
         for field in ("pre", "post"):
             relation = getattr(self, field)
-            if not relation or (0 <= relation[0][0] and relation[-1][0] < self.ranks  # sorted by rank
-                                and 0 <= min(c for _, c in relation) and max(c for _, c in relation) < self.chunks):
+            if not relation or (relation[0][0] >= 0 and relation[-1][0] < self.ranks  # sorted by rank
+                                and min(c for _, c in relation) >= 0 and max(c for _, c in relation) < self.chunks):
                 continue  # all in range; otherwise the loop below names the first pair out of range
             for r, c in relation:
                 if not 0 <= r < self.ranks:
