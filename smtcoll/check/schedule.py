@@ -11,6 +11,7 @@ Postconditions are exact: a rank must end with precisely the contributions its p
 
 from __future__ import annotations
 
+import operator
 from collections import Counter
 from collections.abc import Callable
 
@@ -150,12 +151,13 @@ def _check_copies(schedule: Schedule, report: Callable[..., None]) -> None:
     bandwidth = {(link.src, link.dst): link.bandwidth for link in topo.links}
     held = {(r, coll.address[c]) for r, c in coll.pre}  # (rank, address) pairs a rank holds
     for i, step in enumerate(schedule.steps):
-        links = [(s.src, s.dst) for s in step.sends]
-        froms = [(s.src, s.chunk) for s in step.sends]
-        if (WHOLE_STEPS and all(src != dst for src, dst in links) and {a for _, a in froms} <= addresses
-                and held.issuperset(froms)
-                and all(bandwidth.get(link, 0) * step.rounds >= n for link, n in Counter(links).items())):
-            held.update((s.dst, s.chunk) for s in step.sends)  # every sender held its address at the start
+        srcs = [s.src for s in step.sends]
+        dsts = [s.dst for s in step.sends]
+        chunks = [s.chunk for s in step.sends]
+        if (WHOLE_STEPS and not any(map(operator.eq, srcs, dsts)) and addresses.issuperset(chunks)
+                and held.issuperset(zip(srcs, chunks))
+                and all(bandwidth.get(link, 0) * step.rounds >= n for link, n in Counter(zip(srcs, dsts)).items())):
+            held.update(zip(dsts, chunks))  # every sender held its address when the step began
             continue
         loads: dict[tuple[int, int], int] = {}
         arrivals: list[tuple[int, int]] = []
@@ -183,9 +185,9 @@ def _check_copies(schedule: Schedule, report: Callable[..., None]) -> None:
                                     f"its capacity is {cap}", step=i)
         held.update(arrivals)
     # one chunk per address: a rank needs the address of each chunk in its postcondition
-    for r, c in sorted(coll.post, key=lambda p: (p[0], coll.address[p[1]])):
-        if (r, coll.address[c]) not in held:
-            report("postcondition", f"rank {r} never receives chunk {c} (address {coll.address[c]})")
+    missing = [(r, coll.address[c], c) for r, c in coll.post if (r, coll.address[c]) not in held]
+    for r, a, c in sorted(missing):
+        report("postcondition", f"rank {r} never receives chunk {c} (address {a})")
 
 
 def _few(items: list[int]) -> str:
