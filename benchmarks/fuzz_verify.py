@@ -1,4 +1,4 @@
-"""A long fuzz campaign of `smtcoll verify`: the strategies of tests/xml_mutations.py (structural and
+"""A long fuzz campaign of `smtcoll verify`: the strategies of tests/helpers/xml_mutations.py (structural and
 attribute edits, garbage, negative, huge and non-decimal values, truncation, random bytes, deep nesting,
 encodings and byte order marks) on every corpus file, many more examples than the test suite.
 
@@ -22,7 +22,7 @@ sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
 from hypothesis import HealthCheck, given, seed, settings  # noqa: E402
 
-from xml_mutations import check_mutant, mutants, seeds  # noqa: E402
+from helpers.xml_mutations import check_mutant, mutants, seeds  # noqa: E402
 
 
 def main() -> None:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
-from xmlgen import allgather2  # noqa: E402  (the 2-rank allgather of the tests: a small file)
+from helpers.xmlgen import allgather2  # noqa: E402  (the 2-rank allgather of the tests: a small file)
 
 
 def cpu(args: list[str]) -> float:

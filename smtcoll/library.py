@@ -8,6 +8,7 @@ spec file uses, so `specs/collectives/*.toml` and this module describe the same 
 
 from __future__ import annotations
 
+import difflib
 import itertools
 import re
 from collections.abc import Sequence
@@ -204,6 +205,12 @@ def machine(name: str) -> Topology:
 _NAME = re.compile(r"^([a-z0-9-]+?)(?::(\d+(?:x\d+)*))?$")
 
 
+def did_you_mean(name: str, choices: list[str]) -> str | None:
+    """The closest known name to a mistyped one (difflib's ratio), or None when nothing is close."""
+    close = difflib.get_close_matches(name.strip().lower(), choices, n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
 def is_builtin_topology(name: str) -> bool:
     m = _NAME.match(name)
     return m is not None and ((m.group(1) in GENERATORS and m.group(2) is not None)
@@ -224,7 +231,12 @@ def topology(name: str, nodes: int = 1) -> Topology:
         topo = generate(m.group(1), params)
     else:
         known = ", ".join([f"{g}:..." for g in GENERATORS] + list(MACHINES))
-        raise ModelError("topology", f"unknown topology {name!r} (built-ins: {known}; or give a .toml file)")
+        kind, _, size = name.strip().lower().partition(":")
+        hint = did_you_mean(kind, [*GENERATORS, *MACHINES])
+        if hint and size and hint in GENERATORS:
+            hint = f"{hint}:{size}"
+        raise ModelError("topology", f"unknown topology {name!r}" + (f"; did you mean {hint!r}?" if hint else "")
+                         + f" (built-ins: {known}; or give a .toml file)")
     check_composed(topo, nodes)
     return topo.compose(nodes)
 
@@ -376,8 +388,10 @@ ALIASES = {"reduce_scatter": "reducescatter", "all-gather": "allgather", "all-re
 def collective_spec(name: str) -> CollectiveSpec:
     key = ALIASES.get(name.strip().lower(), name.strip().lower())
     if key not in COLLECTIVES:
-        raise ModelError("collective", f"unknown collective {name!r} (built-ins: {', '.join(COLLECTIVES)}; "
-                                       "or give a .toml file)")
+        hint = did_you_mean(key, [*COLLECTIVES, *ALIASES])
+        hint = ALIASES.get(hint, hint) if hint else None
+        raise ModelError("collective", f"unknown collective {name!r}" + (f"; did you mean {hint!r}?" if hint else "")
+                         + f" (built-ins: {', '.join(COLLECTIVES)}; or give a .toml file)")
     return COLLECTIVES[key]
 
 

@@ -11,7 +11,13 @@ from typing import Literal, get_args
 #   its claim, no runtime accepts it); unusable: it could not be read or checked at all.
 Verdict = Literal["ok", "error", "unusable"]
 VERDICTS: tuple[Verdict, ...] = get_args(Verdict)
-VERDICT_TEXT: dict[Verdict, str] = {"ok": "ok", "error": "wrong", "unusable": "unusable"}  # in text output
+
+# A certificate (`smtcoll proof check`) has one more verdict, exit 3: timeout, a solver gave no answer
+# (`unknown`) within the time limit, so the claim is not re-proved, but nothing shows the certificate wrong.
+CertificateVerdict = Literal["ok", "error", "unusable", "timeout"]
+CERTIFICATE_VERDICTS: tuple[CertificateVerdict, ...] = get_args(CertificateVerdict)
+VERDICT_TEXT: dict[CertificateVerdict, str] = {"ok": "ok", "error": "wrong", "unusable": "unusable",
+                                               "timeout": "timeout"}  # in text output
 
 # How bad a finding is; only `error` makes the verdict `error`.
 Severity = Literal["error", "warning", "info"]

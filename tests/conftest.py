@@ -1,26 +1,12 @@
-from __future__ import annotations
+"""Fixtures shared by every test folder; the helpers themselves live in the `helpers` package."""
 
-import subprocess
-import sys
-from pathlib import Path
+from __future__ import annotations
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared"
-CORPUS = SHARED / "corpus"
-
-
-def run_cli(*args: str, cwd: Path | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
-    """Run `python -m smtcoll ARGS` as a user would, capturing output."""
-    return subprocess.run([sys.executable, "-m", "smtcoll", *args], capture_output=True, text=True,
-                          cwd=cwd or ROOT, timeout=timeout)
+from helpers.paths import run_cli
 
 
 @pytest.fixture
 def cli():
     return run_cli
-
-
-def needs_corpus() -> pytest.MarkDecorator:
-    return pytest.mark.skipif(not CORPUS.is_dir(), reason="shared/corpus is not next to the repository")

@@ -14,7 +14,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
-OUTPUT_OPTIONS = {"-o", "--output", "--xml", "--prove", ">"}
+OUTPUT_OPTIONS = {"-o", "--output", "-d", "--dir", "--xml", "--plot", "--prove", ">"}
 FENCE = re.compile(r"^```[a-z]*\n(.*?)^```", re.M | re.S)
 
 
@@ -67,8 +67,8 @@ def test_every_file_a_doc_example_reads_is_in_the_repository() -> None:
             if name != doc.name:
                 continue
             ins, outs = inputs_and_outputs(tokens)
-            missing += [f"{name}: {line}: {p}" for p in ins if p not in made and not (ROOT / p).exists()]
-            made |= set(outs)
+            missing += [f"{name}: {line}: {p}" for p in ins if p.rstrip("/") not in made and not (ROOT / p).exists()]
+            made |= {o.rstrip("/") for o in outs}
     assert not missing, "\n".join(missing)
 
 

@@ -34,7 +34,7 @@ def cli(*args: str, block: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
 
 def test_verify_never_imports_the_numerics_or_the_solver(tmp_path: Path) -> None:
     sys.path.insert(0, str(Path(__file__).parent))
-    from xmlgen import allgather2, write
+    from helpers.xmlgen import allgather2, write
 
     path = write(tmp_path, allgather2(), "a.xml")
     for args in (["verify", str(path)], ["verify", "--topology", "dgx1", "--format", "sarif", str(path)],

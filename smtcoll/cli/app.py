@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-import enum
 import json
 import os
 import shlex
 import sys
 import tempfile
 import traceback
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 
+from smtcoll._version import __version__
+from smtcoll.cli.options import Format  # noqa: F401  (re-exported: commands import it from here)
 from smtcoll.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_UNUSABLE, InternalError, MemoryLimit, SmtcollError
 
 app = typer.Typer(
@@ -24,9 +25,16 @@ app = typer.Typer(
 )
 
 
-class Format(str, enum.Enum):
-    text = "text"
-    json = "json"
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"smtcoll {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, metavar="",
+                                                help="print the version and exit")] = False) -> None:
+    """Synthesize, prove and verify collective communication algorithms."""
 
 
 def print_json(data: Any) -> None:
@@ -76,8 +84,6 @@ def run_guarded(application: typer.Typer, args: list[str]) -> None:
 def _internal(error: BaseException, args: list[str], what: str) -> None:
     """`internal error: ...` with what to report: the command line, the version and the traceback (in a
     temporary file, or on stderr when SMTCOLL_TRACEBACK=1)."""
-    from smtcoll._version import __version__
-
     text = "".join(traceback.format_exception(error))
     where = "above"
     if os.environ.get(TRACEBACK_ENV) == "1":

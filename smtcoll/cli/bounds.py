@@ -8,35 +8,40 @@ import typer
 
 from smtcoll import limits, specs
 from smtcoll.cli.app import Format, app, print_json
+from smtcoll.cli.options import ChunksOpt, CollectiveOpt, FormatOpt, NodesOpt, RootOpt, TopologyOpt
+from smtcoll.text import count, singular_unit
 
 if TYPE_CHECKING:
     from smtcoll.bounds import Bound
 
 MAX_RANKS = 256  # measured: Ring(256) Allgather 12 s of CPU, Ring(512) 73 s and 2.6 GB (the flow LP)
 MAX_LINKS = 1 << 16
-FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="text for people, json for scripts")]
 
 
 @app.command("bounds")
 def bounds_command(
-    topology: Annotated[str, typer.Option("--topology", "-t", help="a built-in name (dgx1, ring:8) or a .toml file")],
-    collective: Annotated[str, typer.Option("--collective", "-c", help="a built-in name (allgather) or a .toml file")],
-    root: Annotated[Optional[int], typer.Option(help="root rank of a rooted collective", min=0)] = None,
-    chunks: Annotated[int, typer.Option(help="C: split every chunk in this many", min=1, max=64)] = 1,
-    nodes: Annotated[int, typer.Option(help="compose this many nodes through the NIC model", min=1)] = 1,
-    size: Annotated[Optional[int], typer.Option(help="bytes of one rank's output buffer, for the time bound",
+    topology: TopologyOpt,
+    collective: CollectiveOpt,
+    root: RootOpt = None,
+    chunks: ChunksOpt = 1,
+    nodes: NodesOpt = 1,
+    size: Annotated[Optional[int], typer.Option(metavar="BYTES",
+                                                help="bytes of one rank's output buffer, for the time bound",
                                                 min=1)] = None,
     gbps_per_unit: Annotated[Optional[float], typer.Option(
-        "--gbps-per-unit", help="GB/s per unit of link bandwidth (overrides the topology's link speeds)",
+        "--gbps-per-unit", metavar="GBPS",
+        help="GB/s per unit of link bandwidth (overrides the topology's link speeds)",
         min=0.000001)] = None,
-    alpha_us: Annotated[Optional[float], typer.Option("--alpha-us", help="latency per step in microseconds "
+    alpha_us: Annotated[Optional[float], typer.Option("--alpha-us", metavar="US",
+                                                      help="latency per step in microseconds "
                                                       "(overrides the topology's)", min=0.0)] = None,
-    lp: Annotated[bool, typer.Option("--lp/--no-lp", help="solve the multi-commodity flow LP")] = True,
-    max_ranks: Annotated[int, typer.Option("--max-ranks", help="refuse larger topologies (the bounds take "
+    lp: Annotated[bool, typer.Option("--lp/--no-lp", metavar="", help="solve the multi-commodity flow LP")] = True,
+    max_ranks: Annotated[int, typer.Option("--max-ranks", metavar="N", help="refuse larger topologies (the bounds take "
                                            "about 12 s of CPU at 256 ranks)", min=1)] = MAX_RANKS,
-    max_links: Annotated[int, typer.Option("--max-links", help="refuse topologies with more links", min=1)]
+    max_links: Annotated[int, typer.Option("--max-links", metavar="N", help="refuse topologies with more links", min=1)]
     = MAX_LINKS,
-    max_cells: Annotated[int, typer.Option("--max-cells", help="refuse collectives with more ranks x chunks",
+    max_cells: Annotated[int, typer.Option("--max-cells", metavar="N",
+                                           help="refuse collectives with more ranks x chunks",
                                            min=1)] = limits.MAX_CELLS,
     fmt: FormatOpt = Format.text,
 ) -> None:
@@ -53,16 +58,20 @@ def bounds_command(
         print_json(result.to_json())
         return
     typer.echo(f"bounds for {coll.name} on {topo.name} ({topo.ranks} ranks, C={coll.chunk_factor}):")
-    for b in (result.steps, result.rounds, result.receive, result.cut, result.lp, result.rounds_per_chunk,
-              result.throughput, result.time):
-        typer.echo(f"  {b.name + ':':<18} {_value(b):<28} {_explain(b)}")
+    rows = [(b.name + ":", _value(b), _explain(b)) for b in (
+        result.steps, result.rounds, result.receive, result.cut, result.lp, result.rounds_per_chunk, result.throughput,
+        result.time)]
+    # fixed-width columns as wide as their longest entry: aligned whatever the terminal width
+    w0, w1 = (max(len(r[i]) for r in rows) for i in (0, 1))
+    for name, value, why in rows:
+        typer.echo(f"  {name:<{w0}}  {value:<{w1}}  {why}".rstrip())
 
 
 def _value(b: Bound) -> str:
     if b.value is None:
         return "-"
     prefix = "<= " if b.name == "throughput" else ">= "
-    return f"{prefix}{b.value} {b.unit}"
+    return f"{prefix}{b.value} {singular_unit(b.value, b.unit)}"
 
 
 def _explain(b: Bound) -> str:
@@ -70,25 +79,29 @@ def _explain(b: Bound) -> str:
     if b.value is None:
         return b.note
     if b.name == "steps" and w:
-        return (f"chunk {w['chunk']} starts at rank(s) {_short(w['holders'])}; rank {w['rank']} needs it, "
-                f"{w['distance']} hop(s) away (path {'->'.join(map(str, w['shortest_path']))})")
+        return (f"chunk {w['chunk']} starts at {_ranks(w['holders'])}; rank {w['rank']} needs it, "
+                f"{count(w['distance'], 'hop')} away (path {'->'.join(map(str, w['shortest_path']))})")
     if b.name == "receive" and w:
-        return (f"rank {w['rank']} must receive {w['must_receive']} chunk(s); at most {w['capacity']} enter it "
+        return (f"rank {w['rank']} must receive {count(w['must_receive'], 'chunk')}; at most {w['capacity']} enter it "
                 "per round")
     if b.name == "cut" and w:
-        return (f"{w['must_enter']} chunk(s) must enter ranks {_short(w['inside'])}; at most {w['capacity']} "
+        return (f"{count(w['must_enter'], 'chunk')} must enter {_ranks(w['inside'])}; at most {w['capacity']} "
                 "enter per round")
     if b.name == "lp" and w:
         return f"multi-commodity flow LP optimum {w['lp_optimum']}"
     if b.name in ("rounds", "rounds_per_chunk"):
         return f"from the {w['from']} bound" + (f" ({w['exact']})" if "exact" in w else "")
     if b.name == "throughput":
-        return (f"ranks {_short(w['sending_side'])} must send out {w['shares_that_must_leave']} share(s) through "
+        return (f"{_ranks(w['sending_side'])} must send out {count(w['shares_that_must_leave'], 'share')} through "
                 f"{w['capacity_out']} {w['unit']}: N * {w['capacity_out']} / {w['shares_that_must_leave']}")
     if b.name == "time":
-        return (f"{w['steps']} x {w['alpha_us']} us + {w['rounds']} round(s) x {w['round_us']} us "
+        return (f"{w['steps']} x {w['alpha_us']} us + {count(w['rounds'], 'round')} x {w['round_us']} us "
                 f"({w['chunk_bytes']} B per chunk at {w['gbps_per_unit']} GB/s)")
     return b.note
+
+
+def _ranks(ranks: list[int]) -> str:
+    return ("rank " if len(ranks) == 1 else "ranks ") + _short(ranks)
 
 
 def _short(ranks: list[int]) -> str:

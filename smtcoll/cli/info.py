@@ -9,21 +9,30 @@ import typer
 
 from smtcoll import library, limits, specs
 from smtcoll.cli.app import Format, app, print_json
-from smtcoll.files import check_writable
+from smtcoll.cli.options import (
+    ChunksOpt,
+    DrawOpt,
+    ForceOpt,
+    FormatOpt,
+    NodesOpt,
+    RootOpt,
+    refuse_overwrite,
+)
+from smtcoll.draw import need_matplotlib  # no matplotlib import until it is called
 from smtcoll.model import Collective, Topology
+from smtcoll.text import count
 
-show_app = typer.Typer(help="Show a topology or a collective.", no_args_is_help=True)
+show_app = typer.Typer(help="Show a topology, a collective or a schedule.", no_args_is_help=True)
 app.add_typer(show_app, name="show")
 
 SHOW_MAX = (1024, 1 << 16)  # ranks, links: the all-pair distances of the diameter take ~10 s at the limit
 DRAW_MAX = (256, 4096)  # a layout beyond this is slow and unreadable
-FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="text for people, json for scripts")]
 
 
 @app.command("list")
 def list_builtins(fmt: FormatOpt = Format.text) -> None:
     """List the built-in topologies and collectives."""
-    data = {
+    data: dict[str, list[dict[str, Any]]] = {
         "topologies": [{"name": g.split(",")[0], "description": g.split(", ", 1)[1]}
                        for g in library.GENERATORS.values()]
         + [{"name": k, "description": v} for k, v in library.MACHINES.items()],
@@ -63,26 +72,31 @@ def topology_summary(topo: Topology) -> dict[str, Any]:
 
 @show_app.command("topology")
 def show_topology(
-    name: Annotated[str, typer.Argument(help="a built-in name (dgx1, ring:8, torus2d:4x4) or a .toml file")],
-    nodes: Annotated[int, typer.Option(help="compose this many nodes through the NIC model", min=1)] = 1,
-    draw: Annotated[Optional[Path], typer.Option(help="draw the graph to a .png or .svg file")] = None,
-    max_ranks: Annotated[Optional[int], typer.Option("--max-ranks", help=f"refuse larger topologies (default "
-                                                    f"{SHOW_MAX[0]}, {DRAW_MAX[0]} with --draw)", min=1)] = None,
-    max_links: Annotated[Optional[int], typer.Option("--max-links", help=f"refuse topologies with more links "
-                                                    f"(default {SHOW_MAX[1]}, {DRAW_MAX[1]} with --draw)",
+    name: Annotated[str, typer.Argument(metavar="NAME|FILE",
+                                        help="a built-in name (dgx1, ring:8, torus2d:4x4) or a .toml file")],
+    nodes: NodesOpt = 1,
+    draw: DrawOpt = None,
+    force: ForceOpt = False,
+    max_ranks: Annotated[Optional[int], typer.Option("--max-ranks", metavar="N", help=f"refuse larger topologies "
+                                                    f"(default {SHOW_MAX[0]}, {DRAW_MAX[0]} with --draw)",
+                                                    min=1)] = None,
+    max_links: Annotated[Optional[int], typer.Option("--max-links", metavar="N", help=f"refuse topologies with more "
+                                                    f"links (default {SHOW_MAX[1]}, {DRAW_MAX[1]} with --draw)",
                                                     min=1)] = None,
     fmt: FormatOpt = Format.text,
 ) -> None:
     """Ranks, links, bandwidths, switch groups and diameter of a topology."""
+    refuse_overwrite(force, draw)
     topo = specs.resolve_topology(name, nodes)
     default = DRAW_MAX if draw is not None else SHOW_MAX
     limits.check_graph(topo.ranks, len(topo.links), max_ranks or default[0], max_links or default[1],
                        "drawing" if draw is not None else "show topology (all-pair distances)")
     if draw is not None:
-        check_writable(draw)
-        from smtcoll.drawing import draw_topology  # matplotlib is optional and slow to import
+        need_matplotlib("--draw", draw)
+        from smtcoll.draw.topology import draw_topology  # matplotlib is optional and slow to import
 
-        draw_topology(topo, draw)
+        node = specs.resolve_topology(name, 1) if nodes > 1 else None
+        draw_topology(topo, draw, node=node)
     info = topology_summary(topo)
     if fmt is Format.json:
         print_json(info)
@@ -101,7 +115,7 @@ def show_topology(
         for g in topo.switches:
             typer.echo(f"  {g.name or '-'}: {_ranks(g.srcs)} -> {_ranks(g.dsts)}, {g.bandwidth} per round")
     if topo.nics:
-        typer.echo(f"NIC model ({len(topo.nics)} NICs, used with --nodes N):")
+        typer.echo(f"NIC model ({count(len(topo.nics), 'NIC')}, used with --nodes N):")
         for i, n in enumerate(topo.nics):
             typer.echo(f"  nic{i}: senders {_ranks(n.senders)}, receivers {_ranks(n.receivers)}, rail {n.rail}, "
                        f"bandwidth {n.bandwidth}" + (f", {n.gbps} GB/s" if n.gbps else ""))
@@ -133,13 +147,13 @@ def collective_summary(coll: Collective) -> dict[str, Any]:
 
 @show_app.command("collective")
 def show_collective(
-    name: Annotated[str, typer.Argument(help="a built-in name (allgather, ...) or a .toml file")],
-    ranks: Annotated[Optional[int], typer.Option("--ranks", "-n", help="number of ranks", min=1,
+    name: Annotated[str, typer.Argument(metavar="NAME|FILE", help="a built-in name (allgather, ...) or a .toml file")],
+    ranks: Annotated[Optional[int], typer.Option("--ranks", "-n", metavar="N", help="number of ranks", min=1,
                                                  max=library.MAX_RANKS)] = None,
-    root: Annotated[Optional[int], typer.Option(help="root rank of a rooted collective", min=0)] = None,
-    chunks: Annotated[int, typer.Option(help="split every chunk in this many", min=1, max=64)] = 1,
-    max_cells: Annotated[int, typer.Option("--max-cells", help="refuse collectives with more ranks x chunks",
-                                           min=1)] = limits.MAX_CELLS,
+    root: RootOpt = None,
+    chunks: ChunksOpt = 1,
+    max_cells: Annotated[int, typer.Option("--max-cells", metavar="N", help="refuse collectives with more ranks x "
+                                           "chunks", min=1)] = limits.MAX_CELLS,
     fmt: FormatOpt = Format.text,
 ) -> None:
     """Chunks, pre- and postconditions and addresses of a collective."""
@@ -157,3 +171,50 @@ def show_collective(
     for r in range(coll.ranks):
         typer.echo(f"{r:>5}  {_ranks(tuple(sorted(coll.pre_sets[r]))) or '-':<30} "
                    f"{_ranks(tuple(sorted(coll.post_sets[r]))) or '-'}")
+
+
+@show_app.command("schedule")
+def show_schedule(
+    path: Annotated[Path, typer.Argument(metavar="FILE", help="a step schedule (smtcoll, SCCL or TACCL JSON)")],
+    draw: DrawOpt = None,
+    size: Annotated[int, typer.Option(metavar="BYTES", min=1, help="bytes of one rank's output buffer, for the "
+                                                                   "timeline of --draw")] = 1 << 20,
+    force: ForceOpt = False,
+    fmt: FormatOpt = Format.text,
+) -> None:
+    """Per step, the sends on each link and how full the link is; --draw: link usage over steps and a
+    timeline in the alpha-beta model."""
+    from smtcoll.check.schedule import check_schedule
+    from smtcoll.draw.schedule import schedule_table
+    from smtcoll.formats import load_schedule
+
+    refuse_overwrite(force, draw)
+    schedule = load_schedule(path)
+    verdict = check_schedule(schedule, str(path)).verdict
+    data = {"file": str(path), **schedule_table(schedule), "verdict": verdict}
+    if draw is not None:
+        need_matplotlib("--draw", draw)
+        from smtcoll.draw.schedule import draw_schedule
+
+        draw_schedule(schedule, draw, size)
+    if fmt is Format.json:
+        print_json(data)
+        return
+    typer.echo(f"{path}: {schedule.name or 'schedule'}: {data['collective']} on {data['topology']}, "
+               f"{count(data['steps'], 'step')}, {count(data['rounds'], 'round')}, "
+               f"{count(data['chunks'], 'chunk')} per input, {count(data['sends'], 'send')}; checker: {verdict}")
+    rows = [("step", "rounds", "link", "bw", "sends", "load", "chunks")]
+    for st in data["per_step"]:
+        for k, u in enumerate(st["links"] or [None]):
+            first = (str(st["step"]), str(st["rounds"])) if k == 0 else ("", "")
+            if u is None:
+                rows.append((*first, "-", "", "0", "", ""))
+                continue
+            rows.append((*first, f"{u['src']}->{u['dst']}", str(u["bandwidth"]), str(u["sends"]),
+                         f"{u['load']:.2f}", _ranks(tuple(u["chunks"]))))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for r in rows:
+        typer.echo("  " + "  ".join(c.rjust(w) if i in (0, 1, 3, 4, 5) else c.ljust(w)
+                                   for i, (c, w) in enumerate(zip(r, widths))).rstrip())
+    if draw is not None:
+        typer.echo(f"drawing written to {draw}")

@@ -9,25 +9,28 @@ from typing import Annotated
 import typer
 
 from smtcoll.cli.app import Format, app, print_json
-from smtcoll.errors import EXIT_UNUSABLE, InputError
+from smtcoll.cli.options import MAX_TIMEOUT_S, FormatOpt
+from smtcoll.errors import EXIT_LIMIT, EXIT_UNUSABLE, EXIT_WRONG, InputError
 from smtcoll.proofs.solvers import DEFAULT_TIMEOUT_S
-from smtcoll.vocabulary import VERDICT_TEXT, VERDICTS
+from smtcoll.vocabulary import CERTIFICATE_VERDICTS, VERDICT_TEXT
 
 proof_app = typer.Typer(help="Optimality certificates: re-check them.", no_args_is_help=True)
 app.add_typer(proof_app, name="proof")
 
-FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="text for people, json for scripts")]
 
 
 @proof_app.command("check")
 def check_command(
-    paths: Annotated[list[Path], typer.Argument(help="certificate files (.json) or directories of them")],
-    timeout: Annotated[float, typer.Option(help="time limit per solver per formula, in seconds", min=1.0)]
+    paths: Annotated[list[Path], typer.Argument(metavar="PATH",
+                                                help="certificate files (.json) or directories of them")],
+    timeout: Annotated[float, typer.Option(metavar="SECONDS", min=1.0, max=MAX_TIMEOUT_S,
+                                           help="time limit per solver per formula, in seconds")]
     = DEFAULT_TIMEOUT_S,
     fmt: FormatOpt = Format.text,
 ) -> None:
     """Re-check certificates: hashes, claims, witnesses recomputed, formulas regenerated and re-solved by
-    z3 and cvc5. Exit 0: every claim holds; 1: a certificate is wrong; 2: unusable input."""
+    z3 and cvc5. Exit 0: every claim holds; 1: a certificate is wrong; 2: unusable input; 3: a solver gave
+    no answer within --timeout (not re-proved, not shown wrong)."""
     for p in paths:
         if not p.exists():
             raise InputError(str(p), "no such file or directory")
@@ -47,11 +50,11 @@ def check_command(
     if fmt is Format.json:
         print_json([r.to_json() for r in results])
     else:
-        counts = {v: sum(r.verdict == v for r in results) for v in VERDICTS}
+        counts = {v: sum(r.verdict == v for r in results) for v in CERTIFICATE_VERDICTS}
         typer.echo(f"{len(results)} certificate(s): {counts['ok']} ok, {counts['error']} wrong, "
-                   f"{counts['unusable']} unusable")
+                   f"{counts['unusable']} unusable, {counts['timeout']} timeout"
+                   + (" (not re-proved in time: raise --timeout)" if counts["timeout"] else ""))
     # SystemExit, not typer.Exit: the exit code must survive any way the app is run
-    if any(r.verdict == "error" for r in results):
-        sys.exit(1)
-    if any(r.verdict == "unusable" for r in results):
-        sys.exit(EXIT_UNUSABLE)
+    for verdict, code in (("error", EXIT_WRONG), ("unusable", EXIT_UNUSABLE), ("timeout", EXIT_LIMIT)):
+        if any(r.verdict == verdict for r in results):
+            sys.exit(code)

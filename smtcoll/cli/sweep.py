@@ -49,38 +49,50 @@ def _nodes(text: str) -> tuple[int, ...]:
 
 @app.command("sweep")
 def sweep_command(
-    topology: Annotated[list[str], typer.Option("--topology", "-t", help="a built-in name (ndv2, ring:8) or a "
+    topology: Annotated[list[str], typer.Option("--topology", "-t", metavar="NAME|FILE",
+                                                help="a built-in name (ndv2, ring:8) or a "
                                                 "topology .toml file; repeat or separate with commas")],
-    collective: Annotated[list[str], typer.Option("--collective", "-c", help="collectives, e.g. "
+    collective: Annotated[list[str], typer.Option("--collective", "-c", metavar="NAME|FILE", help="collectives, e.g. "
                                                   "allreduce,allgather (built-in names or .toml files)")],
-    output: Annotated[Path, typer.Option("--output", "-o", help="the algorithm directory to write (only XML "
+    output: Annotated[Path, typer.Option("--output", "-o", metavar="DIR",
+                                         help="the algorithm directory to write (only XML "
                                          "files; the manifest, report and plot go to OUTPUT.sweep/)")],
-    nodes: Annotated[str, typer.Option(help="node counts, e.g. 1,2,4 (composed through the NIC model)")] = "1",
-    sizes: Annotated[str, typer.Option(help="buffer sizes to cover, LOW:HIGH, both included (nBytes as the "
+    nodes: Annotated[str, typer.Option(metavar="N[,N...]",
+                                       help="node counts, e.g. 1,2,4 (composed through the NIC model)")] = "1",
+    sizes: Annotated[str, typer.Option(metavar="LOW:HIGH",
+                                       help="buffer sizes to cover, LOW:HIGH, both included (nBytes as the "
                                        "runtime counts it)")] = "1KiB:4GiB",
-    runtime: Annotated[Runtime, typer.Option(help="the runtime(s) to write for; both: OUTPUT/executor and "
+    runtime: Annotated[Runtime, typer.Option(metavar="executor|legacy|both",
+                                             help="the runtime(s) to write for; both: OUTPUT/executor and "
                                              "OUTPUT/legacy")] = Runtime.executor,
-    timeout: Annotated[float, typer.Option(help="the synthesizer's time limit per task in seconds (the best "
+    timeout: Annotated[float, typer.Option(metavar="SECONDS",
+                                           help="the synthesizer's time limit per task in seconds (the best "
                                            "frontier found by then is used)")] = 60.0,
-    max_chunks: Annotated[int, typer.Option(help="the most chunks per input on the Pareto frontier")] = 4,
-    max_steps: Annotated[Optional[int], typer.Option(help="give up above this many steps")] = None,
-    task_timeout: Annotated[Optional[float], typer.Option(help="kill a task after this many seconds "
+    max_chunks: Annotated[int, typer.Option(metavar="C", help="the most chunks per input on the Pareto frontier")] = 4,
+    max_steps: Annotated[Optional[int], typer.Option(metavar="S", help="give up above this many steps")] = None,
+    task_timeout: Annotated[Optional[float], typer.Option(metavar="SECONDS", help="kill a task after this many seconds "
                                                           "(default: 2 x --timeout + 60)")] = None,
-    task_memory: Annotated[str, typer.Option(help="address-space limit of a task, e.g. 4GiB (0: none)")] = "4GiB",
-    workers: Annotated[Optional[int], typer.Option(help="worker processes of the local Dask cluster "
+    task_memory: Annotated[str, typer.Option(metavar="SIZE",
+                                             help="address-space limit of a task, e.g. 4GiB (0: none)")] = "4GiB",
+    workers: Annotated[Optional[int], typer.Option(metavar="N", help="worker processes of the local Dask cluster "
                                                    "(default: the number of CPUs)")] = None,
-    scheduler: Annotated[Optional[str], typer.Option(help="attach to this Dask scheduler (tcp://host:8786) "
+    scheduler: Annotated[Optional[str], typer.Option(metavar="ADDRESS",
+                                                     help="attach to this Dask scheduler (tcp://host:8786) "
                                                      "instead of starting a local cluster")] = None,
-    scheduler_file: Annotated[Optional[Path], typer.Option(help="attach to the Dask scheduler described by "
+    scheduler_file: Annotated[Optional[Path], typer.Option(metavar="FILE",
+                                                           help="attach to the Dask scheduler described by "
                                                            "this file (dask scheduler --scheduler-file)")] = None,
-    cache: Annotated[Optional[Path], typer.Option(help="the task cache folder (default: OUTPUT.sweep/cache)")] = None,
-    alpha_us: Annotated[float, typer.Option("--alpha-us", help="latency per step (µs) of links without "
+    cache: Annotated[Optional[Path], typer.Option(metavar="DIR",
+                                                  help="the task cache folder (default: OUTPUT.sweep/cache)")] = None,
+    alpha_us: Annotated[float, typer.Option("--alpha-us", metavar="US", help="latency per step (µs) of links without "
                                             "timing")] = 1.0,
-    gbps_per_unit: Annotated[float, typer.Option("--gbps-per-unit", help="GB/s per unit of bandwidth of "
+    gbps_per_unit: Annotated[float, typer.Option("--gbps-per-unit", metavar="GBPS",
+                                                 help="GB/s per unit of bandwidth of "
                                                  "links without timing")] = 25.0,
-    prove: Annotated[bool, typer.Option("--prove", help="write certificates of the frontier's claims into "
+    prove: Annotated[bool, typer.Option("--prove", metavar="", help="write certificates of the frontier's claims into "
                                         "OUTPUT.sweep/proofs")] = False,
-    fmt: Annotated[Format, typer.Option("--format", "-f", help="text for people, json (the manifest) for "
+    fmt: Annotated[Format, typer.Option("--format", metavar="text|json",
+                                        help="text for people, json (the manifest) for "
                                         "scripts")] = Format.text,
 ) -> None:
     """Synthesize, select by size, lower and verify the algorithms of a whole cluster, on Dask."""

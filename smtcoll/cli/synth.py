@@ -9,22 +9,35 @@ runtime limit and the option that avoids it).
 from __future__ import annotations
 
 import enum
-import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
 from smtcoll import limits, specs
 from smtcoll.cli.app import Format, app, print_json
 from smtcoll.cli.lower import Protocol, Target
+from smtcoll.cli.options import (
+    MAX_CHUNKS,
+    CollectiveOpt,
+    ForceOpt,
+    FormatOpt,
+    NodesOpt,
+    RootOpt,
+    TimeoutOpt,
+    TopologyOpt,
+    refuse_overwrite,
+)
+from smtcoll.cli.progress import solver_progress
+from smtcoll.draw import need_matplotlib  # no matplotlib import until it is called
 from smtcoll.errors import ModelError, NotVerified, NotWritten, OutputError, TooLarge
-from smtcoll.files import check_writable
 from smtcoll.formats import save_schedule
 from smtcoll.lower import CannotLower, LowerOptions, RejectedSchedule
 from smtcoll.model import Schedule
-from smtcoll.synth.result import Attempt, SynthResult
+from smtcoll.text import count
+
+if TYPE_CHECKING:
+    from smtcoll.synth.result import SynthResult
 
 EXIT = {"found": 0, "infeasible": 1, "timeout": 3}
 
@@ -41,67 +54,66 @@ class Strategy(str, enum.Enum):
     pareto = "pareto"
 
 
-def _progress() -> Callable[[Attempt], None] | None:
-    """One line per solver question on stderr, only for a person watching a terminal."""
-    if not sys.stderr.isatty():
-        return None
-    from rich.console import Console
-
-    console = Console(stderr=True, highlight=False)
-    colors = {"sat": "green", "unsat": "yellow", "timeout": "red"}
-
-    def show(a: Attempt) -> None:
-        rounds = "any" if a.rounds is None else str(a.rounds)
-        console.print(f"  steps {a.steps:>3}  rounds <= {rounds:>4}  chunks {a.chunks:>2}  {a.method:<9}  "
-                      f"[{colors.get(a.verdict, 'white')}]{a.verdict:<8}[/]  {a.seconds:7.2f} s")
-
-    return show
+Count = Optional[int]
 
 
 @app.command("synth")
 def synth(
-    topology: Annotated[str, typer.Option("--topology", "-t", help="a built-in name (dgx1, ring:8) or a .toml file")],
-    collective: Annotated[str, typer.Option("--collective", "-c", help="a built-in name (allgather) or a .toml file")],
-    root: Annotated[Optional[int], typer.Option(help="root rank of a rooted collective")] = None,
-    chunks: Annotated[int, typer.Option(help="split every chunk in C (instance, least-steps)")] = 1,
-    steps: Annotated[Optional[int], typer.Option(help="steps S (instance strategy)")] = None,
-    rounds: Annotated[Optional[int], typer.Option(help="rounds R in all (default: one per step)")] = None,
+    topology: TopologyOpt,
+    collective: CollectiveOpt,
+    root: RootOpt = None,
+    chunks: Annotated[int, typer.Option(metavar="C", min=1, max=MAX_CHUNKS,
+                                        help="split every chunk in C (instance, least-steps)")] = 1,
+    steps: Annotated[Count, typer.Option(metavar="S", min=1, help="steps S (instance strategy)")] = None,
+    rounds: Annotated[Count, typer.Option(metavar="R", min=1, help="rounds R in all (default: one per step)")] = None,
     strategy: Annotated[Optional[Strategy], typer.Option(
-        help="instance (with --steps), least-steps (default) or pareto")] = None,
-    max_steps: Annotated[Optional[int], typer.Option(help="least-steps/pareto: give up above this many steps "
-                                                          "(default: lower bound + 2 * ranks)")] = None,
-    max_chunks: Annotated[int, typer.Option(help="pareto: the most chunks per input to consider")] = 6,
-    timeout: Annotated[Optional[float], typer.Option(help="time limit in seconds for the whole run, every phase "
-                                                          "included (exit 3 when reached)")] = None,
+        metavar="instance|least-steps|pareto", help="instance (with --steps), least-steps (default) or pareto")] = None,
+    max_steps: Annotated[Count, typer.Option(metavar="S", min=1, help="least-steps/pareto: give up above this "
+                                             "many steps (default: lower bound + 2 * ranks)")] = None,
+    max_chunks: Annotated[int, typer.Option(metavar="C", min=1, max=MAX_CHUNKS,
+                                            help="pareto: the most chunks per input to consider")] = 6,
+    timeout: TimeoutOpt = None,
     max_memory: Annotated[Optional[int], typer.Option(
-        "--max-memory", help="memory cap in MB (default: 3/4 of the memory, at most 4096); an encoding estimated "
-                             "not to fit is not tried (exit 3, or 2 for --strategy instance)", min=64)] = None,
-    max_cells: Annotated[int, typer.Option("--max-cells", help="refuse collectives with more ranks x chunks "
-                                           "(after --chunks)", min=1)] = limits.MAX_CELLS,
-    nodes: Annotated[int, typer.Option(help="compose this many nodes through the NIC model")] = 1,
-    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="write the schedule (JSON) here")] = None,
-    xml: Annotated[Optional[Path], typer.Option(help="also lower the schedule to MSCCL XML (verified before it "
-                                                     "is written; exit 4 when it cannot be written)")] = None,
-    runtime: Annotated[Target, typer.Option(help="--xml: the runtime(s) the file is for, as in smtcoll lower")]
-    = Target.auto,
-    instances: Annotated[int, typer.Option(help="--xml: replicate over this many channels", min=1, max=32)] = 1,
-    protocol: Annotated[Protocol, typer.Option(help="--xml: NCCL protocol of the kernel")] = Protocol.Simple,
-    prove: Annotated[Optional[Path], typer.Option(help="write certificates of every claim the result rests on "
-                                                       "into this folder (re-check: smtcoll proof check)")] = None,
-    method: Annotated[Method, typer.Option(help="least-steps: exact (the SMT search), scale (the large-instance "
-                                                "engine: seconds, with its gap to the bound) or auto (the engine, "
-                                                "then the exact search up to 16 ranks)")] = Method.auto,
-    fmt: Annotated[Format, typer.Option("--format", "-f", help="text for people, json for scripts")] = Format.text,
+        "--max-memory", metavar="MB", help="memory cap in MB (default: 3/4 of the memory, at most 4096); an encoding "
+        "estimated not to fit is not tried (exit 3, or 2 for --strategy instance)", min=64)] = None,
+    max_cells: Annotated[int, typer.Option("--max-cells", metavar="N", help="refuse collectives with more ranks x "
+                                           "chunks (after --chunks)", min=1)] = limits.MAX_CELLS,
+    nodes: NodesOpt = 1,
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", metavar="FILE",
+                                                   help="write the schedule (JSON) here")] = None,
+    out_dir: Annotated[Optional[Path], typer.Option("--dir", "-d", metavar="DIR", file_okay=False,
+                                                    help="write every schedule found (each Pareto point) into DIR, "
+                                                         "named after its instance: allgather-dgx1-s2-r3-c2.json")
+                       ] = None,
+    xml: Annotated[Optional[Path], typer.Option(metavar="FILE|DIR", help="also lower the schedule to MSCCL XML "
+                                                "(verified before it is written; exit 4 when it cannot be written; "
+                                                "see smtcoll lower); a directory (a path without .xml): every schedule "
+                                                "found, named after its instance")] = None,
+    runtime: Annotated[Target, typer.Option(metavar="auto|both|executor|legacy",
+                                            help="--xml: the runtime(s) the file is for, as in smtcoll lower")
+                       ] = Target.auto,
+    instances: Annotated[int, typer.Option(metavar="N", help="--xml: replicate over this many channels", min=1,
+                                           max=32)] = 1,
+    protocol: Annotated[Protocol, typer.Option(metavar="Simple|LL|LL128", help="--xml: NCCL protocol of the kernel")
+                        ] = Protocol.Simple,
+    plot: Annotated[Optional[Path], typer.Option(metavar="FILE.png|FILE.svg", help="pareto: plot the frontier, "
+                                                 "the pruned points and the lower bounds")] = None,
+    prove: Annotated[Optional[Path], typer.Option(metavar="DIR", help="write certificates of every claim the result "
+                                                  "rests on into DIR (re-check: smtcoll proof check)")] = None,
+    method: Annotated[Method, typer.Option(metavar="auto|exact|scale", help="least-steps: exact (the SMT search), "
+                                           "scale (the large-instance engine: seconds, with its gap to the bound) "
+                                           "or auto (the engine, then the exact search up to 16 ranks)")
+                      ] = Method.auto,
+    force: ForceOpt = False,
+    fmt: FormatOpt = Format.text,
 ) -> None:
     """Synthesize a schedule with the fewest steps, one instance, or the whole Pareto frontier."""
-    for name, value, low in (("--chunks", chunks, 1), ("--steps", steps, 1), ("--rounds", rounds, 1),
-                             ("--max-steps", max_steps, 1), ("--max-chunks", max_chunks, 1), ("--nodes", nodes, 1)):
-        if value is not None and value < low:
-            raise ModelError(name, f"must be >= {low}, got {value}")
+    # the lower ends and --timeout's range are declared on the options (typer checks them); the upper ends
+    # of what the encoding can hold are smtcoll.limits'
     limits.check_timeout(timeout)
     for name, value, high in (("--steps", steps, limits.MAX_ROUNDS), ("--rounds", rounds, limits.MAX_ROUNDS),
                               ("--max-steps", max_steps, limits.MAX_ROUNDS), ("--chunks", chunks, limits.MAX_CHUNKS),
-                              ("--max-chunks", max_chunks, 64)):
+                              ("--max-chunks", max_chunks, MAX_CHUNKS)):
         if value is not None and value > high:
             raise TooLarge(name, f"= {value}: at most {high}")
     chosen = strategy or (Strategy.instance if steps is not None else Strategy.least_steps)
@@ -112,11 +124,15 @@ def synth(
     if chosen is Strategy.pareto and (chunks != 1 or rounds is not None):
         raise ModelError("--chunks/--rounds", "pareto searches every rounds and chunks count itself; "
                                               "bound it with --max-chunks and --max-steps")
+    if plot is not None and chosen is not Strategy.pareto:
+        raise ModelError("--plot", "draws the Pareto frontier: use it with --strategy pareto")
     if rounds is not None and steps is not None and rounds < steps:
         raise ModelError("--rounds", f"= {rounds}: rounds must be >= steps ({steps})")
-    for path in (output, xml):
-        if path is not None:
-            check_writable(path)  # before any work: a device or a folder is refused now, not after the search
+    xml_dir = xml is not None and (xml.is_dir() or xml.suffix.lower() != ".xml")
+    # before any work: an existing file (without --force), a device or a folder is refused now, not after the search
+    refuse_overwrite(force, output, None if xml_dir else xml, plot)
+    if plot is not None:
+        need_matplotlib("--plot", plot)
     memory = max_memory if max_memory is not None else limits.default_memory_mb()
     with limits.cell_limit(max_cells):
         topo = specs.resolve_topology(topology, nodes)
@@ -138,30 +154,49 @@ def synth(
     limits.cap_memory(memory)
     from smtcoll.synth import strategies
 
-    progress = _progress()
     try:
-        if chosen is Strategy.instance:
-            assert steps is not None
-            result = strategies.instance(topo, base, steps, rounds, chunks, timeout, progress, max_memory_mb=memory)
-        elif chosen is Strategy.least_steps:
-            from smtcoll.synth.scale import run
+        with solver_progress() as progress:
+            if chosen is Strategy.instance:
+                assert steps is not None
+                result = strategies.instance(topo, base, steps, rounds, chunks, timeout, progress,
+                                             max_memory_mb=memory)
+            elif chosen is Strategy.least_steps:
+                from smtcoll.synth.scale import run
 
-            result = run.least_steps(topo, base, method.value, rounds, chunks, max_steps, timeout, progress,
-                                     max_memory_mb=memory)
-        else:
-            result = strategies.pareto(topo, base, max_chunks, max_steps, timeout, progress, max_memory_mb=memory)
+                result = run.least_steps(topo, base, method.value, rounds, chunks, max_steps, timeout, progress,
+                                         max_memory_mb=memory)
+            else:
+                result = strategies.pareto(topo, base, max_chunks, max_steps, timeout, progress,
+                                           max_memory_mb=memory)
     finally:
         z3.set_param("memory_max_size", 0)  # z3's default (no cap): the cap is this command's, not the process's
-    schedule = result.schedule
+    schedule = _named(result.schedule, base.name, topo.name)
+    found = [s for s in (_named(p.schedule, base.name, topo.name) for p in result.points) if s is not None]
+    if schedule is not None and not found:
+        found = [schedule]
+    written: list[Path] = []
     xml_error: str | None = None
+    lowering = LowerOptions(instances, protocol.value, runtime.value)
     if schedule is not None:
-        schedule = schedule.renamed(f"{base.name} on {topo.name}: {len(schedule.steps)} steps, "
-                                    f"{schedule.rounds} rounds, {schedule.collective.chunk_factor} chunk(s)")
         if output is not None:
             save_schedule(schedule, output)
+            written.append(output)
+        if out_dir is not None:
+            written += write_all(found, out_dir, ".json", force)
         if xml is not None:
-            xml_error = _lower(schedule, xml, LowerOptions(instances, protocol.value, runtime.value))
+            if xml_dir:
+                xml_written, xml_error = write_all_xml(found, xml, force, lowering)
+                written += xml_written
+            else:
+                xml_error = _lower(schedule, xml, lowering)
+                written += [xml] if xml_error is None else []
+    if plot is not None:
+        from smtcoll.draw.pareto import draw_pareto
+
+        draw_pareto(result, f"{base.name} on {topo.name}", plot)
+        written.append(plot)
     data = result.to_json()
+    data["files"] = [str(w) for w in written]
     if xml is not None:
         data["xml"] = {"file": str(xml), "written": schedule is not None and xml_error is None, "error": xml_error}
     if prove is not None:
@@ -172,8 +207,9 @@ def synth(
         print_json(data)
     else:
         _text(result, topo.name, base.name, output if schedule is not None else None)
-        if xml is not None and schedule is not None and xml_error is None:
-            typer.echo(f"MSCCL XML written to {xml} (verified)")
+        for w in written:
+            if w != output:
+                typer.echo(f"written: {w}" + (" (MSCCL XML, verified)" if w.suffix == ".xml" else ""))
         for c in data.get("certificates", []):
             typer.echo(f"certificate {c['file']}: {c['claim']}" if c["file"] else f"not certified: {c['claim']}: "
                        f"{c['why']}")
@@ -182,6 +218,13 @@ def synth(
         if result.status == "found":
             raise typer.Exit(NotWritten.exit_code)
     raise typer.Exit(EXIT[result.status])
+
+
+def _named(schedule: Schedule | None, coll: str, topo: str) -> Schedule | None:
+    """The schedule named after its instance (`allgather-dgx1-s3-r7-c6`): its file name and XML name."""
+    if schedule is None:
+        return None
+    return schedule.renamed(schedule.instance.label(coll, topo))  # not validated again: its parts are unchanged
 
 
 def _lower(schedule: Schedule, xml: Path, options: LowerOptions) -> str | None:
@@ -199,26 +242,63 @@ def _lower(schedule: Schedule, xml: Path, options: LowerOptions) -> str | None:
     return None
 
 
+def _paths(schedules: list[Schedule], folder: Path, suffix: str, force: bool) -> list[Path]:
+    """`folder/<instance name><suffix>` for every schedule, the folder created; existing files are refused
+    unless `force`, all of them before anything is written."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise OutputError(str(folder), f"cannot create the folder: {e.strerror or e}") from None
+    paths = [folder / f"{s.name}{suffix}" for s in schedules]
+    refuse_overwrite(force, *paths)
+    return paths
+
+
+def write_all(schedules: list[Schedule], folder: Path, suffix: str, force: bool) -> list[Path]:
+    """Every schedule into `folder` as `<instance name>.json`, like msccl-tools' `pareto-optimal -d DIR`."""
+    paths = _paths(schedules, folder, suffix, force)
+    for s, p in zip(schedules, paths):
+        save_schedule(s, p)
+    return paths
+
+
+def write_all_xml(schedules: list[Schedule], folder: Path, force: bool,
+                  options: LowerOptions) -> tuple[list[Path], str | None]:
+    """Every schedule lowered into `folder` as `<instance name>.xml`, each verified before it is written; the
+    files written and the first reason a file could not be (exit 4), None when all were."""
+    written: list[Path] = []
+    error: str | None = None
+    for s, p in zip(schedules, _paths(schedules, folder, ".xml", force)):
+        why = _lower(s, p, options)
+        if why is None:
+            written.append(p)
+        elif error is None:
+            error = f"{p.name}: {why}"
+    return written, error
+
+
 def _text(result: SynthResult, topo: str, coll: str, output: Path | None) -> None:
     echo = typer.echo
     lb = result.lower_bound
     s = result.schedule
     if result.status == "found" and s is not None:
-        echo(f"found: {coll} on {topo}: {len(s.steps)} steps, {s.rounds} rounds, {s.collective.chunk_factor} "
-             f"chunk(s) ({sum(len(x.sends) for x in s.steps)} sends); accepted by the checker")
+        echo(f"found: {coll} on {topo}: {count(len(s.steps), 'step')}, {count(s.rounds, 'round')}, "
+             f"{count(s.collective.chunk_factor, 'chunk')} ({count(sum(len(x.sends) for x in s.steps), 'send')}); "
+             "accepted by the checker")
     else:
         echo(f"{result.status}: {result.message}")
     if result.method != "exact":
         echo(f"method: {result.method}")
     if result.optimal.get("why") and "steps" in result.optimal:
-        echo(f"optimal: {result.optimal['steps']} steps ({result.optimal['why']})")
+        echo(f"optimal: {count(result.optimal['steps'], 'step')} ({result.optimal['why']})")
     elif result.gap:
-        echo(f"gap to the lower bound: {result.gap['gap_steps']} step(s), {result.gap['gap_rounds']} round(s)")
+        gap = result.gap
+        echo(f"gap to the lower bound: {count(gap['gap_steps'], 'step')}, {count(gap['gap_rounds'], 'round')}")
     if lb["steps"] is None:  # answered before any bound: the reachability witness is the message
-        echo(f"{len(result.attempts)} solver call(s), {result.seconds:.2f} s")
+        echo(f"{count(len(result.attempts), 'solver call')}, {result.seconds:.2f} s")
         return
-    echo(f"lower bounds: {lb['steps']} steps with any rounds ({lb['steps_why']}); {lb['rounds']} rounds, "
-         f"rounds/chunk >= {lb['rounds_per_chunk_exact']} ({lb['rounds_why']})")
+    echo(f"lower bounds: {count(lb['steps'], 'step')} with any rounds ({lb['steps_why']}); "
+         f"{count(lb['rounds'], 'round')}, rounds/chunk >= {lb['rounds_per_chunk_exact']} ({lb['rounds_why']})")
     if result.strategy == "pareto":
         unproved = " (found so far, not proved complete)" if result.status != "found" else ""
         echo(f"Pareto frontier{unproved} (steps, rounds, chunks, rounds/chunk):" if result.points
@@ -232,11 +312,11 @@ def _text(result: SynthResult, topo: str, coll: str, output: Path | None) -> Non
             echo(f"  {what}: {p.why}")
     for v in result.variants:
         if "steps" in v:
-            echo(f"variant {v['method']}: {v['steps']} steps, {v['rounds']} rounds")
+            echo(f"variant {v['method']}: {count(v['steps'], 'step')}, {count(v['rounds'], 'round')}")
         else:
             echo(f"variant {v['method']}: {v.get('status')} {v.get('why', '')}".rstrip())
     if result.status == "found" and s is not None and result.message:
         echo(result.message)
     if output is not None:
         echo(f"schedule written to {output}")
-    echo(f"{len(result.attempts)} solver call(s), {result.seconds:.2f} s")
+    echo(f"{count(len(result.attempts), 'solver call')}, {result.seconds:.2f} s")

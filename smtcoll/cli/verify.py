@@ -23,6 +23,7 @@ from smtcoll.check.discover import expand
 from smtcoll.check.files import check_files
 from smtcoll.check.report import Report
 from smtcoll.cli.app import app
+from smtcoll.cli.options import MAX_CHUNKS, RootOpt, Runtime, RuntimeOpt
 from smtcoll.cli.verify_output import FORMATTERS, format_text, select_findings, strict_findings, summary
 from smtcoll.cli.verify_times import lower_bound
 from smtcoll.errors import EXIT_UNUSABLE, SmtcollError
@@ -40,12 +41,6 @@ class OutputFormat(str, enum.Enum):
     junit = "junit"
     github = "github"
     sarif = "sarif"
-
-
-class Runtime(str, enum.Enum):
-    executor = "executor"
-    legacy = "legacy"
-    any = "any"
 
 
 def exit_code(reports: list[Report]) -> int:
@@ -102,63 +97,78 @@ def wants_color() -> bool:
 
 @app.command("verify")
 def verify(
-    paths: Annotated[list[str], typer.Argument(help="MSCCL XML programs, schedules (smtcoll, SCCL, TACCL, TE-CCL, "
-                                                    "ForestColl, transfer logs), directories or globs")],
-    fmt: Annotated[OutputFormat, typer.Option("--format", "-f", help="text for people, json for scripts, junit "
-                                                                      "(JUnit XML), github (annotations) and "
-                                                                      "sarif (code scanning) for CI")
-                   ] = OutputFormat.text,
-    topology: Annotated[Optional[str], typer.Option(help="XML: map connections to links of this topology (a "
-                                                         "name or .toml) and estimate the time; schedules: check "
-                                                         "them on this topology (docs/formats.md)")] = None,
-    input_format: Annotated[str, typer.Option("--input-format", help="auto (by content), " + ", ".join(
-        INPUT_FORMATS[1:]))] = "auto",
-    collective: Annotated[Optional[str], typer.Option(help="check the programs against this collective (a built-in "
-                                                           "name or a .toml spec) instead of their coll")] = None,
-    root: Annotated[Optional[int], typer.Option(help="root rank of broadcast, reduce, gather, scatter")] = None,
-    runtime: Annotated[str, typer.Option(help="the runtime that must accept the files: executor, legacy or any")
-                       ] = "any",
-    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="also print informational findings")] = False,
-    jobs: Annotated[Optional[int], typer.Option(help="worker processes (default: up to 4, only for 8+ files)",
-                                                min=1)] = None,
-    max_bytes: Annotated[int, typer.Option(help="refuse files larger than this many bytes, before parsing them",
-                                           min=1)] = DEFAULTS.max_bytes,
-    max_ranks: Annotated[int, typer.Option(help="refuse XML programs with more ranks (ngpus, <gpu> elements)",
-                                           min=1)] = DEFAULTS.max_ranks,
-    max_chunks: Annotated[int, typer.Option(help="refuse XML programs with more chunks per buffer over all ranks "
-                                              "(ngpus x nchunksperloop)", min=1)] = DEFAULTS.max_chunks,
-    max_tbs: Annotated[int, typer.Option(help="refuse XML programs with more <tb> elements in all",
-                                         min=1)] = DEFAULTS.max_tbs,
-    max_steps: Annotated[int, typer.Option(help="refuse XML programs with more <step> elements in all",
-                                           min=1)] = DEFAULTS.max_steps,
-    max_pieces: Annotated[int, typer.Option(help="refuse XML programs whose steps move more chunk pieces in all "
-                                                "(sum of cnt)", min=1)] = DEFAULTS.max_pieces,
-    strict: Annotated[bool, typer.Option("--strict", help="make every warning an error (after --select and "
+    paths: Annotated[list[str], typer.Argument(
+        metavar="PATH", help="MSCCL XML programs, schedules (smtcoll, SCCL, TACCL, TE-CCL, ForestColl, transfer "
+        "logs), directories or globs")],
+    fmt: Annotated[OutputFormat, typer.Option(
+        "--format", metavar="text|json|junit|github|sarif", help="text for people, json for scripts, junit "
+        "(JUnit XML), github (annotations) and sarif (code scanning) for CI")] = OutputFormat.text,
+    topology: Annotated[Optional[str], typer.Option(
+        "--topology", "-t", metavar="NAME|FILE", help="XML: map connections to links of this topology (a name "
+        "or .toml) and estimate the time; schedules: check them on this topology (docs/formats.md)")] = None,
+    input_format: Annotated[str, typer.Option(
+        "--input-format", metavar="FORMAT", help="auto (by content), " + ", ".join(INPUT_FORMATS[1:]))] = "auto",
+    collective: Annotated[Optional[str], typer.Option(
+        "--collective", "-c", metavar="NAME|FILE", help="check the programs against this collective (a built-in "
+        "name or a .toml spec) instead of their coll")] = None,
+    root: RootOpt = None,
+    runtime: RuntimeOpt = Runtime.any,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", metavar="",
+                                          help="also print informational findings")] = False,
+    jobs: Annotated[Optional[int], typer.Option(
+        metavar="N", min=1, help="worker processes (default: up to 4, only for 8+ files)")] = None,
+    max_bytes: Annotated[int, typer.Option(
+        metavar="BYTES", min=1, help="refuse files larger than this many bytes, before parsing them")
+    ] = DEFAULTS.max_bytes,
+    max_ranks: Annotated[int, typer.Option(
+        metavar="N", min=1, help="refuse XML programs with more ranks (ngpus, <gpu> elements)")] = DEFAULTS.max_ranks,
+    max_chunks: Annotated[int, typer.Option(
+        metavar="N", min=1, help="refuse XML programs with more chunks per buffer over all ranks "
+        "(ngpus x nchunksperloop)")] = DEFAULTS.max_chunks,
+    max_tbs: Annotated[int, typer.Option(
+        metavar="N", min=1, help="refuse XML programs with more <tb> elements in all")] = DEFAULTS.max_tbs,
+    max_steps: Annotated[int, typer.Option(
+        metavar="N", min=1, help="refuse XML programs with more <step> elements in all")] = DEFAULTS.max_steps,
+    max_pieces: Annotated[int, typer.Option(
+        metavar="N", min=1, help="refuse XML programs whose steps move more chunk pieces in all (sum of cnt)")
+    ] = DEFAULTS.max_pieces,
+    strict: Annotated[bool, typer.Option("--strict", metavar="", help="make every warning an error (after --select and "
                                                           "--ignore), including dead-read, dead-race and "
                                                           "dead-double-count (defects whose data reaches no output)")] = False,
     select: Annotated[list[str], typer.Option("--select", metavar="CODES", help="report only findings with these "
                                               "codes or code prefixes (comma-separated, repeatable)")] = [],
     ignore: Annotated[list[str], typer.Option("--ignore", metavar="CODES", help="drop findings with these codes or "
                                               "code prefixes (comma-separated, repeatable)")] = [],
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="print the findings only: no verdict per file, "
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", metavar="", help="print the findings only: no verdict per file, "
                                                               "no summary")] = False,
     output_file: Annotated[Optional[str], typer.Option("--output-file", metavar="PATH", help="write the report "
                                                        "(in --format) to PATH instead of stdout; stdout gets the "
                                                        "summary line")] = None,
     exclude: Annotated[list[str], typer.Option("--exclude", metavar="GLOB", help="skip files and directories "
                                                "whose name or path matches (repeatable)")] = [],
-    only_algorithms: Annotated[bool, typer.Option("--only-algorithms", help="skip named files that are not "
+    only_algorithms: Annotated[bool, typer.Option("--only-algorithms", metavar="", help="skip named files that are not "
                                                   "algorithm files or are --exclude'd, as the directory walk "
                                                   "does (the pre-commit hook uses this)")] = False,
-    chunks: Annotated[Optional[int], typer.Option(help="chunks per rank's input of the --collective .toml spec "
-                                                       "(default: 1, or as the program's buffers show)",
-                                                  min=1)] = None,
+    chunks: Annotated[Optional[int], typer.Option(
+        metavar="C", min=1, max=MAX_CHUNKS, help="chunks per rank's input of the --collective .toml spec "
+        "(default: 1, or as the program's buffers show)")] = None,
 ) -> None:
     """Verify MSCCL XML programs and step schedules: exit 0 verified, 1 wrong, 2 unusable input."""
-    if runtime not in {r.value for r in Runtime}:
-        raise SmtcollError(f"--runtime {runtime!r}: expected executor, legacy or any")
+    if collective is not None and not collective.endswith(".toml") and not Path(collective).is_file():
+        from smtcoll.check.postconditions import BUILTIN
+        from smtcoll.library import did_you_mean
+
+        if collective not in BUILTIN:
+            hint = did_you_mean(collective, sorted(BUILTIN))
+            raise SmtcollError(f"--collective {collective!r}: not a built-in postcondition"
+                               + (f"; did you mean {hint!r}?" if hint else "")
+                               + f" ({', '.join(sorted(BUILTIN))}) nor a .toml spec file")
     if input_format not in INPUT_FORMATS:
-        raise SmtcollError(f"--input-format {input_format!r}: expected {', '.join(INPUT_FORMATS)}")
+        from smtcoll.library import did_you_mean
+
+        hint = did_you_mean(input_format, list(INPUT_FORMATS))
+        raise SmtcollError(f"--input-format {input_format!r}: expected {', '.join(INPUT_FORMATS)}"
+                           + (f"; did you mean {hint!r}?" if hint else ""))
     check_jobs(jobs)
     files = expand(paths, codes(exclude), only_algorithms)
     if not files:
@@ -168,17 +178,11 @@ def verify(
             return
         raise SmtcollError("no algorithm files (MSCCL XML, schedule JSON) found in " + ", ".join(paths))
     topo = specs.resolve_topology(topology) if topology else None
-    if collective is not None and not collective.endswith(".toml") and not Path(collective).is_file():
-        from smtcoll.check.postconditions import BUILTIN
-
-        if collective not in BUILTIN:
-            raise SmtcollError(f"--collective {collective!r}: not a built-in postcondition "
-                               f"({', '.join(sorted(BUILTIN))}) nor a .toml spec file")
     limits = Limits(max_bytes=max_bytes, max_ranks=max_ranks, max_chunks=max_chunks, max_tbs=max_tbs,
                     max_steps=max_steps, max_pieces=max_pieces)
     if chunks is not None and collective is None:
         raise SmtcollError("--chunks applies to the spec given with --collective")
-    reports = check_files(files, runtime, collective, root, topo, jobs, limits, chunks=chunks, strict=strict,
+    reports = check_files(files, runtime.value, collective, root, topo, jobs, limits, chunks=chunks, strict=strict,
                           input_format=input_format, bound=lower_bound)
     reports = select_findings(reports, codes(select), codes(ignore))
     if strict:

@@ -71,8 +71,8 @@ def check_options(o: LowerOptions) -> None:
         raise CannotLower(f"unknown protocol {o.protocol!r} (choose from {', '.join(PROTOCOLS)})")
     if o.mode not in MODES:
         raise CannotLower(f"unknown mode {o.mode!r} (choose from {', '.join(MODES)})")
-    for name, v in (("--min-bytes", o.min_bytes), ("--max-bytes", o.max_bytes)):
+    for name, v in (("--min-buffer-bytes", o.min_bytes), ("--max-buffer-bytes", o.max_bytes)):
         if v is not None and not 0 <= v < 1 << 63:
             raise CannotLower(f"{name} must be between 0 and 2^63-1, got {v}")
     if o.min_bytes is not None and o.max_bytes and o.max_bytes < o.min_bytes:
-        raise CannotLower(f"--max-bytes {o.max_bytes} is below --min-bytes {o.min_bytes}: never selected")
+        raise CannotLower(f"--max-buffer-bytes {o.max_bytes} is below --min-buffer-bytes {o.min_bytes}: never selected")

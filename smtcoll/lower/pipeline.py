@@ -44,7 +44,7 @@ def lower(schedule: Schedule, options: LowerOptions = LowerOptions()) -> Lowered
     layout = recognize(coll)
     targets = runtimes_for(layout.kind, options.runtime)
     if "legacy" in targets and options.max_bytes == 0:
-        raise CannotLower("--max-bytes 0 means no limit for the executor but never selected for the legacy "
+        raise CannotLower("--max-buffer-bytes 0 means no limit for the executor but never selected for the legacy "
                           "runtime; give a positive value or --runtime executor")
     modes = {"outofplace": [False], "inplace": [True], "both": [False, True]}[options.mode]
     items = transfers(schedule)

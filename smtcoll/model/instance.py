@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import attrs
 
 from smtcoll.errors import ModelError
@@ -28,3 +30,11 @@ class Instance:
     @property
     def rounds_per_chunk(self) -> float:
         return self.rounds / self.chunks
+
+    def label(self, collective: str, topology: str) -> str:
+        """A name for this instance that is safe as a file name and an MSCCL `name` attribute, in the
+        style of msccl-tools' output names: `allgather-dgx1-s3-r7-c6`."""
+        def part(text: str) -> str:
+            return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "x"
+
+        return f"{part(collective)}-{part(topology)}-s{self.steps}-r{self.rounds}-c{self.chunks}"

@@ -25,7 +25,7 @@ from smtcoll.model import Collective, Topology
 from smtcoll.proofs.claim import Claim
 from smtcoll.proofs.encoding import ENCODER, encode
 from smtcoll.proofs.solvers import DEFAULT_TIMEOUT_S, SolverRun, solve_all
-from smtcoll.vocabulary import Verdict
+from smtcoll.vocabulary import CertificateVerdict
 
 if TYPE_CHECKING:
     from smtcoll import bounds
@@ -143,10 +143,11 @@ def _runs(items: Iterable[SolverRun]) -> tuple[SolverRun, ...]:
 @attrs.frozen
 class CheckResult:
     """`verdict`: ok (the claim holds), error (the certificate does not prove its claim), unusable
-    (it cannot be read, or a solver could not run)."""
+    (it cannot be read, or a solver could not run), timeout (everything checks, but a solver gave no
+    answer within the time limit: the claim is not re-proved, and nothing shows it wrong either)."""
 
     file: str
-    verdict: Verdict
+    verdict: CertificateVerdict
     claim: str = ""
     method: str = ""
     messages: tuple[str, ...] = attrs.field(default=(), converter=_strs)
@@ -159,6 +160,10 @@ class CheckResult:
 
 class _Wrong(Exception):
     pass
+
+
+class _TimedOut(Exception):
+    """A solver answered unknown (its time limit, or it gave up): no verdict on the certificate."""
 
 
 def check_certificate(path: Path | str, timeout_s: float = DEFAULT_TIMEOUT_S) -> CheckResult:
@@ -210,6 +215,8 @@ def check_certificate(path: Path | str, timeout_s: float = DEFAULT_TIMEOUT_S) ->
         return CheckResult(file, "error", stated, method, [*notes, str(e)], solvers)
     except _Unusable as e:
         return CheckResult(file, "unusable", stated, method, [*notes, str(e)], solvers)
+    except _TimedOut as e:
+        return CheckResult(file, "timeout", stated, method, [*notes, str(e), _answers(solvers)], solvers)
     return CheckResult(file, "ok", stated, method, notes, solvers)
 
 
@@ -273,11 +280,20 @@ def _check_smt(cert_path: Path, smt: Any, claim: Claim, topo: Topology, coll: Co
     sat = [v.solver for v in solvers if v.verdict == "sat"]
     if sat:
         raise _Wrong(f"{' and '.join(sat)} find(s) the formula satisfiable: a schedule exists, the claim is false")
-    unknown = [f"{v.solver} ({v.reason or 'unknown'})" for v in solvers if v.verdict != "unsat"]
+    # both must answer unsat; a solver that gives up proves nothing either way (verdict timeout, exit 3)
+    unknown = [v.solver for v in solvers if v.verdict != "unsat"]
     if unknown:
-        raise _Wrong(f"not re-proved within {timeout_s:g} s by {', '.join(unknown)}")
-    notes.append(", ".join(f"{v.solver} {v.version}: unsat ({v.seconds:.2f} s)" for v in solvers))
+        proved = ", ".join(f"{v.solver}: unsat" for v in solvers if v.verdict == "unsat")
+        raise _TimedOut(f"not re-proved within {timeout_s:g} s by {' and '.join(unknown)}"
+                        + (f" ({proved})" if proved else ""))
+    notes.append(_answers(solvers))
     return notes
+
+
+def _answers(solvers: Iterable[SolverRun]) -> str:
+    """Each solver's version, answer (and why it gave no answer) and time, for the report."""
+    return ", ".join(f"{v.solver} {v.version}: {v.verdict}" + (f" [{v.reason}]" if v.verdict == "unknown" and v.reason
+                     else "") + f" ({v.seconds:.2f} s)" for v in solvers)
 
 
 def certificate_files(paths: list[Path]) -> list[Path]:

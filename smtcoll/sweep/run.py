@@ -17,6 +17,7 @@ import json
 import os
 import subprocess
 import sys
+from collections import deque
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -29,9 +30,12 @@ from smtcoll.sweep.tasks import FAULT_ENV, MEMORY_ENV, Task
 
 ATTEMPTS = 2  # a failed task is retried once
 # The local cluster's scheduler: a worker that dies fails its task at once (the sweep retries it once
-# itself, ATTEMPTS), and a worker holds only the task it runs (no queue on the worker), so that a worker's
-# death is blamed on that task alone.
+# itself, ATTEMPTS). Dask fails *every* task assigned to a dying worker, so a worker must hold only the task
+# it runs: `run_tasks` submits a task only to a worker with a free thread (scheduler-side queuing,
+# worker-saturation, covers only Dask's "root-ish" tasks: a retry submitted late is not one, and was queued
+# behind a running task, where another task's crash of that worker failed it as KilledWorker).
 CLUSTER_CONFIG = {"distributed.scheduler.allowed-failures": 0, "distributed.scheduler.worker-saturation": 1.0}
+POLL_S = 1.0  # while tasks wait for a free worker: how often to look for one (a restarted worker, say)
 
 
 class ClusterError(SmtcollError):
@@ -56,7 +60,7 @@ class Where:
 def execute(payload: dict[str, Any], limits: Limits, fault: str | None = None) -> dict[str, Any]:
     """Run one task in a child process under `limits` (this function runs on a Dask worker).
 
-    `fault` is a test-only hook (tests/test_sweep_run.py): "raise" raises here, "exit" kills this worker
+    `fault` is a test-only hook (tests/sweep/test_sweep_run.py): "raise" raises here, "exit" kills this worker
     process, "hang" and "memory" make the child exceed its time or memory limit."""
     if fault == "raise":
         raise RuntimeError("injected failure (test hook)")
@@ -134,48 +138,68 @@ def run_tasks(tasks: Sequence[Task], limits: Limits, where: Where, cache: Cache,
         progress("start", done, 0, 0, total)
     if not todo:
         return results
-    from distributed import as_completed
+    from distributed import wait
 
     client, cluster = _client(where)
     try:
-        by_future: dict[Any, tuple[Task, int, list[str]]] = {}
+        queue: deque[tuple[Task, int, list[str]]] = deque((t, 1, []) for t in todo)
+        running: dict[Any, tuple[Task, int, list[str], str]] = {}  # future -> task, attempt, reasons, worker
 
-        def submit(t: Task, attempt: int, reasons: list[str]) -> Any:
+        def submit(t: Task, attempt: int, reasons: list[str], worker: str) -> None:
             fault = (faults or {}).get(t.key())
+            # loose: should the worker vanish before the task reaches it, any worker takes the task
             f = client.submit(execute, t.payload(), limits, fault, key=f"smtcoll-sweep-{t.key()[:16]}-{attempt}",
-                              pure=False)
-            by_future[f] = (t, attempt, reasons)
-            return f
+                              pure=False, workers=[worker], allow_other_workers=True)
+            running[f] = (t, attempt, reasons, worker)
 
-        slots = max(1, sum(client.nthreads().values()))
-        pending = as_completed([submit(t, 1, []) for t in todo])
-        if progress:
-            progress("update", done, min(len(todo), slots), failed, total)
-        for fut in pending:
-            t, attempt, reasons = by_future.pop(fut)
-            try:
-                res = fut.result()
-            except Exception as e:
-                res = {"status": "failed", "why": _why(e)}
-            fut.release()
-            if res.get("status") == "ok":
-                cache.put(t.key(), res)
-                results[t.key()] = res
-                done += 1
-            elif attempt < ATTEMPTS:
-                pending.add(submit(t, attempt + 1, [*reasons, res.get("why", "unknown")]))
-            else:
-                why = [*reasons, res.get("why", "unknown")]
-                results[t.key()] = {"status": "failed", "why": why[-1], "attempts": why}
-                done += 1
-                failed += 1
+        while queue or running:
+            if queue:
+                for worker in _free_threads(client, [w for *_, w in running.values()]):
+                    if not queue:
+                        break
+                    submit(*queue.popleft(), worker)
+                if not running:  # no worker at all (all restarting, or none joined yet): wait for one
+                    client.wait_for_workers(1)
+                    continue
             if progress:
-                progress("update", done, min(len(by_future), slots), failed, total)
+                progress("update", done, len(running), failed, total)
+            try:
+                finished, _ = wait(list(running), timeout=POLL_S if queue else None, return_when="FIRST_COMPLETED")
+            except TimeoutError:
+                continue  # look for a free worker again
+            for fut in sorted(finished, key=lambda f: str(f.key)):
+                t, attempt, reasons, _worker = running.pop(fut)
+                try:
+                    res = fut.result()
+                except Exception as e:
+                    res = {"status": "failed", "why": _why(e)}
+                fut.release()
+                if res.get("status") == "ok":
+                    cache.put(t.key(), res)
+                    results[t.key()] = res
+                    done += 1
+                elif attempt < ATTEMPTS:
+                    queue.append((t, attempt + 1, [*reasons, res.get("why", "unknown")]))
+                else:
+                    why = [*reasons, res.get("why", "unknown")]
+                    results[t.key()] = {"status": "failed", "why": why[-1], "attempts": why}
+                    done += 1
+                    failed += 1
+        if progress:
+            progress("update", done, 0, failed, total)
     finally:
         client.close()
         if cluster is not None:
             cluster.close()
     return results
+
+
+def _free_threads(client: Any, busy: list[str]) -> list[str]:
+    """One entry per idle worker thread (worker address, sorted), given the workers our running tasks hold."""
+    free = []
+    for worker, threads in sorted(client.nthreads().items()):
+        free += [worker] * max(0, threads - busy.count(worker))
+    return free
 
 
 def _why(e: BaseException) -> str:

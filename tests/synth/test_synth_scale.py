@@ -1,0 +1,121 @@
+"""The large-instance engine on small instances: every method's schedule is accepted by the checker, is
+never below the lower bound, and meets it where the method is exact (never timings)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from smtcoll import library
+from smtcoll.bounds import check_witness, lower_bounds, search_bounds
+from smtcoll.check.schedule import check_schedule
+from smtcoll.synth.scale import engine, translate
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _run(topo: str, coll: str, nodes: int = 1, chunks: int = 1) -> engine.Scaled:
+    t = library.topology(topo, nodes)
+    return engine.synthesize(t, library.collective(coll, t.ranks, None, chunks))
+
+
+@pytest.mark.parametrize("topo, coll, method, steps", [
+    ("torus2d:4x4", "allgather", "translate", 4),
+    ("torus2d:6x6", "allgather", "translate", 9),  # ceil(35 / 4): the tail search fills the last step
+    ("hypercube:4", "allgather", "translate", 4),
+    ("ring:8", "allgather", "translate", 4),
+    ("hypercube:4", "alltoall", "translate", 8),  # chunk-hops: 512 over 64 links
+    ("torus2d:4x4", "alltoall", "translate", 8),  # half of the antipodal packets go each way
+    ("ring:8", "reducescatter", "dual of translate", 4),
+    ("hypercube:3", "allreduce", "recursive doubling", 3),
+    ("mesh2d:4x4", "allgather", "greedy", 8),
+    ("line:4", "broadcast", "greedy", 3),
+    ("dgx1", "reduce", "dual of greedy", 2),
+])
+def test_methods_reach_the_bound(topo: str, coll: str, method: str, steps: int) -> None:
+    r = _run(topo, coll)
+    assert check_schedule(r.schedule).verdict == "ok"
+    assert r.method.startswith(method)
+    assert len(r.schedule.steps) == steps == r.bounds.least_steps(True, 1)
+    assert r.to_json()["gap_steps"] == 0
+
+
+@pytest.mark.parametrize("topo, coll, nodes, chunks", [
+    ("ring:8", "allreduce", 1, 1),  # reduce + broadcast
+    ("dgx1", "allreduce", 1, 8),  # reducescatter + allgather
+    ("a100", "alltoall", 2, 1),
+    ("dgx1", "alltoall", 1, 2),
+    ("ring:16", "alltoall", 1, 1),  # a translate cannot split the half-way packets: 36 vs 32
+    ("line:5", "gather", 1, 1),
+])
+def test_methods_never_beat_the_bound(topo: str, coll: str, nodes: int, chunks: int) -> None:
+    r = _run(topo, coll, nodes, chunks)
+    assert check_schedule(r.schedule).verdict == "ok"
+    gap = r.to_json()
+    assert gap["gap_steps"] >= 0 and gap["gap_rounds"] >= 0
+    assert len(r.schedule.steps) <= 3 * r.bounds.least_steps(True, chunks)  # a sanity bar: quality is benchmarked
+
+
+def test_deterministic() -> None:
+    a, b = _run("torus2d:4x4", "alltoall"), _run("torus2d:4x4", "alltoall")
+    assert a.schedule.steps == b.schedule.steps
+    c, d = _run("a100", "allgather", 2), _run("a100", "allgather", 2)
+    assert c.schedule.steps == d.schedule.steps
+
+
+def test_group_detection_only_where_links_are_translates() -> None:
+    assert translate.group_of(library.topology("torus2d:3x5")).dims == (3, 5)
+    assert translate.group_of(library.topology("hypercube:3")).dims == (2, 2, 2)
+    assert translate.group_of(library.topology("ring:6").reversed()) is not None
+    assert translate.group_of(library.topology("mesh2d:3x3")) is None
+    assert translate.group_of(library.topology("dgx1")) is None
+
+
+def test_unreachable_rank_is_no_schedule() -> None:
+    from smtcoll.model import Link, Topology
+
+    t = Topology("two-pairs", 4, [Link(0, 1), Link(1, 0), Link(2, 3), Link(3, 2)])
+    with pytest.raises(engine.NoSchedule):
+        engine.synthesize(t, library.collective("allgather", 4))
+
+
+def test_hops_bound_and_its_witness() -> None:
+    t, c = library.topology("torus2d:8x8"), library.collective("alltoall", 64)
+    b = lower_bounds(t, c, lp=False)
+    assert b.hops.value == 64 and b.hops.witness["chunk_hops"] == 16384 and b.hops.witness["capacity"] == 256
+    assert check_witness("hops", b.hops.witness, t, c) == 64
+    assert search_bounds(t, c).rounds(1) == 64
+
+
+def test_search_bounds_agree_with_lower_bounds() -> None:
+    for topo, coll, nodes in [("a100", "allgather", 2), ("ring:8", "alltoall", 1), ("dgx1", "reducescatter", 1)]:
+        t = library.topology(topo, nodes)
+        c = library.collective(coll, t.ranks)
+        s, full = search_bounds(t, c), lower_bounds(t, c)
+        assert s.steps.value == full.steps.value
+        assert s.rounds(1) == full.rounds.value
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "smtcoll", *args], capture_output=True, text=True, cwd=ROOT,
+                          timeout=300)
+
+
+def test_synth_reports_the_method_and_gap() -> None:
+    r = cli("synth", "-t", "ring:16", "-c", "alltoall", "--method", "scale", "-f", "json")
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert d["status"] == "found" and d["method"].startswith("scale: translate")
+    assert d["steps"] == 36 and d["gap"]["steps_bound"] == 32 and d["gap"]["gap_steps"] == 4
+    assert d["optimal"]["proved"] is False and d["lower_bound"]["rounds"] == 32
+
+
+def test_synth_auto_at_the_bound_needs_no_search() -> None:
+    r = cli("synth", "-t", "hypercube:5", "-c", "allgather", "-f", "json")
+    d = json.loads(r.stdout)
+    assert r.returncode == 0 and d["steps"] == 7 and d["optimal"]["proved"]
+    assert [a["method"] for a in d["attempts"]] == ["scale"]
