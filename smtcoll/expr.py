@@ -47,6 +47,7 @@ class Expr:
     text: str
     variables: frozenset[str]
     _fn: Fn = attrs.field(eq=False, repr=False)
+    tree: ast.expr | None = attrs.field(default=None, eq=False, repr=False)  # the checked syntax tree
 
     def evaluate(self, env: Env) -> int:
         try:
@@ -73,7 +74,7 @@ def parse(text: str, allowed: frozenset[str] | set[str], where: str = "") -> Exp
         raise ModelError(where, f"expression too complex ({count} nodes, at most {MAX_NODES})")
     used: set[str] = set()
     fn = _compile(tree.body, frozenset(allowed), used, where, text)
-    return Expr(text, frozenset(used), fn)
+    return Expr(text, frozenset(used), fn, tree.body)
 
 
 def _compile(node: ast.AST, allowed: frozenset[str], used: set[str], where: str, text: str) -> Fn:
@@ -138,3 +139,20 @@ def _compile(node: ast.AST, allowed: frozenset[str], used: set[str], where: str,
             return lambda env: f_then(env) if f_test(env) else f_else(env)
         case _:
             raise bad(f"{type(node).__name__} is not allowed")
+
+
+def rank_equals(e: Expr) -> Expr | None:
+    """E when `e` is `rank == E` or `rank == E and ...` (or `E == rank`) with E free of `rank`: then `e`
+    is false, without evaluating anything else, at every rank but E's value."""
+    node = e.tree
+    if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And):
+        node = node.values[0]
+    if not (isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], ast.Eq)):
+        return None
+    left, right = node.left, node.comparators[0]
+    for side, other in ((left, right), (right, left)):
+        if isinstance(side, ast.Name) and side.id == "rank":
+            used: set[str] = set()
+            fn = _compile(other, frozenset(e.variables), used, "", e.text)
+            return None if "rank" in used else Expr(ast.unparse(other), frozenset(used), fn, other)
+    return None

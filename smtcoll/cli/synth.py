@@ -12,7 +12,6 @@ import enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional
 
-import attrs
 import typer
 
 from smtcoll import limits, specs
@@ -225,7 +224,7 @@ def _named(schedule: Schedule | None, coll: str, topo: str) -> Schedule | None:
     """The schedule named after its instance (`allgather-dgx1-s3-r7-c6`): its file name and XML name."""
     if schedule is None:
         return None
-    return attrs.evolve(schedule, name=schedule.instance.label(coll, topo))
+    return schedule.renamed(schedule.instance.label(coll, topo))  # not validated again: its parts are unchanged
 
 
 def _lower(schedule: Schedule, xml: Path, options: LowerOptions) -> str | None:

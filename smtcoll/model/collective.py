@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import bisect
 import functools
+import itertools
+import operator
 from collections.abc import Iterable
 
 import attrs
@@ -10,6 +13,7 @@ import attrs
 from smtcoll.errors import ModelError
 
 Relation = tuple[tuple[int, int], ...]  # sorted (rank, chunk) pairs
+_CHUNK = operator.itemgetter(1)
 
 
 def _ints(items: Iterable[int]) -> tuple[int, ...]:
@@ -17,7 +21,9 @@ def _ints(items: Iterable[int]) -> tuple[int, ...]:
 
 
 def _relation(pairs: Iterable[tuple[int, int]]) -> Relation:
-    return tuple(sorted({(int(r), int(c)) for r, c in pairs}))
+    # sort first, then drop repeats in order: sorting a set of a million pairs is slow (scattered in
+    # memory), while pairs that arrive sorted, as the built-ins' do, sort in one pass
+    return tuple(dict.fromkeys(sorted((int(r), int(c)) for r, c in pairs)))
 
 
 @attrs.frozen
@@ -46,7 +52,12 @@ class Collective:
         if self.root is not None and not (0 <= self.root < self.ranks):
             raise ModelError("root", f"= {self.root}: rank out of range (collective has {self.ranks} ranks)")
         for field in ("pre", "post"):
-            for r, c in getattr(self, field):
+            relation = getattr(self, field)
+            chunks = set(map(_CHUNK, relation))  # map and itemgetter: C loops, for a million pairs
+            if not relation or (relation[0][0] >= 0 and relation[-1][0] < self.ranks  # sorted by rank
+                                and min(chunks) >= 0 and max(chunks) < self.chunks):
+                continue  # all in range; otherwise the loop below names the first pair out of range
+            for r, c in relation:
                 if not 0 <= r < self.ranks:
                     raise ModelError(field, f"rank {r} out of range ({self.ranks} ranks)")
                 if not 0 <= c < self.chunks:
@@ -56,7 +67,9 @@ class Collective:
         for c, a in enumerate(self.address):
             if not isinstance(a, int) or a < 0:
                 raise ModelError(f"address[{c}]", f"must be an integer >= 0, got {a!r}")
-        held = {c for _, c in self.pre}
+        held = set(map(_CHUNK, self.pre))
+        if set(map(_CHUNK, self.post)) <= held:
+            return
         for r, c in self.post:
             if c not in held:
                 raise ModelError("post", f"rank {r} must end with chunk {c}, which no rank holds at the start")
@@ -89,10 +102,9 @@ class Collective:
 
     @functools.cached_property
     def post_sets(self) -> tuple[frozenset[int], ...]:
-        sets: list[set[int]] = [set() for _ in range(self.ranks)]
-        for r, c in self.post:
-            sets[r].add(c)
-        return tuple(frozenset(s) for s in sets)
+        # `post` is sorted by rank: each rank's chunks are one slice of it
+        bounds = [bisect.bisect_left(self.post, (r,)) for r in range(self.ranks + 1)]
+        return tuple(frozenset(map(_CHUNK, self.post[lo:hi])) for lo, hi in itertools.pairwise(bounds))
 
     def with_chunks(self, factor: int) -> Collective:
         """Split every chunk in `factor` pieces: chunk c becomes c*factor + j, address a*factor + j."""

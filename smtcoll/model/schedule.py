@@ -50,9 +50,17 @@ class Schedule:
         if self.topology.ranks != self.collective.ranks:
             raise ModelError("collective", f"has {self.collective.ranks} ranks but the topology has "
                                            f"{self.topology.ranks}")
+        n = self.topology.ranks
         for i, step in enumerate(self.steps):
             if not isinstance(step.rounds, int) or isinstance(step.rounds, bool) or step.rounds < 1:
                 raise ModelError(f"steps[{i}].rounds", f"must be an integer >= 1, got {step.rounds!r}")
+            # the distinct values are few (at most the ranks and addresses): check those, and walk the
+            # sends one by one only to name the first bad one
+            ends = {s.src for s in step.sends} | {s.dst for s in step.sends}
+            chunks = {s.chunk for s in step.sends}
+            if (all(isinstance(r, int) and 0 <= r < n for r in ends)
+                    and all(isinstance(c, int) and c >= 0 for c in chunks)):
+                continue
             for j, send in enumerate(step.sends):
                 w = f"steps[{i}].sends[{j}]"
                 for field in ("src", "dst"):
@@ -62,6 +70,13 @@ class Schedule:
                                                          f"(topology has {self.topology.ranks} ranks)")
                 if not isinstance(send.chunk, int) or send.chunk < 0:
                     raise ModelError(f"{w}.chunk", f"must be an integer >= 0, got {send.chunk!r}")
+
+    def renamed(self, name: str) -> Schedule:
+        """The same schedule under another name, without validating its (unchanged) parts again."""
+        copy = object.__new__(Schedule)
+        for field in attrs.fields(Schedule):
+            object.__setattr__(copy, field.name, name if field.name == "name" else getattr(self, field.name))
+        return copy
 
     @property
     def rounds(self) -> int:

@@ -106,7 +106,7 @@ def cli(*args: str) -> subprocess.CompletedProcess:
 
 
 def test_synth_reports_the_method_and_gap() -> None:
-    r = cli("synth", "-t", "ring:16", "-c", "alltoall", "--method", "scale", "-f", "json")
+    r = cli("synth", "-t", "ring:16", "-c", "alltoall", "--method", "scale", "--format", "json")
     assert r.returncode == 0, r.stderr
     d = json.loads(r.stdout)
     assert d["status"] == "found" and d["method"].startswith("scale: translate")
@@ -115,7 +115,7 @@ def test_synth_reports_the_method_and_gap() -> None:
 
 
 def test_synth_auto_at_the_bound_needs_no_search() -> None:
-    r = cli("synth", "-t", "hypercube:5", "-c", "allgather", "-f", "json")
+    r = cli("synth", "-t", "hypercube:5", "-c", "allgather", "--format", "json")
     d = json.loads(r.stdout)
     assert r.returncode == 0 and d["steps"] == 7 and d["optimal"]["proved"]
     assert [a["method"] for a in d["attempts"]] == ["scale"]
