@@ -154,12 +154,15 @@ def compute(payload: dict[str, Any]) -> dict[str, Any]:
                                      "lower_bound": result.lower_bound, "optimal": result.optimal},
                            "files": [], "rejected": [], "certificates": []}
     method = "pareto" if result.status == "found" else "pareto (time limit: frontier incomplete)"
+    if result.status != "found":  # the large-instance engine's schedule joins an incomplete frontier
+        scaled = _scaled(topo, base, o.max_steps)
+        if scaled is not None:
+            schedules.append(scaled.schedule)
+            method = f"{method} + large-instance engine ({scaled.method})" if len(schedules) > 1 else \
+                f"large-instance engine: {scaled.method} (the exact search: {status})"
     if not schedules:
-        fallback = _greedy(topo, base, result.lower_bound, o.max_steps)
-        if fallback is None:
-            out.update(status="failed", why=f"the synthesizer found no schedule ({status}: {result.message})")
-            return out
-        schedules, method = [fallback], f"greedy (the exact search: {status})"
+        out.update(status="failed", why=f"the synthesizer found no schedule ({status}: {result.message})")
+        return out
     cands = [Candidate(i, s, proto, inst, cost.predict(s, proto, inst, o.timing))
              for i, s in enumerate(schedules) for proto in cost.PROTOCOLS for inst in cost.INSTANCES]
     lb = result.lower_bound
@@ -175,19 +178,16 @@ def compute(payload: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _greedy(topo: Topology, base: Collective, lower_bound: dict[str, Any], max_steps: int | None) -> Schedule | None:
-    """Where the exact search gives no schedule within its budget: the greedy schedule (non-combining
-    collectives), with each step's rounds lowered to what its loads need, if the checker accepts it."""
-    from smtcoll.check.schedule import check_schedule
-    from smtcoll.synth.greedy import greedy_schedule
-    from smtcoll.synth.strategies import default_max_steps, tight_rounds
+def _scaled(topo: Topology, base: Collective, max_steps: int | None) -> Any:
+    """Where the exact search gives no complete frontier within its budget: the large-instance engine's
+    schedule (checked by the independent checker inside the engine), or None if it has none."""
+    from smtcoll.synth.scale.engine import synthesize
 
-    top = max_steps or default_max_steps(topo, int(lower_bound.get("steps") or 1))
-    found = greedy_schedule(topo, base, top)
-    if found is None:
+    try:
+        scaled = synthesize(topo, base)
+    except SmtcollError:
         return None
-    found = tight_rounds(found)
-    return found if check_schedule(found).verdict == "ok" else None
+    return None if max_steps is not None and len(scaled.schedule.steps) > max_steps else scaled
 
 
 def _select_and_write(cands: list[Candidate], sizes: SizeRange, runtime: str, label: str, nodes: int, kind: str,
