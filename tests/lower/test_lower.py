@@ -345,20 +345,12 @@ def test_chains_of_fused_forwards_keep_fifo_order(tmp_path: Path) -> None:
 def test_a_program_that_does_not_verify_is_not_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """If lowering ever produced a wrong program, `lower_to_file` would refuse to write it (the
     MSCCL_ALGO_DIR of the executor is poisoned by one bad file)."""
-    import attrs
 
     import smtcoll.lower.files as files
 
-    real = files.lower
+    from helpers.lowering import break_lowering
 
-    def broken(schedule: Schedule, options: LowerOptions):  # drop the last step of rank 0's first thread block
-        lowered = real(schedule, options)
-        g = lowered.program.gpus[0]
-        tb = attrs.evolve(g.tbs[0], steps=g.tbs[0].steps[:-1])
-        gpus = (attrs.evolve(g, tbs=(tb, *g.tbs[1:])), *lowered.program.gpus[1:])
-        return attrs.evolve(lowered, program=attrs.evolve(lowered.program, gpus=gpus))
-
-    monkeypatch.setattr(files, "lower", broken)
+    break_lowering(monkeypatch)
     out = tmp_path / "ag.xml"
     with pytest.raises(NotVerified) as failed:
         files.lower_to_file(load_schedule(SCCL / "Allgather.n8-DGX1-steps2.msccl.json"), out)

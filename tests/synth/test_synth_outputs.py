@@ -39,22 +39,13 @@ def test_infeasible_instance_is_certified(cli, tmp_path):
 def test_synth_never_reports_an_xml_file_it_did_not_write(tmp_path, capsys, monkeypatch):
     """When the lowered program fails the checker, `synth --xml` says so and exits 4 (found, but the XML could
     not be written), and no file exists."""
-    import attrs
     import pytest
 
-    import smtcoll.lower.files as files
     from smtcoll.cli import app, run_guarded
 
-    real = files.lower
+    from helpers.lowering import break_lowering
 
-    def broken(schedule, options):  # drop the last step of rank 0's first thread block
-        lowered = real(schedule, options)
-        g = lowered.program.gpus[0]
-        tb = attrs.evolve(g.tbs[0], steps=g.tbs[0].steps[:-1])
-        gpus = (attrs.evolve(g, tbs=(tb, *g.tbs[1:])), *lowered.program.gpus[1:])
-        return attrs.evolve(lowered, program=attrs.evolve(lowered.program, gpus=gpus))
-
-    monkeypatch.setattr(files, "lower", broken)
+    break_lowering(monkeypatch)
     xml = tmp_path / "ag.xml"
     with pytest.raises(SystemExit) as exit_:
         run_guarded(app, ["synth", "-t", "ring:4", "-c", "allgather", "--xml", str(xml)])
@@ -69,22 +60,13 @@ def test_synth_xml_directory_exits_4_when_a_point_cannot_be_written(tmp_path, ca
     exit code is 4 with the reason (as for `--xml FILE`)."""
     import json
 
-    import attrs
     import pytest
 
-    import smtcoll.lower.files as files
     from smtcoll.cli import app, run_guarded
 
-    real = files.lower
+    from helpers.lowering import break_lowering
 
-    def broken(schedule, options):  # drop the last step of rank 0's first thread block
-        lowered = real(schedule, options)
-        g = lowered.program.gpus[0]
-        tb = attrs.evolve(g.tbs[0], steps=g.tbs[0].steps[:-1])
-        gpus = (attrs.evolve(g, tbs=(tb, *g.tbs[1:])), *lowered.program.gpus[1:])
-        return attrs.evolve(lowered, program=attrs.evolve(lowered.program, gpus=gpus))
-
-    monkeypatch.setattr(files, "lower", broken)
+    break_lowering(monkeypatch)
     folder = tmp_path / "points"
     with pytest.raises(SystemExit) as exit_:
         run_guarded(app, ["synth", "-t", "ring:4", "-c", "allgather", "-d", str(folder), "--xml", str(folder),
