@@ -2,8 +2,9 @@
 
 Which method (docs/synth.md):
 - non-combining collectives: the translate construction where the topology is a ring, torus,
-  hypercube or fully connected and the collective is Allgather- or Alltoall-shaped; otherwise, or when
-  it misses the bound, the link-chunk greedy (and for up to 32 ranks also the older greedy), the best
+  hypercube or fully connected and the collective is Allgather- or Alltoall-shaped; for Alltoall-shaped
+  ones the LP-routed paths of `routing` (any topology); otherwise, or when these miss the bound, the
+  link-chunk greedy (and for up to 32 ranks also the older greedy), the best
   schedule kept;
 - ReduceScatter, Reduce (combining, with a non-combining dual): the reversal of a tree-shaped schedule
   of the dual on the reversed topology (every method above gives each rank each chunk once);
@@ -24,7 +25,7 @@ from smtcoll.check.schedule import check_schedule
 from smtcoll.errors import SmtcollError
 from smtcoll.model import Collective, Schedule, Send, Step, Topology
 from smtcoll.synth.combining import dual_collective, reverse_schedule
-from smtcoll.synth.scale import allreduce, greedy, translate
+from smtcoll.synth.scale import allreduce, greedy, routing, translate
 
 OLD_GREEDY_UP_TO = 32  # ranks: the per-chunk Python greedy of synth/greedy.py is slow beyond
 
@@ -81,6 +82,11 @@ def _plain(topo: Topology, coll: Collective, b: SearchBounds | None) -> tuple[Sc
         if len(t[0].steps) <= target:
             return t
     limit = 4 * topo.ranks * coll.chunks + 8
+    r = routing.routed_alltoall(topo, coll, limit)
+    if r is not None:
+        found.append((r, "LP-routed paths (HiGHS), store and forward"))
+        if len(r.steps) <= target:
+            return found[-1]
     g = greedy.greedy_schedule(topo, coll, limit)
     if g is not None:
         found.append((g, "greedy (link-chunk matching per step)"))
