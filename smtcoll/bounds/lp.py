@@ -133,7 +133,10 @@ def concurrent_flow(topo: Topology, commodities: Sequence[Commodity], link_cap: 
         return None
     # marginals of a minimization's <= rows are <= 0: the lengths are their negation, as fractions (the
     # certificate recomputes the bound they give exactly, so rounding only loses a little tightness)
-    lengths = [max(Fraction(0), Fraction(-d).limit_denominator(10**6)) for d in res.ineq_duals]
+    # (scaled so that the largest is 1 first: the bound is a ratio, invariant under scaling)
+    top = max((-d for d in res.ineq_duals), default=0.0)
+    lengths = [max(Fraction(0), Fraction(-d / top).limit_denominator(10**6)) if top > 0 else Fraction(0)
+               for d in res.ineq_duals]
     flows = tuple(tuple(res.x[i * m:(i + 1) * m]) for i in range(k))
     return FlowSolution(res.value, tuple(lengths[:m]), tuple(lengths[m:]), flows)
 
