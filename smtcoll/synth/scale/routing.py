@@ -1,12 +1,10 @@
 """Alltoall routed with a global view: a flow LP spreads the traffic over the bottleneck links and switch
 groups, its flows are rounded into one path per chunk, and the paths into steps.
 
-1. **LP** (HiGHS through `scipy.optimize.linprog`): one commodity per source rank (every chunk a source
-   sends, aggregated: P x links variables, not P^2 x links), flow conservation at every other rank with
-   its demand, and `sum of flows on a link <= bandwidth * T`, `sum over a switch group's links <= its
-   bandwidth * T` (the capacity model of `smtcoll.bounds.flow_network`: a switch group is one shared
-   capacity, a NIC shared by a node included); minimise T, then (a tiny weight) the total flow, so that
-   no flow circulates. T is the LP lower bound on the rounds for these chunks (`bounds.lp_bound`).
+1. **LP**: the bounds' concurrent flow LP (`smtcoll.bounds.lp.concurrent_flow`, HiGHS): one commodity
+   per source rank (P x links variables, not P^2 x links), flow conservation with the demands, and
+   `flow on a link <= bandwidth * T`, `through a switch group <= its bandwidth * T` (a switch group,
+   a NIC shared by a node included, is one shared capacity); minimise T, the LP bound on the rounds.
 2. **Paths**: each source's flow is decomposed into paths to its destinations (a standard flow
    decomposition), and each chunk takes, among the paths of its pair with LP flow left, the one whose
    busiest link or group is least loaded so far, then the most LP flow (a half-way chunk on a ring
@@ -20,6 +18,7 @@ Nothing here is trusted: the engine checks the schedule, and keeps it only when 
 from __future__ import annotations
 
 from collections import defaultdict
+from fractions import Fraction
 
 import attrs
 
@@ -47,57 +46,19 @@ def routed_alltoall(topo: Topology, coll: Collective, max_steps: int) -> Schedul
 
 def _lp_flows(topo: Topology, links: list[tuple[int, int]], pairs: dict[tuple[int, int], list[int]]
               ) -> dict[int, dict[tuple[int, int], float]] | None:
-    """source -> link -> flow of the LP optimum (only positive flows)."""
-    import numpy as np
-    from scipy.optimize import linprog
-    from scipy.sparse import coo_matrix
+    """source -> link -> flow of the concurrent flow LP's optimum (positive flows only), solved by the
+    bounds' LP layer (`smtcoll.bounds.lp.concurrent_flow`: the same LP `bounds` proves its rounds with)."""
+    from smtcoll.bounds.lp import Commodity, concurrent_flow
 
-    p, nl = topo.ranks, len(links)
     sources = sorted({s for s, _ in pairs})
-    demand: dict[tuple[int, int], int] = {k: len(v) for k, v in pairs.items()}
-    n = len(sources) * nl + 1
-    t_var = n - 1
-    rows, cols, vals, b_eq = [], [], [], []
-    row = 0
-    for si, s in enumerate(sources):
-        for v in range(p):
-            if v == s:
-                continue
-            for e, (a, b) in enumerate(links):
-                if v in (a, b):
-                    rows.append(row)
-                    cols.append(si * nl + e)
-                    vals.append(1.0 if b == v else -1.0)
-            b_eq.append(float(demand.get((s, v), 0)))
-            row += 1
-    a_eq = coo_matrix((vals, (rows, cols)), shape=(row, n)).tocsr()
-    rows, cols, vals, b_ub = [], [], [], []
-    row = 0
-    caps: list[tuple[list[int], int]] = [([e], topo.bandwidth(*links[e])) for e in range(nl)]
-    for g in topo.switches:
-        members = [e for e, (a, b) in enumerate(links) if a in g.srcs and b in g.dsts]
-        if members:
-            caps.append((members, g.bandwidth))
-    for members, bw in caps:
-        for si in range(len(sources)):
-            rows += [row] * len(members)
-            cols += [si * nl + e for e in members]
-            vals += [1.0] * len(members)
-        rows.append(row)
-        cols.append(t_var)
-        vals.append(-float(bw))
-        b_ub.append(0.0)
-        row += 1
-    a_ub = coo_matrix((vals, (rows, cols)), shape=(row, n)).tocsr()
-    cost = np.full(n, 1e-6)  # no circulating flow
-    cost[t_var] = 1.0
-    res = linprog(cost, A_ub=a_ub, b_ub=b_ub, A_eq=a_eq, b_eq=b_eq, bounds=(0, None), method="highs")
-    if res.status != 0:
+    commodities = [Commodity(frozenset({s}), {d: Fraction(len(c)) for (x, d), c in sorted(pairs.items()) if x == s})
+                   for s in sources]
+    sol = concurrent_flow(topo, commodities, [Fraction(l.bandwidth) for l in topo.links],
+                          [Fraction(g.bandwidth) for g in topo.switches])
+    if sol is None:
         return None
-    out: dict[int, dict[tuple[int, int], float]] = {}
-    for si, s in enumerate(sources):
-        out[s] = {links[e]: float(res.x[si * nl + e]) for e in range(nl) if res.x[si * nl + e] > 1e-7}
-    return out
+    return {s: {(topo.links[e].src, topo.links[e].dst): f for e, f in enumerate(sol.flows[i]) if f > 1e-7}
+            for i, s in enumerate(sources)}
 
 
 def _decompose(s: int, flow: dict[tuple[int, int], float], demand: dict[int, int]
@@ -144,7 +105,7 @@ class _Cand:
     left: float  # LP flow of this path not yet given to a chunk
 
 
-REROUTE_PASSES = 4
+REROUTE_PASSES = 12
 RELAY_PATHS_UP_TO = 64  # ranks: beyond, the candidate paths are the LP's only
 
 
@@ -166,6 +127,15 @@ def _choose_paths(topo: Topology, links: list[tuple[int, int]], pairs: dict[tupl
                 worst = max(worst, (gload[g] + 1) / topo.switches[g].bandwidth)
         return worst
 
+    def spread_cost(path: tuple[int, ...]) -> float:
+        # the sum of squared loads the path would add to: moves that lower no maximum still even out
+        total = 0.0
+        for a, b in zip(path, path[1:], strict=False):
+            total += ((load[(a, b)] + 1) / topo.bandwidth(a, b)) ** 2
+            for g in groups_of[(a, b)]:
+                total += ((gload[g] + 1) / topo.switches[g].bandwidth) ** 2
+        return total
+
     def put(path: tuple[int, ...], k: int) -> None:
         for a, b in zip(path, path[1:], strict=False):
             load[(a, b)] += k
@@ -179,13 +149,13 @@ def _choose_paths(topo: Topology, links: list[tuple[int, int]], pairs: dict[tupl
         options = _decompose(s, flows[s], demand)
         for d in sorted(demand):
             cands = [_Cand(path, amount) for path, amount in options.get(d, [])]
-            if not cands:
-                return []
             known = {c.path for c in cands}
             extra: list[tuple[int, ...]] = [(s, d)] if (s, d) in linkset else []
             if topo.ranks <= RELAY_PATHS_UP_TO:
                 extra += [(s, r, d) for r in range(topo.ranks) if (s, r) in linkset and (r, d) in linkset]
             cands += [_Cand(x, 0.0) for x in extra if x not in known]
+            if not cands:
+                return []
             for chunk in pairs[(s, d)]:
                 best = max(cands, key=lambda c: (c.left > 1e-6, -busiest(c.path), round(c.left, 6), -len(c.path)))
                 best.left -= 1
@@ -196,7 +166,7 @@ def _choose_paths(topo: Topology, links: list[tuple[int, int]], pairs: dict[tupl
         changed = False
         for i, (chunk, path) in enumerate(out):
             put(path, -1)
-            chosen = min(cands_of[i], key=lambda c: (busiest(c.path), len(c.path), c.path)).path
+            chosen = min(cands_of[i], key=lambda c: (busiest(c.path), spread_cost(c.path), len(c.path), c.path)).path
             put(chosen, 1)
             if chosen != path:
                 out[i] = (chunk, chosen)
