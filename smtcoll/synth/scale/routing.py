@@ -25,7 +25,7 @@ import attrs
 from smtcoll.model import Collective, Schedule, Send, Step, Topology
 from smtcoll.synth.scale.translate import alltoall_shape
 
-LP_MAX_VARIABLES = 200_000  # P x links: 1024 ranks on a torus would be 4 million
+LP_MAX_VARIABLES = 40_000  # P x links: HiGHS takes about 5 s CPU at 20,000 (a100 x 4), 15-20 s at 67,584 (dgx2 x 4)
 
 
 def routed_alltoall(topo: Topology, coll: Collective, max_steps: int) -> Schedule | None:
@@ -41,7 +41,10 @@ def routed_alltoall(topo: Topology, coll: Collective, max_steps: int) -> Schedul
     if flows is None:
         return None
     paths = _choose_paths(topo, links, pairs, flows)
-    return _store_and_forward(topo, coll, paths, max_steps)
+    # two priorities for the store and forward (each a few milliseconds): the fewer steps, the first on ties
+    found = [x for x in (_store_and_forward(topo, coll, paths, max_steps, critical) for critical in (False, True))
+             if x is not None]
+    return min(found, key=lambda x: len(x.steps)) if found else None
 
 
 def _lp_flows(topo: Topology, links: list[tuple[int, int]], pairs: dict[tuple[int, int], list[int]]
@@ -71,10 +74,10 @@ def _decompose(s: int, flow: dict[tuple[int, int], float], demand: dict[int, int
     for a, b in sorted(flow):
         out_edges[a].append(b)
     paths: dict[int, list[tuple[tuple[int, ...], float]]] = defaultdict(list)
-    for _ in range(10 * len(flow) + 10 * len(demand) + 10):
+    for _ in range(len(demand) * (len(flow) + 2) + 10):
         if all(x <= 1e-6 for x in left.values()):
             break
-        # depth-first along positive edges to a rank with demand left (the flow is acyclic by the cost)
+        # depth-first along positive edges to a rank with demand left, never revisiting a rank
         path = [s]
         seen = {s}
         while True:
@@ -82,7 +85,12 @@ def _decompose(s: int, flow: dict[tuple[int, int], float], demand: dict[int, int
             if v != s and left.get(v, 0) > 1e-6:
                 break
             nxt = [w for w in out_edges[v] if flow.get((v, w), 0) > 1e-6 and w not in seen]
-            if not nxt:
+            if not nxt:  # a dead end (rounding, or a cycle): drop its last edge and start again
+                if len(path) > 1:
+                    flow[(path[-2], path[-1])] = 0.0
+                    path = [s]
+                    seen = {s}
+                    continue
                 path = []
                 break
             w = max(nxt, key=lambda x: (flow[(v, x)], -x))
@@ -106,6 +114,7 @@ class _Cand:
 
 
 REROUTE_PASSES = 12
+REROUTE_BUDGET = 300_000  # candidate paths evaluated by the reroute passes in all: a count, not a clock
 RELAY_PATHS_UP_TO = 64  # ranks: beyond, the candidate paths are the LP's only
 
 
@@ -113,7 +122,8 @@ def _choose_paths(topo: Topology, links: list[tuple[int, int]], pairs: dict[tupl
                   flows: dict[int, dict[tuple[int, int], float]]) -> list[tuple[int, tuple[int, ...]]]:
     """(chunk, path) for every chunk: the rounding of the LP, then a few passes that take each chunk off
     its path and put it back on the candidate path whose busiest link or group is least loaded (the
-    candidates: the LP's paths for its pair, the direct link and, up to 64 ranks, every two-hop path)."""
+    candidates: the LP's paths for its pair, the direct link and, up to 64 ranks, every two-hop path),
+    within REROUTE_BUDGET candidate evaluations (deterministic: the same on a busy machine)."""
     groups_of = {(a, b): topo.switches_of(a, b) for a, b in links}
     linkset = set(links)
     load: dict[tuple[int, int], int] = defaultdict(int)
@@ -162,9 +172,13 @@ def _choose_paths(topo: Topology, links: list[tuple[int, int]], pairs: dict[tupl
                 put(best.path, 1)
                 out.append((chunk, best.path))
                 cands_of.append(cands)
+    evaluated = 0
     for _ in range(REROUTE_PASSES):
         changed = False
         for i, (chunk, path) in enumerate(out):
+            evaluated += len(cands_of[i])
+            if evaluated > REROUTE_BUDGET:
+                return out
             put(path, -1)
             chosen = min(cands_of[i], key=lambda c: (busiest(c.path), spread_cost(c.path), len(c.path), c.path)).path
             put(chosen, 1)
@@ -177,11 +191,27 @@ def _choose_paths(topo: Topology, links: list[tuple[int, int]], pairs: dict[tupl
 
 
 def _store_and_forward(topo: Topology, coll: Collective, paths: list[tuple[int, tuple[int, ...]]],
-                       max_steps: int) -> Schedule | None:
+                       max_steps: int, critical: bool = False) -> Schedule | None:
+    """`critical`: the chunk whose remaining hops cross the resource (link or switch group) with the
+    most work left, relative to its capacity, goes first; else the most hops to go first."""
     if not paths:
         return None
     links = sorted((l.src, l.dst) for l in topo.links)
     groups_of = {(a, b): topo.switches_of(a, b) for a, b in links}
+    work: dict[object, int] = defaultdict(int)  # chunks still to cross each link and group
+    for _, path in paths:
+        for a, b in zip(path, path[1:], strict=False):
+            work[(a, b)] += 1
+            for g in groups_of[(a, b)]:
+                work[g] += 1
+
+    def urgency(i: int) -> float:
+        path = paths[i][1]
+        worst = 0.0
+        for a, b in zip(path[at[i]:], path[at[i] + 1:], strict=False):
+            worst = max(worst, work[(a, b)] / topo.bandwidth(a, b),
+                        *(work[g] / topo.switches[g].bandwidth for g in groups_of[(a, b)]))
+        return worst
     at = [0] * len(paths)  # position along the path
     waiting: dict[tuple[int, int], list[int]] = defaultdict(list)  # link -> packets whose next hop it is
     for i, (_, path) in enumerate(paths):
@@ -197,10 +227,10 @@ def _store_and_forward(topo: Topology, coll: Collective, paths: list[tuple[int, 
         link_left = {link: topo.bandwidth(*link) for link in waiting}
         # every waiting chunk in one order, the most hops to go first (then a rotation by step): the
         # chunks on the long paths are the ones that can make the schedule longer
-        cand = sorted(((-(len(paths[i][1]) - 1 - at[i]), (i + t) % len(paths), i, link)
-                       for link, queue in waiting.items() for i in queue))
+        cand = sorted(((-urgency(i) if critical else 0.0, -(len(paths[i][1]) - 1 - at[i]), (i + t) % len(paths), i,
+                        link) for link, queue in waiting.items() for i in queue))
         moved: list[int] = []
-        for _, _, i, link in cand:
+        for _, _, _, i, link in cand:
             if link_left[link] <= 0 or any(group_left[g] <= 0 for g in groups_of[link]):
                 continue
             link_left[link] -= 1
@@ -215,6 +245,9 @@ def _store_and_forward(topo: Topology, coll: Collective, paths: list[tuple[int, 
             chunk, path = paths[i]
             u, v = path[at[i]], path[at[i] + 1]
             sends.append((coll.address[chunk], u, v))
+            work[(u, v)] -= 1
+            for g in groups_of[(u, v)]:
+                work[g] -= 1
             at[i] += 1
             if at[i] + 1 < len(path):
                 waiting[(path[at[i]], path[at[i] + 1])].append(i)
