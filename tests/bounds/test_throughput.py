@@ -47,6 +47,14 @@ def test_ndv2_two_nodes_23_4375_bus_gbps_through_the_nic(collective):
     assert b.certificate.inside == tuple(range(8)) and b.certificate.rate == 12_500  # one 12.5 GB/s NIC
 
 
+def test_allreduce_across_a_ring_of_nodes_counts_gossip_between_nodes():
+    # ndv2 x4: the four nodes need 2(4-1) = 6 buffer transfers between them, through 4 NICs of 12.5 GB/s
+    _, _, b = bound("ndv2", "allreduce", nodes=4)
+    assert b.algbw_gbps(GIB) == Fraction(25, 3)  # the ring of nodes (1.5 buffers through each NIC) reaches it
+    assert b.certificate is not None and b.certificate.kind == "transfers"
+    assert b.certificate.parts == tuple(tuple(range(i, i + 8)) for i in range(0, 32, 8))
+
+
 @pytest.mark.slow  # a few CPU seconds, more wall-clock on a loaded machine
 def test_per_rank_ingress_with_switch_groups_and_nics():
     # a100 x2: 300 GB/s of NVSwitch port plus one 25 GB/s NIC into each GPU
@@ -151,7 +159,8 @@ def put(data, path, value):
 
 
 @pytest.mark.parametrize(("topology", "collective", "nodes", "kind"), [
-    ("ndv2", "allreduce", 1, "transfers"), ("ndv2", "allgather", 2, "cut"), (None, "alltoall", 1, "lengths")])
+    ("ndv2", "allreduce", 1, "transfers"), ("ndv2", "allgather", 2, "cut"), (None, "alltoall", 1, "lengths"),
+    ("ndv2", "allreduce", 4, "transfers")])
 def test_certificate_checks_and_fails_when_any_number_changes(tmp_path: Path, topology, collective, nodes, kind):
     topo = lp_beats_cuts() if topology is None else library.topology(topology, nodes)
     coll = library.collective(collective, topo.ranks, None, 1)
