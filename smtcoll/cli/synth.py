@@ -50,6 +50,8 @@ class Method(str, enum.Enum):
     ring = "ring"
     direct = "direct"
     multiring = "multiring"
+    hier = "hier"
+    hier2d = "hier2d"
 
 
 class Strategy(str, enum.Enum):
@@ -107,7 +109,7 @@ def synth(
     method: Annotated[Method, typer.Option(metavar="auto|exact|scale|NAME", help="least-steps: exact (the SMT search), "
                                            "scale (the large-instance engine: seconds, with its gap to the bound), "
                                            "auto (the engine, then the exact search up to 16 ranks), or a "
-                                           "throughput construction: ring, direct (NCCL's), multiring "
+                                           "throughput construction: ring, direct (NCCL's), multiring, hier, hier2d "
                                            "(docs/synth.md)")
                       ] = Method.auto,
     force: ForceOpt = False,

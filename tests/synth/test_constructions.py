@@ -157,3 +157,33 @@ def test_cli_synth_with_a_construction(cli, tmp_path: Path) -> None:
     assert cli("verify", str(xml)).returncode == 0
     bad = cli("synth", "-t", "ndv2", "-c", "alltoall", "--method", "ring")
     assert bad.returncode == 2 and "does not apply" in bad.stderr and "Traceback" not in bad.stderr
+
+
+@pytest.mark.parametrize("name, kind, at_least", [("ndv2", "allreduce", 21.0), ("ndv2", "allgather", 19.5),
+                                                  ("ndv2", "reducescatter", 16.5)])
+def test_hierarchical_beats_the_ring_through_one_nic(name: str, kind: str, at_least: float) -> None:
+    """ndv2 x2: the ring crosses the NIC 2(N-1)/N times per buffer (12.5 GB/s bus bandwidth); the
+    hierarchy crosses it once each way (bound 23.4)."""
+    topo = _topo(name, 2)
+    found = {c.name: c for c in constructions(topo, library.collective(kind, 16))}
+    hier = found["hier"].schedule
+    assert _best_busbw(hier, kind) >= at_least > _best_busbw(found["nccl_ring"].schedule, kind)
+    # the lowering's limit: no link carries more than a thread block holds
+    assert max(Counter((x.src, x.dst) for s in hier.steps for x in s.sends).values()) <= 64
+
+
+@pytest.mark.parametrize("kind", ["allreduce", "allgather"])
+def test_two_dimensional_keeps_nic_and_nvswitch_steps_apart(kind: str) -> None:
+    topo = _topo("a100", 2)
+    s = build("hier2d", topo, library.collective(kind, 16))
+    for step in s.steps:
+        crossing = {x.src // 8 != x.dst // 8 for x in step.sends}
+        assert len(crossing) == 1  # a step moves either inside the nodes or across them
+    assert _best_busbw(s, kind) >= 100
+
+
+def test_hierarchies_need_several_nodes() -> None:
+    with pytest.raises(ModelError, match="several nodes"):
+        build("hier", _topo("ndv2"), library.collective("allreduce", 8))
+    with pytest.raises(ModelError, match="no link from local rank"):
+        build("hier2d", _topo("ndv2", 2), library.collective("allreduce", 16))

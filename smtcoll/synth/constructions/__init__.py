@@ -20,7 +20,7 @@ import attrs
 from smtcoll.check.schedule import check_schedule
 from smtcoll.errors import InternalError, ModelError
 from smtcoll.model import Collective, Schedule, Topology
-from smtcoll.synth.constructions import multiring, nccl
+from smtcoll.synth.constructions import hier, multiring, nccl
 from smtcoll.synth.constructions.common import NotApplicable
 
 Builder = Callable[[Topology, Collective], Schedule]
@@ -42,12 +42,16 @@ _FAMILIES: dict[str, tuple[Builder, str | None]] = {
     "nccl_ring": (nccl.ring, "ring"),
     "nccl_direct": (nccl.direct, "p2p"),
     "multiring": (multiring.multiring, None),
+    "hier": (hier.hier, None),
+    "hier2d": (hier.hier2d, None),
 }
 # `synth --method` names (short) -> family
 METHODS: dict[str, Builder] = {
     "ring": nccl.ring,
     "direct": nccl.direct,
     "multiring": multiring.multiring,
+    "hier": hier.hier,
+    "hier2d": hier.hier2d,
 }
 
 
