@@ -187,3 +187,34 @@ def test_hierarchies_need_several_nodes() -> None:
         build("hier", _topo("ndv2"), library.collective("allreduce", 8))
     with pytest.raises(ModelError, match="no link from local rank"):
         build("hier2d", _topo("ndv2", 2), library.collective("allreduce", 16))
+
+
+def test_nccl_double_binary_tree_shape() -> None:
+    from smtcoll.synth.constructions.nccl import btree_parent, dtree_parents
+
+    assert [btree_parent(4, r) for r in range(4)] == [None, 2, 0, 2]  # 0 - 2 - {1, 3}, as ncclGetBtree
+    first, second = dtree_parents(4)
+    assert second == [1, 3, 1, None]  # mirrored: 3 - 1 - {0, 2}
+    for n in (2, 3, 5, 8):
+        first, second = dtree_parents(n)
+        for parents in (first, second):
+            assert parents.count(None) == 1
+            for r in range(n):  # every rank reaches the root
+                seen, x = set(), r
+                while parents[x] is not None:
+                    assert x not in seen
+                    seen.add(x)
+                    x = parents[x]
+        inner = [{p for p in t if p is not None} for t in (first, second)]
+        assert not (inner[0] & inner[1]) or n % 2  # even n: no rank is inside both trees
+
+
+@pytest.mark.parametrize("name, nodes", [("ndv2", 1), ("ndv2", 2)])
+def test_nccl_tree_allreduce(name: str, nodes: int) -> None:
+    topo = _topo(name, nodes)
+    c = next(c for c in constructions(topo, library.collective("allreduce", topo.ranks)) if c.name == "nccl_tree")
+    assert c.nccl == "tree"
+    assert max(Counter((x.src, x.dst) for s in c.schedule.steps for x in s.sends).values()) <= 64
+    with tempfile.TemporaryDirectory() as d:
+        summary, _ = lower_to_file(c.schedule, Path(d) / "a.xml", LowerOptions())
+        assert summary["written"]

@@ -40,6 +40,7 @@ class Construction:
 # name -> (builder, NCCL algorithm it reproduces or None)
 _FAMILIES: dict[str, tuple[Builder, str | None]] = {
     "nccl_ring": (nccl.ring, "ring"),
+    "nccl_tree": (nccl.tree, "tree"),
     "nccl_direct": (nccl.direct, "p2p"),
     "multiring": (multiring.multiring, None),
     "hier": (hier.hier, None),
@@ -48,6 +49,7 @@ _FAMILIES: dict[str, tuple[Builder, str | None]] = {
 # `synth --method` names (short) -> family
 METHODS: dict[str, Builder] = {
     "ring": nccl.ring,
+    "tree": nccl.tree,
     "direct": nccl.direct,
     "multiring": multiring.multiring,
     "hier": hier.hier,
