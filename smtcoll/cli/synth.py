@@ -110,8 +110,8 @@ def synth(
     method: Annotated[Method, typer.Option(metavar="auto|exact|scale|NAME", help="least-steps: exact (the SMT search), "
                                            "scale (the large-instance engine: seconds, with its gap to the bound), "
                                            "auto (the engine, then the exact search up to 16 ranks), or a "
-                                           "throughput construction: ring, tree, direct (NCCL's), multiring, hier, hier2d "
-                                           "(docs/synth.md)")
+                                           "throughput construction: ring, tree, direct (NCCL's), multiring, "
+                                           "hier, hier2d (docs/synth.md)")
                       ] = Method.auto,
     force: ForceOpt = False,
     fmt: FormatOpt = Format.text,
