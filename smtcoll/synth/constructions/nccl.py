@@ -13,6 +13,7 @@ from smtcoll.msccl.runtime import MAX_STEPS
 from smtcoll.model import Collective, Schedule, Send, Step, Topology
 from smtcoll.synth.constructions import rings as ringlib
 from smtcoll.synth.constructions.common import NotApplicable, kind
+from smtcoll.synth.constructions.pipeline import Plan, busiest_link, schedule_transfers
 
 CHAIN_PIECES = 8  # Broadcast/Reduce pieces per ring: NCCL pipelines a chain over slices of the buffer
 
@@ -136,7 +137,6 @@ def tree(topo: Topology, base: Collective) -> Schedule:
     down the same way. On one node: chains along the rings, reduced to the chain's end and broadcast
     back along the reversed chain (src/device/all_reduce.h, runTreeUpDown)."""
     from smtcoll.msccl.runtime import MAX_STEPS
-    from smtcoll.synth.constructions.pipeline import Plan, busiest_link, schedule_transfers
 
     if kind(base) != "allreduce":
         raise NotApplicable("NCCL's tree algorithm is for Allreduce")
@@ -173,7 +173,7 @@ def tree(topo: Topology, base: Collective) -> Schedule:
     return Schedule(topo, coll, schedule_transfers(topo, plan), name="nccl_tree")
 
 
-def _tree_address(plan, topo: Topology, a: int, chain: list[int], parents: list[int | None], node: list[int],
+def _tree_address(plan: Plan, topo: Topology, a: int, chain: list[int], parents: list[int | None], node: list[int],
                   n: int) -> None:
     """One address: chain j of the nodes (in `chain`, node by node) reduced into its last rank after the
     child nodes' partial sums arrived at its first; the root node's last rank holds the sum, which goes
@@ -198,8 +198,9 @@ def _tree_address(plan, topo: Topology, a: int, chain: list[int], parents: list[
         for u, v in zip(block, block[1:]):
             last = plan.add(a, u, v, arrived if last is None else [last])
         deps = arrived if last is None else [last]
-        if parents[j] is not None:
-            up[j] = plan.add(a, block[-1], blocks[parents[j]][0], deps)
+        parent = parents[j]
+        if parent is not None:
+            up[j] = plan.add(a, block[-1], blocks[parent][0], deps)
         else:
             up[j] = -1
             reduce_done[:] = deps
