@@ -30,10 +30,9 @@ import attrs
 
 from smtcoll.check.buffers import Geometry
 from smtcoll.check.transmissions import Transmission
-from smtcoll.msccl.program import Finding
+from smtcoll.findings import Finding
 
 Value = tuple[int, int] | None  # (contributions, contributions counted more than once); None: undefined
-MAX_PER_CODE = 20
 
 
 @attrs.frozen
@@ -88,24 +87,21 @@ def _reduce(a: Value, b: Value) -> Value:
 
 
 class _Findings:
+    """Every finding of the run, uncapped: the taint analysis judges each one (a finding whose value reaches
+    no output becomes a warning), and only then does the report cap them by code *and* severity, so that a
+    summary line keeps the severity of the findings it stands for. Each location is reported at most once,
+    so the list is bounded by the program's size."""
+
     def __init__(self, mode: str) -> None:
         self.out: list[Finding] = []
-        self.counts: dict[str, int] = {}
         self.mode = mode
 
     def add(self, code: str, message: str, **where: object) -> int:
-        """Record a finding; its index in `out`, or -1 when only counted."""
-        n = self.counts.get(code, 0) + 1
-        self.counts[code] = n
-        if n <= MAX_PER_CODE:
-            self.out.append(Finding(code, message, {"mode": self.mode, **where}))
-            return len(self.out) - 1
-        return -1
+        """Record a finding; its index in `out`."""
+        self.out.append(Finding(code, message, where={"mode": self.mode, **where}))
+        return len(self.out) - 1
 
     def close(self) -> list[Finding]:
-        for code, n in sorted(self.counts.items()):
-            if n > MAX_PER_CODE:
-                self.out.append(Finding(code, f"... and {n - MAX_PER_CODE} more {code} finding(s)", {"mode": self.mode}))
         return self.out
 
 

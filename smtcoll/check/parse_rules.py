@@ -30,11 +30,11 @@ CHECK_DST = frozenset({"r", "rcs", "rrcs", "cpy", "re"})
 
 
 def _f(message: str, rejects: frozenset[str], code: str = "parse-rule", **where: object) -> Finding:
-    return Finding(code, message, where, rejects)
+    return Finding(code, message, where=where, rejects=rejects)
 
 
 def _err(code: str, message: str, severity: str = "error", **where: object) -> Finding:
-    return Finding(code, message, where, frozenset(), severity)
+    return Finding(code, message, where=where, rejects=frozenset(), severity=severity)
 
 
 def is_complete(program: Program) -> bool:

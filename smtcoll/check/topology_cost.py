@@ -37,7 +37,7 @@ def link_load(tbs: Sequence[TbInput], topo: Topology, nchannels: int) -> tuple[l
         if not topo.has_link(*link) and link not in missing:
             missing.add(link)
             findings.append(Finding("missing-link", f"gpu {t.rank} sends to gpu {t.send} but topology {topo.name!r} has "
-                                    f"no link {t.rank} -> {t.send}", {"gpu": t.rank, "tb": t.tb_id,
+                                    f"no link {t.rank} -> {t.send}", where={"gpu": t.rank, "tb": t.tb_id,
                                                                        "line": sends[0].line}))
         entry = load.setdefault(link, [0, 0])
         entry[0] += sum(tr.cnt for tr in sends)
