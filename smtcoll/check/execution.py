@@ -3,7 +3,7 @@
 One pipeline iteration is enough (iterations touch disjoint slices of every chunk, docs/msccl-format.md, "Pipelining").
 Every thread block runs its transmissions in order; a transmission first waits for its dependencies
 (flags, see `transmissions.py`), then moves its `cnt` chunks one piece at a time through the FIFO of its
-connections. The worst case of the runtime's splitting is assumed: one FIFO message per chunk.
+connections, in FIFO messages of at most `split` chunks (the runtime's maxAllowedCount, `messages.py`).
 
 Why one simulation decides deadlock for every schedule: each thread block is deterministic and every
 condition it waits for (a flag reaching a value, a message in a FIFO, a free FIFO slot) stays true once
@@ -106,18 +106,20 @@ class _Findings:
 
 
 def execute(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity: int | None,
-            initial: Mapping[int, Value] | None = None, data: bool = True, per_chunk: bool = False,
+            initial: Mapping[int, Value] | None = None, data: bool = True, split: int | None = None,
             timing: dict[tuple[int, int], tuple[float, float]] | None = None,
             rng: random.Random | None = None, seeds: dict[tuple[int, int], int] | None = None,
             outputs: frozenset[int] = frozenset()) -> ExecutionResult:
     """Run the program; `capacity` is the FIFO size in messages (None: unbounded), a message being one
-    step's transfer, or one chunk of it with `per_chunk` (the worst case of large buffers, where every chunk
-    of a step fills half the Simple FIFO). With `data`, also track values, accesses and races (otherwise
+    step's transfer, or with `split` (the runtime's maxAllowedCount at some buffer size, `messages.py`) each
+    piece of at most `split` chunks of it: split=1 is the worst case of large buffers, where every chunk of
+    a step fills half the Simple FIFO. With `data`, also track values, accesses and races (otherwise
     only progress, for the deadlock checks). `timing` maps a link (src, dst) to (latency, time per chunk)
     for the alpha-beta estimate: a link carries one chunk at a time, in the order of this run. With `rng`,
     thread blocks are interleaved at random, one chunk at a time (for testing that results do not depend
     on the order when no race is reported)."""
     geo = geometry
+    per_message = split if split is not None else 1 << 30  # chunks per FIFO message (cnt < 2^16)
     report = _Findings(geo.mode)
     by_rank: dict[int, dict[int, _Tb]] = {}
     states: list[_Tb] = []
@@ -296,7 +298,7 @@ def execute(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity
                         st.blocked = "sends on a channel without a connection"
                         return
                     fout = fifos.setdefault(st.send_conn, deque())
-                    if capacity is not None and (per_chunk or st.piece == 0) and in_flight.get(st.send_conn, 0) >= capacity:
+                    if capacity is not None and st.piece % per_message == 0 and in_flight.get(st.send_conn, 0) >= capacity:
                         st.blocked = (f"waits for a free FIFO slot to gpu {st.send_conn[1]} on channel "
                                       f"{st.send_conn[2]} (capacity {capacity})")
                         send_waiters.setdefault(st.send_conn, []).append(st)
@@ -309,7 +311,7 @@ def execute(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity
                     st.know |= k
                     if arrival > st.time:
                         st.time = arrival
-                    if last or per_chunk:
+                    if last:  # the last piece of its message frees the message's slots
                         in_flight[st.recv_conn] -= 1
                         wake(send_waiters, st.recv_conn)
                 outgoing: Value = None
@@ -341,8 +343,8 @@ def execute(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity
                         depart = max(st.time, link_free.get(link, 0.0))
                         link_free[link] = st.time = depart + per
                         arrival = depart + per + alpha
-                    fout.append((outgoing, k, st.piece == tr.cnt, arrival, tout))
-                    if per_chunk or st.piece == 1:
+                    fout.append((outgoing, k, st.piece == tr.cnt or st.piece % per_message == 0, arrival, tout))
+                    if (st.piece - 1) % per_message == 0:
                         in_flight[st.send_conn] = in_flight.get(st.send_conn, 0) + 1
                     messages += 1
                     wake(recv_waiters, st.send_conn)

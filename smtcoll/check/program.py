@@ -14,7 +14,7 @@ from typing import Any
 
 import attrs
 
-from smtcoll.check import buffers, postconditions, topology_cost
+from smtcoll.check import buffers, messages, postconditions, topology_cost
 from smtcoll.check.connections import connect
 from smtcoll.check.execution import TbInput, execute
 from smtcoll.check.parse_rules import BOTH, is_complete, is_executable, parse_rule_findings
@@ -272,10 +272,8 @@ def _semantics(p: Program, selected: frozenset[str], collective: Collective | st
             else:
                 run_findings.append(_deadlock(run.blocked, geo.mode, capacity, p.proto))
         else:
-            if first == 0 and any(tr.cnt > 1 for t in tbs for tr in t.trans):
-                worst = execute(tbs, geo, p.nchannels, capacity, initial, data=False, per_chunk=True)
-                if worst.deadlock:
-                    run_findings.append(_per_chunk_deadlock(p, geo.mode, worst.blocked, capacity))
+            if first == 0:
+                run_findings += _split_deadlocks(p, tbs, geo, capacity, initial)
         if not run.deadlock and first == 0 and load_timing is not None:
             timed = execute(tbs, geo, p.nchannels, capacity, initial, data=False, timing=load_timing[0])
             unit = load_timing[1]
@@ -338,65 +336,94 @@ def _judge_by_output(run: Any, findings: list[Finding], tbs: list[TbInput], geo:
                                   severity="error" if strict else "warning")
 
 
-# Default NCCL buffer sizes per protocol (NCCL_BUFFSIZE, NCCL_LL_BUFFSIZE, NCCL_LL128_BUFFSIZE can change them)
-BUFFSIZE = {"Simple": 1 << 22, "LL": 8 * 512 * 8 * 16, "LL128": 120 * 640 * 8 * 8}
-NCCL_STEPS = 8
-SLOW_CHUNKSTEPS = frozenset({"broadcast", "reduce"})  # BROADCAST_/REDUCE_CHUNKSTEPS = 1, the others NCCL_STEPS/2
-
-
 def per_chunk_threshold(p: Program) -> int | None:
-    """The buffer size above which the executor sends every chunk of a multi-chunk step as its own message:
-    `maxAllowedCount = max(1, chunkEffectiveSize / ceil(nBytes / nchunksperloop))` is 1 exactly when
-    nBytes > nchunksperloop * floor(chunkEffectiveSize / 2) (msccl_setup.cc, mscclSetupCount)."""
-    if p.proto not in BUFFSIZE or not p.nchunksperloop:
+    """The buffer size above which every chunk of a multi-chunk step is its own message (maxAllowedCount
+    = 1: nBytes > nchunksperloop * floor(chunkEffectiveSize / 2), `messages.py`)."""
+    effective = messages.effective_chunk_size(p.proto, p.coll)
+    if effective is None or not p.nchunksperloop:
         return None
-    step = BUFFSIZE[p.proto] // NCCL_STEPS
-    if p.proto == "Simple":
-        effective = step * (1 if p.coll in SLOW_CHUNKSTEPS else NCCL_STEPS // 2)
-    elif p.proto == "LL":
-        effective = step // 2
-    else:
-        effective = (step // 16) * 15  # LL128: 15 data elements per 16-element line
     return p.nchunksperloop * (effective // 2)
 
 
-def _per_chunk_deadlock(p: Program, mode: str, blocked: list[tuple[int, int, int, int, str]],
-                        capacity: int) -> Finding:
-    """A deadlock that happens only when chunks are their own messages: an error when every size the file is
-    selected for is in that regime (minBytes above the threshold), else a warning naming the sizes."""
-    f = _deadlock(blocked, mode, capacity, p.proto, per_chunk=True)
-    threshold = per_chunk_threshold(p)
+def _size_range(p: Program) -> tuple[int, int | None]:
+    """The buffer sizes the file is selected for: minBytes..maxBytes; the legacy runtime's default maxBytes
+    when the file has none; no upper end for the executor's maxBytes=0."""
     low = p.min_bytes or 0
     high = p.max_bytes if p.max_bytes is not None else LEGACY_DEFAULT_MAX_BYTES
-    unbounded = p.dialect == "executor" and high == 0
-    if threshold is None:
-        return Finding("fifo-capacity", f.message, where=f.where, severity="warning")
-    if low > threshold:
-        return Finding("deadlock", f"{f.message}. minBytes={low} puts every size the file is selected for in that "
-                       f"regime (nBytes > {threshold} with the default NCCL buffer sizes): it deadlocks at every "
-                       "size it runs", where=f.where)
-    if not unbounded and high <= threshold + 1:
-        return Finding("fifo-capacity", f"{f.message}. Not at the sizes the file is selected for (maxBytes={high} "
-                       f"<= {threshold + 1}, with the default NCCL buffer sizes)", where=f.where, severity="info")
-    top = "with no upper limit" if unbounded else f"up to maxBytes={high}"
-    return Finding("fifo-capacity", f"{f.message}. It deadlocks for buffers over {threshold} bytes ({top}), with "
-                   "the default NCCL buffer sizes", where=f.where, severity="warning")
+    return low, (None if p.dialect == "executor" and high == 0 else high)
+
+
+def _split_deadlocks(p: Program, tbs: list[TbInput], geo: buffers.Geometry, capacity: int,
+                     initial: Any) -> list[Finding]:
+    """Deadlocks of the message counts the runtime uses at the sizes the file is selected for: one run per
+    distinct way the program's transmissions split (maxAllowedCount below the largest cnt; above it every
+    transmission is one message, the main run). A deadlock at every selectable size is an error; at only
+    some of them a warning naming those sizes (`fifo-capacity`: the file works at the others, and real
+    MSCCLang programs such as recursive doubling-halving deadlock only in a band of sizes). When none is,
+    the per-chunk regime of larger buffers (maxAllowedCount = 1) is tried too, and a deadlock there is a
+    note (`fifo-capacity`, info): the file is not selected for those sizes."""
+    nchannels = p.nchannels
+    assert nchannels is not None  # checked before the semantic checks
+    counts = sorted({tr.cnt for t in tbs for tr in t.trans if tr.sends or tr.receives})
+    effective = messages.effective_chunk_size(p.proto, p.coll)
+    if not counts or counts[-1] <= 1 or effective is None or not p.nchunksperloop:
+        return []
+    low, high = _size_range(p)
+    tried: dict[tuple[int, ...], bool] = {}
+
+    def deadlocks(split: int) -> Any:
+        key = tuple(messages.messages(c, split) for c in counts)
+        if key in tried:
+            return None
+        tried[key] = True
+        run = execute(tbs, geo, nchannels, capacity, initial, data=False, split=split)
+        return run if run.deadlock else None
+
+    selected = messages.regimes(effective, p.nchunksperloop, low, high)
+    bad: list[tuple[messages.Regime, Any]] = []
+    for regime in selected:
+        if regime.count < counts[-1]:  # at or above the largest cnt every transmission is one message: the main run
+            run = deadlocks(regime.count)
+            if run is not None:
+                bad.append((regime, run))
+    if bad:
+        regime, run = bad[0]
+        f = _deadlock(run.blocked, geo.mode, capacity, p.proto, split=regime.count)
+        sizes = ", ".join(f"{r.sizes()} (maxAllowedCount {r.count})" for r, _ in bad)
+        if len(bad) == len(selected):
+            return [Finding("deadlock", f"{f.message}. It deadlocks at every size the file is selected for: {sizes}, "
+                            "with the default NCCL buffer sizes", where=f.where)]
+        return [Finding("fifo-capacity", f"{f.message}. It deadlocks for buffers of {sizes}, with the default NCCL "
+                        "buffer sizes; it completes at the other sizes the file is selected for", where=f.where,
+                        severity="warning")]
+    threshold = per_chunk_threshold(p)
+    run = deadlocks(1)
+    if run is None or threshold is None:
+        return []
+    f = _deadlock(run.blocked, geo.mode, capacity, p.proto, split=1)
+    top = f"maxBytes={high}" if high is not None else "no upper limit"
+    return [Finding("fifo-capacity", f"{f.message}. Not at the sizes the file is selected for (minBytes={low}, "
+                    f"{top}; every chunk is its own message only over {threshold} bytes, with the default NCCL "
+                    "buffer sizes)", where=f.where, severity="info")]
 
 
 def _deadlock(blocked: list[tuple[int, int, int, int, str]], mode: str, capacity: int | None,
-              proto: str | None, per_chunk: bool = False) -> Finding:
+              proto: str | None, split: int | None = None) -> Finding:
     first = blocked[0]
     listing = "; ".join(f"gpu {r} tb {t} step {s} (line {ln}) {why}" for r, t, s, ln, why in blocked[:6])
     more = f"; and {len(blocked) - 6} more" if len(blocked) > 6 else ""
-    if per_chunk:
+    if split == 1:
         kind = (f"when every chunk of a multi-chunk step is its own FIFO message (large buffers) and the {proto} "
-                f"FIFO holds {capacity} of them; with smaller buffers (one message per step) it completes")
+                f"FIFO holds {capacity} of them")
+    elif split is not None:
+        kind = (f"when a multi-chunk step is sent as messages of at most {split} chunks and the {proto} FIFO "
+                f"holds {capacity} of them")
     elif capacity is None:
         kind = "with unbounded FIFOs (it never completes whatever the order)"
     else:
         kind = (f"with the bounded FIFOs of the {proto} protocol ({capacity} messages per connection); it completes "
                 "only with unbounded FIFOs")
-    return Finding("deadlock", f"{'possible ' if per_chunk else ''}deadlock {kind}: {len(blocked)} thread block(s) blocked: {listing}{more}",
+    return Finding("deadlock", f"{'possible ' if split is not None else ''}deadlock {kind}: {len(blocked)} thread block(s) blocked: {listing}{more}",
                    where={"gpu": first[0], "tb": first[1], "step": first[2], "line": first[3]})
 
 

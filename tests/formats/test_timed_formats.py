@@ -466,3 +466,42 @@ def test_transfers_sharing_a_link_share_its_speed(tmp_path):
     assert check_input_file(str(slow)).verdict == "ok"
     fast = _speed_log(tmp_path, "20", "0,0,1,0,15\n", links)
     assert "bandwidth" in {v.code for v in check_input_file(str(fast)).errors}
+
+
+def _teccl_fast_run(tmp_path, output_gb: float, multiplier: int) -> tuple[Path, object]:
+    """A TE-CCL AllGather on two GPUs joined by 100 GB/s links, made as TE-CCL's input generator makes its
+    runs (teccl/examples/json_gen.py): chunk = output / GPUs, epoch = `multiplier` chunk times over the
+    fastest link. Each GPU sends its 3 chunks in epoch 0; the link carries `multiplier` per epoch."""
+    topo = tmp_path / "pair100.toml"
+    topo.write_text('[topology]\nname = "pair100"\nranks = 2\ngbps = 100.0\nlinks = [{src = 0, dst = 1}, '
+                    '{src = 1, dst = 0}]\n')
+    chunk = output_gb / 2
+    tau = multiplier * chunk / 100.0
+    flows = [f"Chunk {c} from {s} traveled over {s}->{1 - s} in epoch 0" for s in (0, 1) for c in range(3)]
+    f = tmp_path / "fast.json"
+    f.write_text(json.dumps({"1-Epoch_Duration": tau, "2-Expected_Epoch_Duration": tau, "3-Epochs_Required": 1,
+                             "4-Collective_Finish_Time": tau, "5-Algo_Bandwidth": output_gb / tau,
+                             "7-Flows": flows, "Solver_Time": 0.0}))
+    return f, specs.resolve_topology(str(topo))
+
+
+def test_teccl_fast_small_runs_use_epoch_multiplier_4(tmp_path):
+    # 4 KB Fast run: the generator's epoch is 4 chunk times. The numbers also fit "2 chunk times of a chunk
+    # twice as large" (half the GPUs), under which the link would carry only 2 chunks per epoch: the
+    # generator's rule decides (issue 20, class 5)
+    f, topo = _teccl_fast_run(tmp_path, 4e-6, 4)
+    rep = check_input_file(str(f), topology=topo)
+    assert rep.verdict == "ok", [v.to_json() for v in rep.errors]
+    assert rep.metrics["chunk_bytes"] == pytest.approx(2000)
+    # a 16 KB Fast run has multiplier 1: the same numbers scaled are 4 chunk times, which the generator
+    # never writes for it; the readings disagree, so the smaller chunk is taken with a warning
+    f, topo = _teccl_fast_run(tmp_path, 16e-6, 4)
+    rep = check_input_file(str(f), topology=topo)
+    assert rep.verdict == "ok" and rep.metrics["chunk_bytes"] == pytest.approx(8000)
+    assert any(v.code == "chunk-size" and v.severity == "warning" for v in rep.violations)
+
+
+def test_teccl_generator_multiplier_follows_json_gen():
+    from smtcoll.formats.teccl import generator_multiplier
+    assert [generator_multiplier("fast", kb * 1e-6) for kb in (1, 4, 16)] == [4, 4, 1]
+    assert [generator_multiplier("slow", kb * 1e-6) for kb in (1, 4)] == [2, 1]
