@@ -59,7 +59,7 @@ _ALL = (
     Code("count-mismatch", ("error",), "the k-th send and the k-th receive of a connection differ in cnt"),
     Code("dependency", ("error", "info"), "a wait on a missing thread block or a flag never set, or depid > 127"),
     Code("deadlock", ("error",), "no order of execution completes"),
-    Code("fifo-capacity", ("warning",), "deadlocks only when large buffers split multi-chunk steps"),
+    Code("fifo-capacity", ("warning", "info"), "deadlocks only at some buffer sizes, where steps become several messages"),
     Code("race", ("error",), "two thread blocks touch one location in no fixed order, one of them writing"),
     Code("read-before-write", ("error",), "a step reads a location before anything defined it"),
     Code("out-of-bounds", ("error",), "an offset or offset+cnt beyond the real buffer of the mode"),

@@ -8,6 +8,7 @@ The sizes of each test come from the runtime's formula (`regime` below), not fro
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 from helpers.xmlgen import algo, gpu, step, tb, write
@@ -59,7 +60,7 @@ def test_regimes_cover_the_range_with_the_formulas_counts() -> None:
     low, high = 1, 8 * THRESHOLD
     rs = messages.regimes(EFFECTIVE, CHUNKS, low, high)
     assert rs[0].low == low and rs[-1].high == high and rs[-1].count == 1
-    for a, b in zip(rs, rs[1:]):
+    for a, b in itertools.pairwise(rs):
         assert b.low == a.high + 1 and b.count < a.count  # contiguous, falling
     for r in rs:  # every size of a regime gives its count
         for n in (r.low, r.high, (r.low + r.high) // 2):
