@@ -9,8 +9,8 @@ Why one simulation decides deadlock for every schedule: each thread block is det
 condition it waits for (a flag reaching a value, a message in a FIFO, a free FIFO slot) stays true once
 true until that same thread block acts. The system is therefore confluent: if some order of execution
 blocks forever, every maximal order does. The FIFOs are bounded (capacity in messages: Simple 2, LL and
-LL128 8, docs/msccl-format.md, "Connections"); more capacity can only unblock, so when the bounded run deadlocks the run is
-repeated with unbounded FIFOs to tell the two kinds apart.
+LL128 8, docs/msccl-format.md, "Connections"); more capacity can only unblock, so when the bounded run
+deadlocks the run is repeated with unbounded FIFOs to tell the two kinds apart.
 
 Races are decided by happens-before over all schedules, not by the order this simulation happened to
 take. Happens-before is program order, dependency flags (the flagged transmission's end before the
@@ -244,17 +244,19 @@ def execute(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity
             rank, name = geo.name(loc)
             loc_bits[loc] = new_bit(-2, "read-before-write")
             seed(loc_bits[loc], (st.uid, st.pc))
-            taint_findings[loc_bits[loc]] = (report.add("read-before-write", f"tb {st.tb_id} step {tr.first} reads {name} on gpu {rank} before anything "
-                                            "was written there (uninitialized data)",
-                       gpu=rank, tb=st.tb_id, step=tr.first, line=tr.line), "read-before-write")
+            index = report.add("read-before-write", f"tb {st.tb_id} step {tr.first} reads {name} on gpu {rank} before "
+                               "anything was written there (uninitialized data)",
+                               gpu=rank, tb=st.tb_id, step=tr.first, line=tr.line)
+            taint_findings[loc_bits[loc]] = (index, "read-before-write")
         return v
 
     def dup_check(st: _Tb, tr: Transmission, prior: int, after: Value) -> None:
         if after is not None and after[1] & ~prior:
             seed(new_bit(-2, "double-count"), (st.uid, st.pc))
-            taint_findings[-1] = (report.add("double-count", f"tb {st.tb_id} step {tr.first} on gpu {st.rank} adds contributions that are "
-                                       "already part of the value (a reduction counted twice)",
-                       gpu=st.rank, tb=st.tb_id, step=tr.first, line=tr.line), "double-count")
+            index = report.add("double-count", f"tb {st.tb_id} step {tr.first} on gpu {st.rank} adds contributions "
+                               "that are already part of the value (a reduction counted twice)",
+                               gpu=st.rank, tb=st.tb_id, step=tr.first, line=tr.line)
+            taint_findings[-1] = (index, "double-count")
 
     def run(st: _Tb) -> None:
         nonlocal done_trans, messages
@@ -298,7 +300,8 @@ def execute(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity
                         st.blocked = "sends on a channel without a connection"
                         return
                     fout = fifos.setdefault(st.send_conn, deque())
-                    if capacity is not None and st.piece % per_message == 0 and in_flight.get(st.send_conn, 0) >= capacity:
+                    full = capacity is not None and in_flight.get(st.send_conn, 0) >= capacity
+                    if full and st.piece % per_message == 0:
                         st.blocked = (f"waits for a free FIFO slot to gpu {st.send_conn[1]} on channel "
                                       f"{st.send_conn[2]} (capacity {capacity})")
                         send_waiters.setdefault(st.send_conn, []).append(st)
@@ -402,7 +405,10 @@ def _first_flag(flags: list, deps: int) -> tuple[int, float] | None:
     return None
 
 
-def _accesses(st: _Tb, tr: Transmission, geo: Geometry, report: _Findings) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
+Access = tuple[tuple[int, ...], tuple[int, ...]]  # (locations read, locations written) of one piece
+
+
+def _accesses(st: _Tb, tr: Transmission, geo: Geometry, report: _Findings) -> list[Access]:
     """(reads, writes) locations of each piece; out-of-bounds offsets are reported here."""
     t = tr.type
     reads_src = t in ("s", "rrs", "rrc", "rrcs", "cpy", "re")
@@ -416,8 +422,8 @@ def _accesses(st: _Tb, tr: Transmission, geo: Geometry, report: _Findings) -> li
             for off in offs:
                 if off < 0 or off + tr.cnt > size:
                     report.add("out-of-bounds", f"tb {st.tb_id} step {tr.first} on gpu {rank} touches {buf}[{off}.."
-                                                f"{off + tr.cnt - 1}] but the {geo.mode} {buf} buffer has {size} chunk(s) "
-                                                f"for coll={geo.coll} (nchunksperloop={geo.chunks})",
+                                                f"{off + tr.cnt - 1}] but the {geo.mode} {buf} buffer has {size} "
+                                                f"chunk(s) for coll={geo.coll} (nchunksperloop={geo.chunks})",
                                gpu=rank, tb=st.tb_id, step=tr.first, line=tr.line)
     pieces = []
     for c in range(tr.cnt):
@@ -429,7 +435,7 @@ def _accesses(st: _Tb, tr: Transmission, geo: Geometry, report: _Findings) -> li
             dst = geo.loc(rank, tr.dstbuf, tr.dstoff + c)
             writes = (dst,)
             if t == "re":
-                reads = (dst,) + reads
+                reads = (dst, *reads)
         pieces.append((reads, writes))
     return pieces
 

@@ -19,15 +19,15 @@ from smtcoll.check.connections import connect
 from smtcoll.check.execution import TbInput, execute
 from smtcoll.check.parse_rules import BOTH, is_complete, is_executable, parse_rule_findings
 from smtcoll.check.report import Report, Violation
-from smtcoll.findings import MAX_LISTED, capped, summary
 from smtcoll.check.transmissions import Transmission, lower
 from smtcoll.errors import InputError, SmtcollError
+from smtcoll.findings import MAX_LISTED, capped, summary
 from smtcoll.model import Collective, Topology
-from smtcoll.specs import resolve_collective
-from smtcoll.vocabulary import Severity
 from smtcoll.msccl.program import RUNTIMES, Finding, Program
 from smtcoll.msccl.reader import Limits, ReadResult, read_program
 from smtcoll.msccl.runtime import FIFO_MESSAGES, LEGACY_DEFAULT_MAX_BYTES
+from smtcoll.specs import resolve_collective
+from smtcoll.vocabulary import Severity
 
 MAX_RANKS = 4096  # the runtimes' readers cannot hold more <gpu> elements in one parse anyway
 MAX_CHUNKS = 1 << 16  # offsets are int16_t: no program can touch more chunks of a buffer
@@ -35,9 +35,9 @@ MAX_LOCATIONS = 1 << 22
 MAX_ROOT_WORK = 1 << 22  # ngpus x (output chunks of every rank) when every root is checked
 
 
-def check_program_file(path: str | os.PathLike[str], *, runtime: str = "any", collective: Collective | str | None = None,
-                       root: int | None = None, topology: Topology | None = None,
-                       max_bytes: int | None = None, limits: Limits | None = None,
+def check_program_file(path: str | os.PathLike[str], *, runtime: str = "any",
+                       collective: Collective | str | None = None, root: int | None = None,
+                       topology: Topology | None = None, max_bytes: int | None = None, limits: Limits | None = None,
                        chunks: int | None = None, strict: bool = False) -> Report:
     """Read and check one XML file; unusable input gives an `unusable` report, never an exception.
     `chunks`: chunks per input of a `.toml` collective spec (default: 1, split to fit the buffers)."""
@@ -220,7 +220,8 @@ def _semantics(p: Program, selected: frozenset[str], collective: Collective | st
         elif geo_coll not in postconditions.ROOTED and p.nchunksperloop % p.ngpus and (
                 geo_coll in buffers.SPLIT_INPUT | buffers.SPLIT_OUTPUT | {"alltoall"}):
             out.append(Finding("postcondition", f"nchunksperloop={p.nchunksperloop} is not a multiple of ngpus="
-                               f"{p.ngpus}: {geo_coll} cannot be cut into equal per-rank shares", where={"line": p.line}))
+                               f"{p.ngpus}: {geo_coll} cannot be cut into equal per-rank shares",
+                               where={"line": p.line}))
             why_unchecked = "-"
     if why_unchecked and why_unchecked != "-":
         out.append(Finding("postcondition-unchecked", why_unchecked, where={"line": p.line}, severity="warning"))
@@ -423,7 +424,8 @@ def _deadlock(blocked: list[tuple[int, int, int, int, str]], mode: str, capacity
     else:
         kind = (f"with the bounded FIFOs of the {proto} protocol ({capacity} messages per connection); it completes "
                 "only with unbounded FIFOs")
-    return Finding("deadlock", f"{'possible ' if split is not None else ''}deadlock {kind}: {len(blocked)} thread block(s) blocked: {listing}{more}",
+    possible = "possible " if split is not None else ""
+    return Finding("deadlock", f"{possible}deadlock {kind}: {len(blocked)} thread block(s) blocked: {listing}{more}",
                    where={"gpu": first[0], "tb": first[1], "step": first[2], "line": first[3]})
 
 
@@ -438,7 +440,8 @@ def _dependency_findings(tbs: list[TbInput]) -> list[Finding]:
                 where = {"gpu": t.rank, "tb": t.tb_id, "step": tr.first, "line": tr.line}
                 target = by_rank[t.rank].get(depid)
                 if target is None:
-                    out.append(Finding("dependency", f"depid={depid}: gpu {t.rank} has no thread block {depid}", where=where))
+                    out.append(Finding("dependency", f"depid={depid}: gpu {t.rank} has no thread block {depid}",
+                                       where=where))
                     continue
                 hit = next((x for x in target if x.hasdep and x.counter >= deps), None)
                 if hit is None:
@@ -502,8 +505,8 @@ def _report(file: str, p: Program, findings: list[Finding], selected: frozenset[
     # one cap per (code, severity), after the taint analysis and the runtimes changed severities: a summary
     # line has the severity of the findings it stands for
     violations = capped(violations, MAX_LISTED)
-    if not any(accepted[r] for r in selected):
-        if not any(v.severity == "error" and v.code == "parse-rule" for v in violations):
+    if not any(accepted[r] for r in selected) and not any(
+            v.severity == "error" and v.code == "parse-rule" for v in violations):
             refused = ", ".join(sorted(selected))
             violations.insert(0, Violation("parse-rule", f"no runtime accepts this file (refused by: {refused}); "
                                            "see the warnings", "error", {"line": p.line}))

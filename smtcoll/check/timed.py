@@ -19,17 +19,17 @@
 from __future__ import annotations
 
 from bisect import bisect_left
-from fractions import Fraction
 from collections import Counter, defaultdict
+from fractions import Fraction
 from itertools import accumulate
 from typing import Any
 
 from smtcoll.check.arrival import EMPTY, arrive
 from smtcoll.check.report import Report, Violation
 from smtcoll.findings import Capped
-from smtcoll.vocabulary import Severity
 from smtcoll.model import Topology
 from smtcoll.model.timed import BoundFn, Limit, Quantity, Time, TimedSchedule, group_gbps
+from smtcoll.vocabulary import Severity
 
 CLAIM_TOLERANCE = 0.01  # a claim within 1% of the verified time is accepted
 EPS = 1e-9
@@ -81,7 +81,7 @@ def check_timed(ts: TimedSchedule, file: str = "<schedule>", bound: BoundFn | No
 
     done = _replay(ts, valid, out)
     _postcondition(ts, done, out)
-    for limit, (code, message, where) in _capacity(ts, valid):
+    for _limit, (code, message, where) in _capacity(ts, valid):
         out.report(code, message, where)
 
     time = _times(ts, done, out, bound)
@@ -121,7 +121,8 @@ def _replay(ts: TimedSchedule, valid: list[int], out: _Out) -> dict[tuple[int, i
             if kind == 1:
                 have[key] -= t.volume
                 if have[key] < -VOLUME_EPS:
-                    what = f"chunk {t.chunk}" if group == 1 else f"chunks {key[1] * group}..{key[1] * group + group - 1}"
+                    first = key[1] * group
+                    what = f"chunk {t.chunk}" if group == 1 else f"chunks {first}..{first + group - 1}"
                     out.report("not-held", f"rank {t.src} sends volume {_fmt(t.volume)} of chunk {t.chunk} at "
                                         f"{_fmt(t.start)} {ts.unit} but holds only {_fmt(have[key] + t.volume)} of "
                                         f"{what} by then", t.place)
