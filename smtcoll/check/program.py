@@ -370,15 +370,15 @@ def _split_deadlocks(p: Program, tbs: list[TbInput], geo: buffers.Geometry, capa
     if not counts or counts[-1] <= 1 or effective is None or not p.nchunksperloop:
         return []
     low, high = _size_range(p)
-    tried: dict[tuple[int, ...], bool] = {}
+    tried: dict[tuple[int, ...], Any] = {}
 
     def deadlocks(split: int) -> Any:
+        """The run that deadlocks at this split, or None; one run per distinct message count of the cnts."""
         key = tuple(messages.messages(c, split) for c in counts)
-        if key in tried:
-            return None
-        tried[key] = True
-        run = execute(tbs, geo, nchannels, capacity, initial, data=False, split=split)
-        return run if run.deadlock else None
+        if key not in tried:
+            run = execute(tbs, geo, nchannels, capacity, initial, data=False, split=split)
+            tried[key] = run if run.deadlock else None
+        return tried[key]
 
     selected = messages.regimes(effective, p.nchunksperloop, low, high)
     bad: list[tuple[messages.Regime, Any]] = []

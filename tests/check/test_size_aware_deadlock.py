@@ -110,3 +110,12 @@ def test_ll_holds_eight_messages(tmp_path: Path) -> None:
         assert messages.max_allowed_count(ll, low, 2 * per_rank) == 1
         v, codes = verdict(tmp_path, send_then_receive(low, 1 << 30, per_rank=per_rank, proto="LL"))
         assert (v == "error" and codes.get("deadlock") == "error") == deadlocks, codes
+
+
+def test_sizes_with_the_same_message_counts_share_the_verdict(tmp_path: Path) -> None:
+    # cnt = 9 is 3 messages at maxAllowedCount 4 and at 3 (one simulation for both): selected for exactly
+    # those sizes it deadlocks at every one of them, an error
+    low, _ = regime(4, chunks=18)
+    _, high = regime(3, chunks=18)
+    v, codes = verdict(tmp_path, send_then_receive(low, high, per_rank=9))
+    assert v == "error" and codes.get("deadlock") == "error"
