@@ -83,15 +83,6 @@ class Capped:
             self.add(f)
         return self
 
-    def full(self, code: str, severity: str = "error") -> bool:
-        """True once `limit` findings of this kind are listed: callers may skip building the message."""
-        return self.counts.get((code, severity), 0) >= self.limit
-
-    def count(self, code: str, severity: str = "error") -> None:
-        """Count a finding that is not listed (its message was not built: `full` was true)."""
-        self.counts[(code, severity)] = self.counts.get((code, severity), 0) + 1
-        self.hidden[(code, severity)] = self.hidden.get((code, severity), 0) + 1
-
     def findings(self) -> list[Finding]:
         out = list(self.listed)
         for (code, severity), n in sorted(self.hidden.items()):
