@@ -27,6 +27,9 @@ def test_concurrent_flow_on_a_line_and_its_dual_proves_the_same():
     assert sol is not None and abs(sol.value - 2) < 1e-9
     assert sol.flows[0] == pytest.approx((1.0, 1.0)) and sol.flows[1] == pytest.approx((0.0, 1.0))  # the routing
     assert sol.link_lengths[1] > 0 and sol.link_lengths[0] == 0  # only the shared link is a bottleneck
+    # with a small cost per unit of flow (a routing's choice: no circulating flow) the time is the same
+    costly = concurrent_flow(topo, coms, [Fraction(1), Fraction(1)], [], flow_cost=1e-6)
+    assert costly is not None and abs(costly.value - 2) < 1e-9
 
 
 def test_alltoall_commodities_are_one_per_source():
