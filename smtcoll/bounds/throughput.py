@@ -25,6 +25,7 @@ itself): every charge gives an upper bound, and the least of three fixed charges
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Iterable, Sequence
 from fractions import Fraction
@@ -434,7 +435,13 @@ def _short(ranks: list[int]) -> str:
 def time_bound(topo: Topology, coll: Collective, gbps_per_unit: float = DEFAULT_GBPS_PER_UNIT,
                alpha_us: float | None = None) -> TimeBound:
     """The strongest proved T(B) >= us_per_byte * B (cuts, transfers, flow LP dual) and the latency part
-    (distance steps x the least link alpha; links without alpha count `alpha_us`, else 0)."""
+    (distance steps x the least link alpha; links without alpha count `alpha_us`, else 0). Cached per
+    (topology, collective, speeds): the sweep asks for the same machine at every size and node count."""
+    return _time_bound(topo, coll, gbps_per_unit, alpha_us)
+
+
+@functools.lru_cache(maxsize=64)
+def _time_bound(topo: Topology, coll: Collective, gbps_per_unit: float, alpha_us: float | None) -> TimeBound:
     if topo.ranks != coll.ranks:
         raise ModelError("collective", f"has {coll.ranks} ranks but the topology has {topo.ranks}")
     from smtcoll.bounds.distance import distance_bound
