@@ -310,8 +310,10 @@ def best_cut(topo: Topology, coll: Collective, r: Rates) -> CutCertificate | Non
     cuts = _candidate_cuts(topo)
     a = addresses(coll)
     best: CutCertificate | None = None
-    for j in _screen_cuts(topo, coll, r, cuts):
-        inside = cuts[j]
+    chosen = [cuts[j] for j in _screen_cuts(topo, coll, r, cuts)]
+    if topo.ranks > EXHAUSTIVE_UP_TO:
+        chosen += _forest_cuts(topo, coll)
+    for inside in chosen:
         d = len(must_enter(coll, inside))
         rate = cut_rate(topo, r, inside)
         if not d:
@@ -322,6 +324,20 @@ def best_cut(topo: Topology, coll: Collective, r: Rates) -> CutCertificate | Non
         if best is None or cert.us_per_byte > best.us_per_byte:
             best = cert
     return best
+
+
+def _forest_cuts(topo: Topology, coll: Collective) -> list[tuple[int, ...]]:
+    """For Allgather and ReduceScatter beyond the exhaustive range: the rank set of ForestColl's cut
+    formula (`forest.throughput_bound`, max-flow and Dinkelbach's iteration), which is the best cut for
+    them, and its complement. Only the set is taken: its bound is computed again here, exactly."""
+    from smtcoll.bounds.forest import throughput_bound
+
+    b = throughput_bound(topo, coll)
+    side = b.witness.get("sending_side") if b.value is not None else None
+    if not side or len(side) >= topo.ranks:
+        return []
+    inside = tuple(sorted(int(x) for x in side))
+    return [inside, tuple(sorted(set(range(topo.ranks)) - set(inside)))]
 
 
 def partitions(topo: Topology) -> list[tuple[tuple[int, ...], ...] | None]:
