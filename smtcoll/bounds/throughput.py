@@ -449,22 +449,24 @@ def _short(ranks: list[int]) -> str:
 
 
 def time_bound(topo: Topology, coll: Collective, gbps_per_unit: float = DEFAULT_GBPS_PER_UNIT,
-               alpha_us: float | None = None) -> TimeBound:
+               alpha_us: float | None = None, *, lp: bool = True) -> TimeBound:
     """The strongest proved T(B) >= us_per_byte * B (cuts, transfers, flow LP dual) and the latency part
     (distance steps x the least link alpha; links without alpha count `alpha_us`, else 0). Cached per
-    (topology, collective, speeds): the sweep asks for the same machine at every size and node count."""
-    return _time_bound(topo, coll, gbps_per_unit, alpha_us)
+    (topology, collective, speeds): the sweep asks for the same machine at every size and node count.
+    `lp=False` leaves the flow LP out (cuts and transfers only: still a bound, maybe a weaker one)."""
+    return _time_bound(topo, coll, gbps_per_unit, alpha_us, lp)
 
 
 @functools.lru_cache(maxsize=64)
-def _time_bound(topo: Topology, coll: Collective, gbps_per_unit: float, alpha_us: float | None) -> TimeBound:
+def _time_bound(topo: Topology, coll: Collective, gbps_per_unit: float, alpha_us: float | None,
+                lp: bool) -> TimeBound:
     if topo.ranks != coll.ranks:
         raise ModelError("collective", f"has {coll.ranks} ranks but the topology has {topo.ranks}")
     from smtcoll.bounds.distance import distance_bound
 
     r = rates(topo, gbps_per_unit)
     cands: list[Certificate] = []
-    for c in (best_cut(topo, coll, r), transfers_bound(topo, coll, r), lengths_bound(topo, coll, r)):
+    for c in (best_cut(topo, coll, r), transfers_bound(topo, coll, r), lengths_bound(topo, coll, r) if lp else None):
         if c is not None:
             cands.append(c)
     # the largest bound; ties to the simplest certificate (cut, then transfers, then lengths)
