@@ -166,6 +166,13 @@ def unicast_commodities(coll: Collective, weight: Fraction = Fraction(1)) -> lis
     return [Commodity(s, d) for s, d in sorted(by_src.items(), key=lambda x: sorted(x[0]))]
 
 
+def lp_per_chunk(optimum: float, coll: Collective) -> Fraction | None:
+    """The LP optimum (a float) as a fraction no larger than it beyond the solver's tolerance, per chunk."""
+    if optimum <= 0:
+        return None
+    return Fraction(optimum - 1e-7).limit_denominator(10**4) / coll.chunk_factor
+
+
 def lp_bound(topo: Topology, coll: Collective) -> Bound:
     """Rounds >= the optimum T of the multi-commodity flow LP: every chunk from its holders to each rank
     that needs it, at most bandwidth(e) * T over link e, likewise per switch group. Unicast collectives
@@ -185,7 +192,8 @@ def lp_bound(topo: Topology, coll: Collective) -> Bound:
         w = {"lp_optimum": round(t, 6), "demands": sum(len(c.demand) for c in coms), "commodities": len(coms),
              "variables": len(coms) * len(topo.links) + 1, "solver": "scipy HiGHS",
              "rounds_per_chunk": round(t / coll.chunk_factor, 6)}
-        return Bound("lp", math.ceil(t - 1e-6), "rounds", w, "re-solve the LP to check (no hand witness)")
+        return Bound("lp", math.ceil(t - 1e-6), "rounds", w, "re-solve the LP to check (no hand witness)",
+                     lp_per_chunk(t, coll))
     return _multicast_lp_bound(topo, coll)
 
 
@@ -253,4 +261,5 @@ def _multicast_lp_bound(topo: Topology, coll: Collective) -> Bound:
     t = res.value
     w = {"lp_optimum": round(t, 6), "demands": len(demands), "variables": n, "solver": "scipy HiGHS",
          "rounds_per_chunk": round(t / coll.chunk_factor, 6)}
-    return Bound("lp", math.ceil(t - 1e-6), "rounds", w, "re-solve the LP to check (no hand witness)")
+    return Bound("lp", math.ceil(t - 1e-6), "rounds", w, "re-solve the LP to check (no hand witness)",
+                 lp_per_chunk(t, coll))
