@@ -304,6 +304,10 @@ def _screen_cuts(topo: Topology, coll: Collective, r: Rates, cuts: Sequence[tupl
     return [int(j) for j in order[:SCREENED] if scores[j] > 0]
 
 
+class Unreachable(Exception):
+    """Some data can never arrive: no schedule exists (the time bound is then reported without a value)."""
+
+
 def best_cut(topo: Topology, coll: Collective, r: Rates) -> CutCertificate | None:
     from smtcoll.bounds.demand import must_enter
 
@@ -319,7 +323,7 @@ def best_cut(topo: Topology, coll: Collective, r: Rates) -> CutCertificate | Non
         if not d:
             continue
         if not rate:
-            raise ModelError("topology", f"data must enter ranks {list(inside)} but no link enters them")
+            raise Unreachable(f"no schedule exists: data must enter ranks {list(inside)} but no link enters them")
         cert = CutCertificate(inside, d, a, rate)
         if best is None or cert.us_per_byte > best.us_per_byte:
             best = cert
@@ -466,7 +470,12 @@ def _time_bound(topo: Topology, coll: Collective, gbps_per_unit: float, alpha_us
 
     r = rates(topo, gbps_per_unit)
     cands: list[Certificate] = []
-    for c in (best_cut(topo, coll, r), transfers_bound(topo, coll, r), lengths_bound(topo, coll, r) if lp else None):
+    try:
+        cut = best_cut(topo, coll, r)
+    except Unreachable as e:  # no schedule at all: nothing to bound (us_per_byte 0 is trivially true)
+        return TimeBound(topo.name, coll.name, coll.ranks, exact(gbps_per_unit), Fraction(0), 0, Fraction(0), None,
+                         str(e))
+    for c in (cut, transfers_bound(topo, coll, r), lengths_bound(topo, coll, r) if lp else None):
         if c is not None:
             cands.append(c)
     # the largest bound; ties to the simplest certificate (cut, then transfers, then lengths)

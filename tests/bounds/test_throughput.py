@@ -215,3 +215,12 @@ def test_cli_size_json_and_certificate(cli, tmp_path: Path):
 def test_cli_rejects_a_bad_size(cli):
     out = cli("bounds", "-t", "ndv2", "-c", "allreduce", "--size", "1XB")
     assert out.returncode == 2 and "--size" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_no_schedule_exists_is_an_answer_not_an_error(cli, tmp_path: Path):
+    spec = tmp_path / "split.toml"
+    spec.write_text('[topology]\nname = "split"\nranks = 4\nlinks = [{src = 0, dst = 1}, {src = 1, dst = 0}]\n')
+    out = cli("bounds", "-t", str(spec), "-c", "allgather", "--format", "json")
+    assert out.returncode == 0, out.stderr
+    tb = json.loads(out.stdout)["time_bound"]
+    assert tb["certificate"] is None and tb["witness"].startswith("no schedule exists")
