@@ -316,7 +316,7 @@ def best_cut(topo: Topology, coll: Collective, r: Rates) -> CutCertificate | Non
     best: CutCertificate | None = None
     chosen = [cuts[j] for j in _screen_cuts(topo, coll, r, cuts)]
     if topo.ranks > EXHAUSTIVE_UP_TO:
-        chosen += _forest_cuts(topo, coll)
+        chosen += _forest_cuts(topo, coll) + _rooted_cuts(topo, coll, r)
     for inside in chosen:
         d = len(must_enter(coll, inside))
         rate = cut_rate(topo, r, inside)
@@ -342,6 +342,31 @@ def _forest_cuts(topo: Topology, coll: Collective) -> list[tuple[int, ...]]:
         return []
     inside = tuple(sorted(int(x) for x in side))
     return [inside, tuple(sorted(set(range(topo.ranks)) - set(inside)))]
+
+
+def _rooted_cuts(topo: Topology, coll: Collective, r: Rates) -> list[tuple[int, ...]]:
+    """For a rooted collective beyond the exhaustive range: per rank v, the minimum cut between the root
+    and v on the flow network (Edmonds: for Broadcast the least of them is the tree-packing optimum).
+    Only the rank sets are taken; their bounds are computed again, exactly."""
+    if coll.root is None:
+        return []
+    import networkx as nx
+
+    from smtcoll.bounds.network import flow_network
+
+    rate = {(l.src, l.dst): float(r.link[e]) for e, l in enumerate(topo.links)}
+    net = flow_network(topo, lambda l: rate[(l.src, l.dst)],
+                       lambda g: float(r.group[topo.switches.index(g)]))
+    out: set[tuple[int, ...]] = set()
+    for v in range(topo.ranks):
+        if v == coll.root:
+            continue
+        for s, t in ((coll.root, v), (v, coll.root)):  # data from the root (Broadcast) or to it (Gather)
+            _, (_, sink_side) = nx.minimum_cut(net, s, t)
+            inside = tuple(sorted(x for x in sink_side if isinstance(x, int)))
+            if 0 < len(inside) < topo.ranks:
+                out.add(inside)
+    return sorted(out)
 
 
 def partitions(topo: Topology) -> list[tuple[tuple[int, ...], ...] | None]:
