@@ -39,7 +39,29 @@ def schedule_to_dict(schedule: Schedule) -> dict[str, Any]:
 
 
 def dumps_schedule(schedule: Schedule) -> str:
-    return json.dumps(schedule_to_dict(schedule), indent=1) + "\n"
+    """Indented JSON with every list of numbers (a send, a pair of the pre- and postconditions) and
+    every list of such lists (a step's sends) on one line: 4 to 5 times smaller than `indent=1` at
+    1024 ranks (a million sends), so what `synth -o` writes stays within the readers' size limits."""
+    return _compact(schedule_to_dict(schedule), "") + "\n"
+
+
+def _flat(x: Any) -> bool:
+    return not isinstance(x, (dict, list)) or (isinstance(x, list) and all(not isinstance(y, (dict, list)) for y in x))
+
+
+def _compact(x: Any, pad: str) -> str:
+    # json.dumps has no per-list layout option: this writes its indent=1 layout, lists of flat items inline
+    if isinstance(x, list) and all(_flat(y) for y in x):
+        return json.dumps(x, separators=(", ", ": "))
+    inner = pad + " "
+    if isinstance(x, dict):
+        if not x:
+            return "{}"
+        items = [f"{inner}{json.dumps(k)}: {_compact(v, inner)}" for k, v in x.items()]
+        return "{\n" + ",\n".join(items) + "\n" + pad + "}"
+    if isinstance(x, list):
+        return "[\n" + ",\n".join(inner + _compact(v, inner) for v in x) + "\n" + pad + "]"
+    return json.dumps(x)
 
 
 def save_schedule(schedule: Schedule, path: Path | str) -> None:
@@ -54,7 +76,8 @@ def load_schedule(path: Path | str) -> Schedule:
     try:
         size = path.stat().st_size
         if size > MAX_SCHEDULE_BYTES:
-            raise InputError(str(path), f"file is {size} bytes; schedule files are limited to {MAX_SCHEDULE_BYTES}")
+            raise InputError(str(path), f"file is {size} bytes; schedule files are limited to {MAX_SCHEDULE_BYTES} "
+                                        "here (smtcoll verify reads larger ones with --max-bytes N)")
         text = path.read_bytes().decode("utf-8")
     except OSError as e:
         raise InputError(str(path), f"cannot read: {e.strerror or e}") from None
