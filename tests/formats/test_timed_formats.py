@@ -351,14 +351,16 @@ def test_teccl_slow_link_window(tmp_path):
                            "7-Flows": flows, "Solver_Time": 0.0})
 
     f = tmp_path / "t.json"
-    f.write_text(teccl(["Chunk 0 from 0 traveled over 0->1 in epoch 0", "Chunk 0 from 1 traveled over 1->0 in epoch 0"], 2))
+    both = ["Chunk 0 from 0 traveled over 0->1 in epoch 0", "Chunk 0 from 1 traveled over 1->0 in epoch 0"]
+    f.write_text(teccl(both, 2))
     code_ok = check_input_file(str(f), topology=specs.resolve_topology(str(topo)))
     assert code_ok.verdict == "ok" and code_ok.time["verified"]["value"] == 2e6, code_ok.violations
-    f.write_text(teccl(["Chunk 0 from 0 traveled over 0->1 in epoch 0", "Chunk 0 from 1 traveled over 1->0 in epoch 0"], 1))
+    f.write_text(teccl(both, 1))
     rep = check_input_file(str(f), topology=specs.resolve_topology(str(topo)))
     assert [v.code for v in rep.errors] == ["optimistic-claim"]
     f.write_text(teccl(["Chunk 0 from 0 traveled over 0->1 in epoch 0", "Chunk 1 from 0 traveled over 0->1 in epoch 1",
-                        "Chunk 0 from 1 traveled over 1->0 in epoch 0", "Chunk 1 from 1 traveled over 1->0 in epoch 1"], 3))
+                        "Chunk 0 from 1 traveled over 1->0 in epoch 0",
+                        "Chunk 1 from 1 traveled over 1->0 in epoch 1"], 3))
     rep = check_input_file(str(f), topology=specs.resolve_topology(str(topo)))
     bad = [v for v in rep.errors if v.code == "bandwidth"]
     assert len(bad) == 1 and "1->0" in bad[0].message and "window of 2" in bad[0].message
