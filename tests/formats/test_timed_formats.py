@@ -508,3 +508,20 @@ def test_teccl_generator_multiplier_follows_json_gen():
     from smtcoll.formats.teccl import generator_multiplier
     assert [generator_multiplier("fast", kb * 1e-6) for kb in (1, 4, 16)] == [4, 4, 1]
     assert [generator_multiplier("slow", kb * 1e-6) for kb in (1, 4)] == [2, 1]
+
+
+def test_a_shared_switch_group_bounds_the_sum_of_rates(tmp_path):
+    # ranks 0 and 1 reach rank 2 through one switch group (a shared NIC) of 2 x 50 GB/s; each link runs at
+    # 100 GB/s. Two 1 MB transfers at once: at 62.5 GB/s each (16 us) the links hold them but the group
+    # (125 > 100 GB/s) does not; at 50 GB/s each (20 us) both do
+    topo = tmp_path / "nic.toml"
+    topo.write_text('[topology]\nname = "nic"\nranks = 3\ngbps = 50.0\n'
+                    'links = [{src = 0, dst = 2, bandwidth = 2}, {src = 1, dst = 2, bandwidth = 2}]\n'
+                    '[[topology.switches]]\nsrcs = [0, 1]\ndsts = [2]\nbandwidth = 2\nname = "nic2"\n')
+    for duration, fast in (("16", True), ("20", False)):
+        f = tmp_path / f"nic{duration}.csv"
+        f.write_text(f"# collective: allgather\n# topology: nic.toml\n# unit: us\n# chunk_bytes: 1000000\n"
+                     f"chunk,src,dst,start,end\n0,0,2,0,{duration}\n1,1,2,0,{duration}\n")
+        speed = [v for v in check_input_file(str(f)).errors if v.code == "bandwidth"]
+        assert bool(speed) == fast, speed
+        assert all("switch group nic2" in v.message and "GB/s" in v.message for v in speed)
