@@ -402,12 +402,11 @@ def test_taccl_chunk_list_is_already_split(tmp_path):
     assert r.metrics["transfers"] == 2 * sum(len(s["sends"]) for s in data["steps"])
 
 
+@needs_corpus(CORPUS / "sccl-json")
 def test_sccl_chunk_list_is_split_by_the_instance(tmp_path):
     # SCCL (msccl-tools) lists the base chunks; its sends and maps name the split addresses
     from smtcoll.formats.schedules import parse_schedule
     src = CORPUS / "sccl-json" / "Allgather.n4-Ring.n4-steps2.rounds3.chunks2.msccl.json"
-    if not src.is_file():
-        pytest.skip("no corpus")
     s = parse_schedule(src.read_text())
     assert s.collective.chunks == 8 and s.collective.chunk_factor == 2
 
