@@ -309,6 +309,9 @@ class Unreachable(Exception):
 
 
 def best_cut(topo: Topology, coll: Collective, r: Rates) -> CutCertificate | None:
+    """The strongest cut found: candidates screened in floating point (which only chooses), then each
+    chosen one computed exactly (which is what is claimed). Raises Unreachable when data must enter a set
+    that no link enters."""
     from smtcoll.bounds.demand import must_enter
 
     cuts = _candidate_cuts(topo)
