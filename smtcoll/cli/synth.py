@@ -48,8 +48,11 @@ class Method(str, enum.Enum):
     scale = "scale"
     # the constructions (smtcoll.synth.constructions.METHODS; a test keeps the two lists equal)
     ring = "ring"
+    tree = "tree"
     direct = "direct"
     multiring = "multiring"
+    hier = "hier"
+    hier2d = "hier2d"
 
 
 class Strategy(str, enum.Enum):
@@ -107,8 +110,8 @@ def synth(
     method: Annotated[Method, typer.Option(metavar="auto|exact|scale|NAME", help="least-steps: exact (the SMT search), "
                                            "scale (the large-instance engine: seconds, with its gap to the bound), "
                                            "auto (the engine, then the exact search up to 16 ranks), or a "
-                                           "throughput construction: ring, direct (NCCL's), multiring "
-                                           "(docs/synth.md)")
+                                           "throughput construction: ring, tree, direct (NCCL's), multiring, "
+                                           "hier, hier2d (docs/synth.md)")
                       ] = Method.auto,
     force: ForceOpt = False,
     fmt: FormatOpt = Format.text,
