@@ -25,7 +25,7 @@ from smtcoll.check.schedule import check_schedule
 from smtcoll.errors import SmtcollError
 from smtcoll.model import Collective, Schedule, Send, Step, Topology
 from smtcoll.synth.combining import dual_collective, reverse_schedule
-from smtcoll.synth.scale import allreduce, greedy, routing, translate
+from smtcoll.synth.scale import allreduce, greedy, hierarchy, routing, translate
 
 OLD_GREEDY_UP_TO = 32  # ranks: the per-chunk Python greedy of synth/greedy.py is slow beyond
 
@@ -87,6 +87,13 @@ def _plain(topo: Topology, coll: Collective, b: SearchBounds | None) -> tuple[Sc
         found.append((r, "LP-routed paths (HiGHS), store and forward"))
         if len(r.steps) <= target:
             return found[-1]
+    # machines of several nodes: the conveyor rings fed by the NICs, then with the other links too
+    for fill in (False, True):
+        h = hierarchy.ring_allgather(topo, coll, limit, fill)
+        if h is not None:
+            found.append((h, "node rings fed by the NICs" + (", other links filled" if fill else "")))
+            if len(h.steps) <= target:
+                return found[-1]
     g = greedy.greedy_schedule(topo, coll, limit)
     if g is not None:
         found.append((g, "greedy (link-chunk matching per step)"))
