@@ -39,13 +39,11 @@ def ring_allgather(topo: Topology, coll: Collective, max_steps: int, fill: bool 
     bw = {(l.src, l.dst): l.bandwidth for l in topo.links}
     succ = {}
     for ms in members:
-        if len(ms) < 2:
+        ring = _ring(ms, bw)
+        if ring is None:
             return None
-        for i, x in enumerate(ms):
-            y = ms[(i + 1) % len(ms)]
-            if (x, y) not in bw:
-                return None
-            succ[x] = y
+        for i, x in enumerate(ring):
+            succ[x] = ring[(i + 1) % len(ring)]
     groups_of: dict[tuple[int, int], list[int]] = {key: [] for key in bw}
     for i, group in enumerate(topo.switches):
         dsts = set(group.dsts)
@@ -54,7 +52,7 @@ def ring_allgather(topo: Topology, coll: Collective, max_steps: int, fill: bool 
                 if (u, v) in groups_of:
                     groups_of[(u, v)].append(i)
     remote = sorted(key for key in bw if nodes[key[0]] != nodes[key[1]])
-    local = sorted(key for key in bw if nodes[key[0]] == nodes[key[1]] and succ[key[0]] != key[1])
+    local = sorted(key for key in bw if nodes[key[0]] == nodes[key[1]])
     have = np.zeros((p, k), dtype=bool)
     for r, cs in enumerate(own):
         have[r, cs] = True
@@ -77,15 +75,17 @@ def ring_allgather(topo: Topology, coll: Collective, max_steps: int, fill: bool 
     incoming = np.zeros((p, k), dtype=bool)
     arriving = np.zeros((n, k), dtype=bool)
     sends: list[tuple[int, int, int]] = []
+    used: dict[tuple[int, int], int] = {}
 
     def room(u: int, v: int) -> int:
-        return min([bw[(u, v)]] + [left[g] for g in groups_of[(u, v)]])
+        return min([bw[(u, v)] - used.get((u, v), 0)] + [left[g] for g in groups_of[(u, v)]])
 
     def send(u: int, v: int, take: np.ndarray) -> None:
         incoming[v, take] = True
         arriving[nodes[v], take] = True
         for g in groups_of[(u, v)]:
             left[g] -= len(take)
+        used[(u, v)] = used.get((u, v), 0) + len(take)
         sends.extend((int(coll.address[c]), u, v) for c in take)
 
     steps: list[Step] = []
@@ -99,6 +99,7 @@ def ring_allgather(topo: Topology, coll: Collective, max_steps: int, fill: bool 
         incoming[:] = False
         arriving[:] = False
         sends.clear()
+        used.clear()
         now = [-1] * p
         for x in range(p):
             y = succ[x]
@@ -118,6 +119,7 @@ def ring_allgather(topo: Topology, coll: Collective, max_steps: int, fill: bool 
             arriving[nodes[y], c] = True
             for gi in groups_of[(x, y)]:
                 left[gi] -= 1
+            used[(x, y)] = 1
             sends.append((int(coll.address[c]), x, y))
         # the receivers that imported the fewest chunks first: a node's imports spread evenly over
         # its NICs, so each receiver has fresh chunks for its ring slots when they come round
@@ -149,3 +151,41 @@ def ring_allgather(topo: Topology, coll: Collective, max_steps: int, fill: bool 
     if not have.all():
         return None
     return Schedule(topo, coll, steps)
+
+
+RING_SEARCH_LIMIT = 100_000  # DFS extensions per node before giving up on a ring
+
+
+def _ring(members: list[int], bw: dict[tuple[int, int], int]) -> list[int] | None:
+    """A directed Hamiltonian cycle through the node's ranks over its links: the ranks in order when
+    those links exist, else the first a depth-first search finds (lowest rank first; nodes are small,
+    and the search gives up after RING_SEARCH_LIMIT extensions). Hand-written: networkx has no
+    Hamiltonian cycle search for directed graphs."""
+    if len(members) < 2:
+        return None
+    if all((x, members[(i + 1) % len(members)]) in bw for i, x in enumerate(members)):
+        return members
+    inside = set(members)
+    out = {x: sorted(y for y in inside if (x, y) in bw) for x in members}
+    start = members[0]
+    path, seen = [start], {start}
+    stack = [iter(out[start])]
+    budget = RING_SEARCH_LIMIT
+    while stack and budget > 0:
+        nxt = next(stack[-1], None)
+        if nxt is None:
+            stack.pop()
+            seen.discard(path.pop())
+            continue
+        budget -= 1
+        if nxt in seen:
+            continue
+        path.append(nxt)
+        seen.add(nxt)
+        if len(path) == len(members):
+            if (nxt, start) in bw:
+                return path
+            seen.discard(path.pop())
+            continue
+        stack.append(iter(out[nxt]))
+    return None
