@@ -19,18 +19,10 @@ from smtcoll.model import Collective, Schedule, Send, Step, Topology
 RELAY_NEEDERS = 8
 
 
-def greedy_schedule(topo: Topology, coll: Collective, max_steps: int, rounds_per_step: int = 1,
-                    by_node: bool = False) -> Schedule | None:
+def greedy_schedule(topo: Topology, coll: Collective, max_steps: int, rounds_per_step: int = 1) -> Schedule | None:
     """The greedy schedule with `rounds_per_step` rounds in every step (links carry that many times
-    their bandwidth), or None when it stalls (a rank that cannot be reached) or runs out of steps.
-
-    `by_node`: on machines of several nodes (NIC links, `node_of`), a NIC link carries only chunks its
-    destination's node neither holds nor receives in this step, so each chunk enters a node once and the
-    node's own links spread it (the NICs are the scarce resource; a second copy through them is waste)."""
+    their bandwidth), or None when it stalls (a rank that cannot be reached) or runs out of steps."""
     if coll.is_combining:
-        return None
-    nodes = node_of(topo) if by_node else None
-    if by_node and nodes is None:
         return None
     p, k = coll.ranks, coll.chunks
     dist = _distances(topo)
@@ -45,13 +37,8 @@ def greedy_schedule(topo: Topology, coll: Collective, max_steps: int, rounds_per
     address = np.array(coll.address)
     steps: list[Step] = []
     far = 1 << 20
-    remote = [nodes is not None and nodes[u] != nodes[v] for u, v, _ in links]
     for s in range(max_steps):
         missing = need & ~have
-        node_has = None
-        if nodes is not None:
-            node_has = np.zeros((int(nodes.max()) + 1, k), dtype=bool)
-            np.logical_or.at(node_has, nodes, have)
         if not missing.any():
             break
         copies = have.sum(axis=0)
@@ -70,18 +57,13 @@ def greedy_schedule(topo: Topology, coll: Collective, max_steps: int, rounds_per
             cap = min([bw * rounds_per_step] + [group_left[g] for g in gs])
             if cap <= 0:
                 continue
-            ok = have[u] & ~have[v] & ~incoming[v] & (target[v] < target[u])
-            if remote[li] and node_has is not None and nodes is not None:
-                ok &= ~node_has[nodes[v]]
-            cand = np.nonzero(ok)[0]
+            cand = np.nonzero(have[u] & ~have[v] & ~incoming[v] & (target[v] < target[u]))[0]
             if not len(cand):
                 continue
             # farthest first, then the rarest, then a rotation by step and source
             order = np.lexsort(((cand - u - s) % k, copies[cand], -target[u, cand]))
             take = cand[order[:cap]]
             incoming[v, take] = True
-            if remote[li] and node_has is not None and nodes is not None:
-                node_has[nodes[v], take] = True
             for g in gs:
                 group_left[g] -= len(take)
             sends += [(int(address[c]), u, v) for c in take]
@@ -108,29 +90,3 @@ def _distances(topo: Topology) -> np.ndarray:
     dst = [l.dst for l in topo.links]
     d = shortest_path(csr_matrix((np.ones(len(src)), (src, dst)), shape=(p, p)), unweighted=True)
     return np.where(np.isinf(d), 1 << 19, d).astype(np.int64)
-
-
-def node_of(topo: Topology) -> np.ndarray | None:
-    """Each rank's node: the components joined by the links no NIC group bounds (`Topology.compose`
-    names its NIC groups `nic<i>-out@node<j>`), or None on a machine of one node."""
-    nic = [g for g in topo.switches if g.name.startswith("nic")]
-    if not nic:
-        return None
-    through = {(u, v) for g in nic for u in g.srcs for v in g.dsts}
-    parent = list(range(topo.ranks))
-
-    def root(x: int) -> int:
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    for l in topo.links:
-        if (l.src, l.dst) not in through:
-            a, b = root(l.src), root(l.dst)
-            parent[max(a, b)] = min(a, b)
-    roots = sorted({root(r) for r in range(topo.ranks)})
-    if len(roots) < 2:
-        return None
-    index = {r: i for i, r in enumerate(roots)}
-    return np.array([index[root(r)] for r in range(topo.ranks)])

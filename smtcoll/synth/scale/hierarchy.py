@@ -21,7 +21,6 @@ from __future__ import annotations
 import numpy as np
 
 from smtcoll.model import Collective, Schedule, Send, Step, Topology
-from smtcoll.synth.scale.greedy import node_of
 from smtcoll.synth.scale.translate import allgather_shape
 
 
@@ -151,6 +150,32 @@ def ring_allgather(topo: Topology, coll: Collective, max_steps: int, fill: bool 
     if not have.all():
         return None
     return Schedule(topo, coll, steps)
+
+
+def node_of(topo: Topology) -> np.ndarray | None:
+    """Each rank's node: the components joined by the links no NIC group bounds (`Topology.compose`
+    names its NIC groups `nic<i>-out@node<j>`), or None on a machine of one node."""
+    nic = [g for g in topo.switches if g.name.startswith("nic")]
+    if not nic:
+        return None
+    through = {(u, v) for g in nic for u in g.srcs for v in g.dsts}
+    parent = list(range(topo.ranks))
+
+    def root(x: int) -> int:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for l in topo.links:
+        if (l.src, l.dst) not in through:
+            a, b = root(l.src), root(l.dst)
+            parent[max(a, b)] = min(a, b)
+    roots = sorted({root(r) for r in range(topo.ranks)})
+    if len(roots) < 2:
+        return None
+    index = {r: i for i, r in enumerate(roots)}
+    return np.array([index[root(r)] for r in range(topo.ranks)])
 
 
 RING_SEARCH_LIMIT = 100_000  # DFS extensions per node before giving up on a ring
