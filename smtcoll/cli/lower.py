@@ -15,7 +15,7 @@ import typer
 
 from smtcoll.check.report import Report
 from smtcoll.cli.app import Format, app, print_json
-from smtcoll.cli.options import ForceOpt, FormatOpt, refuse_overwrite
+from smtcoll.cli.options import ForceOpt, FormatOpt, refuse_input_as_output, refuse_overwrite
 from smtcoll.errors import NotVerified
 from smtcoll.formats import load_schedule
 from smtcoll.lower import LowerOptions, lower_to_file
@@ -71,6 +71,7 @@ def lower_command(
     """Lower a step schedule to MSCCL XML: exit 0 written, 1 rejected or not verified, 2 unusable input."""
     mode = "both" if inplace and outofplace else "inplace" if inplace else "outofplace"
     options = LowerOptions(instances, protocol.value, runtime.value, mode, min_bytes, max_bytes, fuse, name)
+    refuse_input_as_output("--output", output, [schedule])
     refuse_overwrite(force, output)  # also refuses what the safe writer would (check_writable)
     failure: NotVerified | None = None
     try:

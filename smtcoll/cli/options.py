@@ -9,6 +9,8 @@ installed typer names types.
 from __future__ import annotations
 
 import enum
+import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -55,6 +57,25 @@ TimeoutOpt = Annotated[Optional[float], typer.Option(
 ForceOpt = Annotated[bool, typer.Option("--force", "-f", metavar="", help="replace output files that exist")]
 DrawOpt = Annotated[Optional[Path], typer.Option("--draw", metavar="FILE.png|FILE.svg",
                                                  help="draw a picture to a .png or .svg file (needs matplotlib)")]
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)  # follows symlinks; also catches hard links
+    except OSError:
+        return os.path.realpath(a) == os.path.realpath(b)
+
+
+def refuse_input_as_output(option: str, output: Path | str | None, inputs: Iterable[Path | str | None]) -> None:
+    """Refuse an output file that is also one of the command's inputs (the file checked, the schedule
+    lowered, a topology or collective spec), even with `--force`: the output would destroy what it was made
+    from, and a second run would read the report instead of the input."""
+    if output is None:
+        return
+    for given in inputs:
+        if given is not None and os.path.exists(given) and _same_file(str(output), str(given)):
+            raise OutputError(str(output), f"{option} is also an input ({given}); smtcoll never replaces a file "
+                                           "it reads, even with --force: choose another file name")
 
 
 def refuse_overwrite(force: bool, *paths: Path | str | None) -> None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import enum
 import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -23,10 +22,11 @@ from smtcoll.check.discover import expand
 from smtcoll.check.files import check_files
 from smtcoll.check.report import Report
 from smtcoll.cli.app import app
-from smtcoll.cli.options import MAX_CHUNKS, RootOpt, Runtime, RuntimeOpt
+from smtcoll.cli.options import MAX_CHUNKS, RootOpt, Runtime, RuntimeOpt, refuse_input_as_output
 from smtcoll.cli.verify_output import FORMATTERS, format_text, select_findings, strict_findings, summary
 from smtcoll.cli.verify_times import lower_bound
 from smtcoll.errors import EXIT_UNUSABLE, SmtcollError
+from smtcoll.files import check_writable, write_text
 from smtcoll.formats.inputs import INPUT_FORMATS
 from smtcoll.limits import check_jobs
 from smtcoll.msccl.reader import Limits
@@ -54,29 +54,6 @@ def exit_code(reports: list[Report]) -> int:
 def codes(values: list[str]) -> list[str]:
     """`--select race,dead --select parse` -> ["race", "dead", "parse"]."""
     return [c.strip() for v in values for c in v.split(",") if c.strip()]
-
-
-def write_atomic(path: str, text: str) -> None:
-    """Write `text` to `path` so that a reader never sees half a report: a temporary file in the same
-    directory, flushed to disk, then renamed over the target (atomic on POSIX and Windows)."""
-    target = os.path.abspath(path)
-    directory = os.path.dirname(target)
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=".smtcoll-", suffix=".tmp", dir=directory)
-    except OSError as e:
-        raise SmtcollError(f"--output-file {path}: cannot write in {directory}: {e.strerror or e}") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, target)
-    except OSError as e:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise SmtcollError(f"--output-file {path}: cannot write: {e.strerror or e}") from None
 
 
 def print_report(text: str, color: bool) -> None:
@@ -177,6 +154,9 @@ def verify(
                 typer.echo("no algorithm files among " + ", ".join(paths))
             return
         raise SmtcollError("no algorithm files (MSCCL XML, schedule JSON) found in " + ", ".join(paths))
+    if output_file is not None:  # before any work: a long run is never thrown away at the end
+        refuse_input_as_output("--output-file", output_file, [*files, topology, collective])
+        check_writable(output_file)
     topo = specs.resolve_topology(topology) if topology else None
     limits = Limits(max_bytes=max_bytes, max_ranks=max_ranks, max_chunks=max_chunks, max_tbs=max_tbs,
                     max_steps=max_steps, max_pieces=max_pieces)
@@ -188,7 +168,7 @@ def verify(
     if strict:
         reports = strict_findings(reports)
     if output_file is not None:
-        write_atomic(output_file, FORMATTERS[fmt.value](reports, verbose, quiet) + "\n")
+        write_text(output_file, FORMATTERS[fmt.value](reports, verbose, quiet) + "\n")
         if not quiet:
             typer.echo(summary(reports))
     elif fmt is OutputFormat.text:
