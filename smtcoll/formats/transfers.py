@@ -17,10 +17,11 @@ import csv
 import io
 import math
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from smtcoll import specs
+from smtcoll import library, specs
 from smtcoll.errors import ModelError, SmtcollError
 from smtcoll.model import Topology
 from smtcoll.model.timed import Limit, Quantity, TimedSchedule, Transfer, Use
@@ -33,6 +34,7 @@ US_PER = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}
 UNITS = [*sorted(US_PER), "rounds", "cycles"]
 COLUMNS = ("chunk", "src", "dst", "start", "end")
 MAX_TRANSFERS = 5_000_000
+T = TypeVar("T")
 _META = re.compile(r"^#\s*([A-Za-z_]+)\s*:\s*(.*)$")
 
 
@@ -69,6 +71,21 @@ def _integer(v: Any, where: str) -> int:
     if not isinstance(v, int) or isinstance(v, bool):
         raise LogError(where, f"expected an integer, got {v!r}"[:100])
     return v
+
+
+def _beside(log: str, key: str, ref: str, load: Callable[[str], T], builtin: Callable[[str], T]) -> T:
+    """The topology or collective a log names: a built-in name, or the name of a .toml file in the log's own
+    folder. A log never makes the checker read a file elsewhere (docs/formats.md): a path, a name starting
+    with `.`, or a file that is not a .toml is refused, whatever the current folder holds."""
+    try:
+        if ref.endswith(".toml"):
+            if Path(ref).name != ref or ref.startswith(".") or "\\" in ref:
+                raise LogError(key, f"{ref[:100]!r}: expected a built-in name or the name of a .toml file in "
+                                    "the log's folder (or give --topology/--collective)")
+            return load(str(Path(log).parent / ref))
+        return builtin(ref)  # never a file: only a name ending in .toml is read, and only beside the log
+    except SmtcollError as e:
+        raise LogError(key, str(e)) from None
 
 
 def parse_csv(text: str) -> dict[str, Any]:
@@ -118,17 +135,8 @@ def read_transfer_log(data: dict, topology: Topology | None, name: str = "") -> 
     if topology is None:
         if not data.get("topology"):
             raise LogError("topology", "the log names no topology: give one with --topology or a `topology` key")
-        ref = str(data["topology"])
-        if ref.endswith(".toml"):
-            # only a file next to the log: a log must not make the checker read files elsewhere
-            if Path(ref).name != ref or ref.startswith("."):
-                raise LogError("topology", f"{ref!r}: expected a built-in name or the name of a .toml file in "
-                                           "the log's folder (or give --topology)")
-            ref = str(Path(name).parent / ref)
-        try:
-            topology = specs.resolve_topology(ref)
-        except SmtcollError as e:
-            raise LogError("topology", str(e)) from None
+        topology = _beside(name, "topology", str(data["topology"]),
+                           lambda f: specs.load_topology(f), lambda n: library.topology(n))
     ranks = _integer(data.get("ranks", topology.ranks), "ranks")
     if ranks != topology.ranks:
         raise LogError("ranks", f"= {ranks}, but topology {topology.name!r} has {topology.ranks} ranks")
@@ -137,10 +145,8 @@ def read_transfer_log(data: dict, topology: Topology | None, name: str = "") -> 
         raise LogError("collective", "expected a collective name (allgather, alltoall, allreduce, ...) or a .toml")
     root = _integer(data["root"], "root") if data.get("root") not in (None, "") else None
     chunks = _integer(data.get("chunks", 1), "chunks")
-    try:
-        coll = specs.resolve_collective(coll_name, ranks, root, chunks)
-    except SmtcollError as e:
-        raise LogError("collective", str(e)) from None
+    coll = _beside(name, "collective", coll_name, lambda f: specs.load_collective(f, ranks, root, chunks),
+                   lambda n: library.collective(n, ranks, root, chunks))
     unit = str(data.get("unit", "us"))
     if unit not in UNITS:
         raise LogError("unit", f"= {unit!r}: expected one of {', '.join(UNITS)}")

@@ -91,3 +91,37 @@ def test_lower_never_replaces_its_own_input_even_with_force(tmp_path: Path,
     code, _, err = cli(capsys, "lower", schedule, "-o", schedule, "--force")
     assert code == 2 and "also an input" in err
     assert schedule.read_bytes() == before
+
+
+# --- 11: a transfer log never makes verify read a file elsewhere -----------------------------------------
+
+@pytest.mark.parametrize("key", ["collective", "topology"])
+def test_a_transfer_logs_references_never_reach_outside_its_folder(tmp_path: Path, key: str,
+                                                                   capsys: pytest.CaptureFixture[str],
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    logdir, other = tmp_path / "logs", tmp_path / "other"
+    logdir.mkdir()
+    other.mkdir()
+    shutil.copy(EXAMPLES / "formats" / "ring4.toml", logdir / "ring4.toml")
+    shutil.copy(EXAMPLES / "formats" / "ring4.toml", other / "ring4.toml")
+    shutil.copy(EXAMPLES / "allgather.toml", other / "allgather.toml")
+    shutil.copy(EXAMPLES / "allgather.toml", other / "allgather")  # a spec without the .toml suffix
+    good = (EXAMPLES / "formats" / "allgather-ring4.csv").read_text()
+    original = {"collective": "allgather", "topology": "ring4.toml"}[key]
+    monkeypatch.chdir(tmp_path)
+    for ref in (f"{other}/{'allgather' if key == 'collective' else 'ring4'}.toml", "../other/allgather.toml",
+                "other/allgather", "other/ring4.toml"):
+        log = logdir / "log.csv"
+        log.write_text(good.replace(f"# {key}: {original}", f"# {key}: {ref}"))
+        opened: list[str] = []
+        real_open = Path.read_bytes
+
+        def spy(self: Path, _real=real_open, opened: list[str] = opened) -> bytes:
+            opened.append(str(self.resolve()))
+            return _real(self)
+
+        monkeypatch.setattr(Path, "read_bytes", spy)
+        code, out, _ = cli(capsys, "verify", log)
+        monkeypatch.setattr(Path, "read_bytes", real_open)
+        assert code == 2 and key in out, (ref, out)
+        assert not [f for f in opened if f.startswith(str(other))], (ref, opened)
