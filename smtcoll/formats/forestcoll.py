@@ -21,12 +21,14 @@ from defusedxml import ElementTree as SafeET
 
 from smtcoll import library
 from smtcoll.errors import ModelError
+from smtcoll.formats.numbers import ascii_int
 from smtcoll.model import Topology
 from smtcoll.model.timed import Finding, Quantity, TimedSchedule, Transfer, group_gbps
 
 FORMAT = "forestcoll-xml"
 NODE_BYTES = 1 << 20  # data per rank for the time in ForestColl's model (the XML states no size)
 MAX_ELEMENTS = 1_000_000
+MAX_TRANSFERS = 2_000_000  # chunk moves the trees imply (each edge moves its tree's chunks): the replay's work
 
 
 class ForestError(Exception):
@@ -41,9 +43,10 @@ def is_forestcoll(text: str) -> bool:
 
 def _int(e: Element, key: str, where: str, low: int = 0) -> int:
     v = e.get(key)
-    if v is None or not v.strip().isdigit() or int(v) < low:
-        raise ForestError(where, f"{key}: expected an integer >= {low}, got {v!r}")
-    return int(v)
+    x = ascii_int(v)
+    if x is None or x < low:
+        raise ForestError(where, f"{key}: expected an integer >= {low}, got {str(v)[:60]!r}")
+    return x
 
 
 def read_forestcoll(text: str, topology: Topology | None, name: str = "") -> TimedSchedule:
@@ -94,10 +97,12 @@ def read_forestcoll(text: str, topology: Topology | None, name: str = "") -> Tim
             depth.setdefault(b, level + 1)
             load[(a, b)] += c
             edges.append((a, b))
-            for j in range(c):
-                chunk = u * k + first + j
-                if first + j < k:
-                    transfers.append(Transfer(chunk, a, b, level, level + 1, {"tree": tree_name, "send": si}))
+            moved = max(0, min(c, k - first))  # chunks beyond nchunkspernode are reported as chunk-count
+            if len(transfers) + moved > MAX_TRANSFERS:
+                raise ForestError(sw, f"the trees move more than {MAX_TRANSFERS} chunks over their edges "
+                                      f"(nchunks x edges); not a tree file smtcoll can replay")
+            for j in range(moved):
+                transfers.append(Transfer(u * k + first + j, a, b, level, level + 1, {"tree": tree_name, "send": si}))
         deepest = max(depth.values())
         alphas = [lk.alpha_us or 0.0 for a, b in edges for lk in [topology.link(a, b)] if lk is not None]
         latency = max(latency, deepest * max(alphas, default=0.0))

@@ -33,15 +33,20 @@ from typing import Any
 
 from smtcoll import library
 from smtcoll.errors import ModelError
-from smtcoll.formats.teccl_machines import machine_for
+from smtcoll.formats.numbers import finite_float
+from smtcoll.formats.teccl_machines import TooLargeMachine, machine_for
 from smtcoll.model import Topology
 from smtcoll.model.timed import Finding, Limit, Quantity, TimedSchedule, Transfer, Use
 
 FORMAT = "teccl-json"
 ALPHA_THRESHOLD = 0.1  # TE-CCL's default `alpha_threshold`: smaller alpha / tau is not charged
-_FLOW = re.compile(r"^(?:Chunk (\d+) from (\d+) traveled over )?(\d+)->(\d+)(?: with volume ([0-9.eE+-]+))?"
-                   r" in epoch (\d+)(?: via switches ([0-9 \->]+))?$")
-_DEMAND = re.compile(r"^Demand at (\d+) for chunk (\d+) from (\d+) met by epoch (\d+)$")
+# ASCII digits only (`\\d` also matches other scripts' digits), at most 9: ids and epochs far beyond any
+# machine, and int() stays cheap
+_N = r"([0-9]{1,9})"
+_FLOW = re.compile(rf"^(?:Chunk {_N} from {_N} traveled over )?{_N}->{_N}(?: with volume ([0-9.eE+-]+))?"
+                   rf" in epoch {_N}(?: via switches ([0-9 \->]+))?$")
+_DEMAND = re.compile(rf"^Demand at {_N} for chunk {_N} from {_N} met by epoch {_N}$")
+MAX_VIA = 16  # switches one hop crosses (TE-CCL's machines cross one)
 MAX_FLOWS = 2_000_000
 
 
@@ -55,10 +60,20 @@ def is_teccl(data: Any) -> bool:
         k in data for k in ("7-Flows", "6-Flows", "8-Chunk paths", "7-chunk paths"))
 
 
+# Seconds, GB/s: TE-CCL's epochs are micro- to milliseconds and its rates GB/s. Outside this range the derived
+# quantities (chunk size, chunks per epoch, epochs of latency) leave the floating-point range (1e-320 is
+# subnormal, 1e308 x anything overflows), so such a value is refused as what it is: not a TE-CCL quantity.
+NUM_RANGE = (1e-12, 1e12)
+MAX_EPOCH_RATIO = 1e9  # epochs one chunk or one latency may span (b, a of TE-CCL's model)
+
+
 def _num(data: dict, key: str, positive: bool = True) -> float:
     v = data.get(key)
+    low, high = NUM_RANGE
     if not isinstance(v, int | float) or isinstance(v, bool) or not math.isfinite(v) or (positive and v <= 0):
-        raise TecclError(key, f"expected a positive number, got {v!r}")
+        raise TecclError(key, f"expected a positive number, got {str(v)[:40]}")
+    if not low <= abs(v) <= high:
+        raise TecclError(key, f"= {v:g}: out of the range {low:g}..{high:g} of a TE-CCL time (s) or rate (GB/s)")
     return float(v)
 
 
@@ -69,9 +84,13 @@ def _hop(text: Any, where: str) -> tuple[int | None, int | None, int, int, float
     if not m:
         raise TecclError(where, f"not a TE-CCL flow: {text[:100]!r}")
     c, s, i, j, vol, k, via = m.groups()
-    switches = [int(x) for x in re.split(r"\s*->\s*", via.strip())] if via else []
-    return (int(c) if c else None, int(s) if s else None, int(i), int(j), float(vol) if vol else None, int(k),
-            switches)
+    parts = re.split(r"\s*->\s*", via.strip()) if via else []
+    if len(parts) > MAX_VIA or any(not x.isascii() or not x.isdigit() or len(x) > 9 for x in parts):
+        raise TecclError(where, f"via switches: expected at most {MAX_VIA} switch ids, got {via[:60]!r}")
+    volume = finite_float(vol) if vol else None
+    if vol and (volume is None or volume < 0):
+        raise TecclError(where, f"volume: expected a finite number >= 0, got {vol[:30]!r}")
+    return (int(c) if c else None, int(s) if s else None, int(i), int(j), volume, int(k), [int(x) for x in parts])
 
 
 def _ceil(x: float) -> int:
@@ -144,7 +163,10 @@ def read_teccl(data: dict, topology: Topology | None, name: str = "") -> TimedSc
     relays = {x for (_, _, i, j, *_), _ in parsed for x in (i, j)}
     bufferless = switches | (relays - served if served else set())
     if topology is None:
-        topology = machine_for(ids, switches, {(i, j) for (_, _, i, j, *_), _ in parsed})
+        try:
+            topology = machine_for(ids, switches, {(i, j) for (_, _, i, j, *_), _ in parsed})
+        except TooLargeMachine as e:
+            raise TecclError("", str(e)) from None
         if topology is None:
             raise TecclError("", "a TE-CCL file holds no topology and its node ids fit none of TE-CCL's classes "
                                  "(DGX2, NDv2, Mesh): give the machine with --topology (docs/formats.md)")
@@ -186,6 +208,10 @@ def read_teccl(data: dict, topology: Topology | None, name: str = "") -> TimedSc
             return None
         alpha = (lk.alpha_us or 0.0) * 1e-6 / (2 if half else 1)
         kappa = lk.gbps * tau / chunk_gb
+        if not (math.isfinite(kappa) and kappa > 0 and 1 / kappa <= MAX_EPOCH_RATIO
+                and alpha / tau <= MAX_EPOCH_RATIO):
+            raise TecclError("1-Epoch_Duration", f"link {u}->{v}: {kappa:.3g} chunks per epoch and a latency of "
+                                                 f"{alpha / tau:.3g} epochs: not an epoch TE-CCL could have used")
         a = _ceil(alpha / tau) if alpha / tau > ALPHA_THRESHOLD else 0
         b = max(0, _ceil(1 / kappa) - 1)
         return a, b, kappa

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import csv
 import io
-import math
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -23,6 +22,7 @@ from typing import Any, TypeVar
 
 from smtcoll import library, specs
 from smtcoll.errors import ModelError, SmtcollError
+from smtcoll.formats.numbers import ascii_int, finite_float
 from smtcoll.model import Topology
 from smtcoll.model.timed import Limit, Quantity, TimedSchedule, Transfer, Use
 
@@ -55,22 +55,17 @@ def is_transfer_log_csv(text: str) -> bool:
 
 
 def _number(v: Any, where: str) -> float:
-    if isinstance(v, str):
-        try:
-            v = float(v)
-        except ValueError:
-            raise LogError(where, f"expected a number, got {v!r}"[:100]) from None
-    if not isinstance(v, int | float) or isinstance(v, bool) or not math.isfinite(v):
-        raise LogError(where, f"expected a number, got {v!r}"[:100])
-    return float(v)
+    x = finite_float(v)
+    if x is None:
+        raise LogError(where, f"expected a finite number, got {str(v)[:60]!r}")
+    return x
 
 
 def _integer(v: Any, where: str) -> int:
-    if isinstance(v, str) and v.strip().lstrip("-").isdigit():
-        v = int(v)
-    if not isinstance(v, int) or isinstance(v, bool):
-        raise LogError(where, f"expected an integer, got {v!r}"[:100])
-    return v
+    x = ascii_int(v)
+    if x is None:
+        raise LogError(where, f"expected an integer (ASCII digits), got {str(v)[:60]!r}")
+    return x
 
 
 def _beside(log: str, key: str, ref: str, load: Callable[[str], T], builtin: Callable[[str], T]) -> T:
@@ -86,6 +81,17 @@ def _beside(log: str, key: str, ref: str, load: Callable[[str], T], builtin: Cal
         return builtin(ref)  # never a file: only a name ending in .toml is read, and only beside the log
     except SmtcollError as e:
         raise LogError(key, str(e)) from None
+
+
+def _rows(reader: Any, first: int) -> Any:
+    """The CSV rows; a malformed row (a field over csv's 128 KiB limit, a NUL byte) is bad input at its line."""
+    while True:
+        try:
+            yield next(reader)
+        except StopIteration:
+            return
+        except csv.Error as e:
+            raise LogError(f"line {first + reader.line_num}", f"not a CSV row: {e}") from None
 
 
 def parse_csv(text: str) -> dict[str, Any]:
@@ -110,7 +116,7 @@ def parse_csv(text: str) -> dict[str, Any]:
     rows = []
     reader = csv.reader(io.StringIO("\n".join(lines[body_start:])))
     header = None
-    for k, row in enumerate(reader):
+    for k, row in enumerate(_rows(reader, body_start)):
         lineno = body_start + k + 1
         if not row or all(not c.strip() for c in row) or row[0].lstrip().startswith("#"):
             continue

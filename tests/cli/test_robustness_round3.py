@@ -125,3 +125,95 @@ def test_a_transfer_logs_references_never_reach_outside_its_folder(tmp_path: Pat
         monkeypatch.setattr(Path, "read_bytes", real_open)
         assert code == 2 and key in out, (ref, out)
         assert not [f for f in opened if f.startswith(str(other))], (ref, opened)
+
+
+# --- 8: reader crashes are bad input with their place; 3: a tiny file cannot imply huge work ---------------
+
+FORMATS = EXAMPLES / "formats"
+BIG = "1" * 5000
+
+
+def _teccl(**changes: object) -> str:
+    data = json.loads((FORMATS / "teccl-allgather-mesh2.json").read_text())
+    data.update(changes)
+    return json.dumps(data)
+
+
+def _taccl(**topology: object) -> str:
+    data = json.loads((FORMATS / "taccl-allgather-2x2.sccl.json").read_text())
+    data["topology"].update(topology)
+    return json.dumps(data)
+
+
+def _csv(row: str) -> str:
+    return (FORMATS / "allgather-ring4.csv").read_text().replace("0,0,1,0,20.5", row, 1)
+
+
+HOSTILE_READS = {
+    # name: (file name, text, what the message must say)
+    "unicode digit in a CSV int": ("log.csv", _csv("0²,0,1,0,20.5"), "line 8: chunk"),
+    "arabic digit in a CSV int": ("log.csv", _csv("٣,0,1,0,20.5"), "line 8: chunk"),
+    "5000-digit CSV int": ("log.csv", _csv(f"{BIG},0,1,0,20.5"), "line 8: chunk"),
+    "CSV field over 128 KiB": ("log.csv", _csv('0,0,1,0,"' + "9" * 140_000 + '"'), "line 8"),
+    "5000-digit JSON int": ("log.json", '{"format": "smtcoll.transfers", "ranks": ' + BIG + "}", ":1:"),
+    "TE-CCL volume '.'": ("te.json", _teccl(**{"7-Flows": ["0->1 with volume . in epoch 0"]}), "volume"),
+    "TE-CCL unicode id": ("te.json", _teccl(**{"7-Flows": ["Chunk 0 from ٣ traveled over 0->1 in epoch 0"]}),
+                          "7-Flows[0]"),
+    "TE-CCL epoch 1e-320": ("te.json", _teccl(**{"1-Epoch_Duration": 1e-320}), "1-Epoch_Duration"),
+    "TE-CCL bandwidth 1e308": ("te.json", _teccl(**{"5-Algo_Bandwidth": 1e308}), "5-Algo_Bandwidth"),
+    "TACCL unicode GPU": ("t.sccl.json", _taccl(internode_conn={"²": [0]}), "internode_conn"),
+    "ForestColl unicode root": ("f.xml", (FORMATS / "forestcoll-allgather-ring4.xml").read_text()
+                                .replace('root="0"', 'root="²"', 1), "tree[0]"),
+    # 3: the work a file implies
+    "TE-CCL ids of a 1024-node mesh": ("te.json", _teccl(**{"7-Flows": [
+        "Chunk 0 from 0 traveled over 0->1 in epoch 0", "Chunk 0 from 1022 traveled over 1022->1023 in epoch 0"]}),
+        "1024 GPUs"),
+    "TE-CCL ids of a huge NDv2": ("te.json", _teccl(**{"7-Flows": [
+        "Chunk 0 from 1 traveled over 1->80000000 in epoch 0 via switches 0"]}), "80000000 GPUs"),
+    "TACCL of 4096 ranks": ("t.sccl.json", _taccl(copies=4096, ngpus_per_node=1, node_links=[[0]],
+                                                  node_invbws=[[0]], internode_conn={"0": [0]}), "4096 ranks"),
+    "TACCL of 16 million links": ("t.sccl.json", _taccl(copies=512, internode_conn={"0": [0, 1], "1": [0, 1]}),
+                                  "more than the 262144"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE_READS))
+def test_a_hostile_file_is_bad_input_with_its_place(tmp_path: Path, case: str,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    import time
+
+    name, text, place = HOSTILE_READS[case]
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    cpu = time.process_time()
+    # a TE-CCL file's machine is inferred from its ids when no --topology is given
+    machine = [] if case.startswith("TE-CCL ids") else ["-t", FORMATS / "ring4.toml"]
+    code, out, _ = cli(capsys, "verify", path, "--format", "json", *machine)
+    assert time.process_time() - cpu < 5
+    report = json.loads(out)[0]
+    assert code == 2 and report["verdict"] == "unusable", report
+    message = report["violations"][0]["message"]
+    assert report["violations"][0]["code"] != "internal-error" and str(path) in message and place in message, message
+
+
+def test_a_forestcoll_tree_of_10_to_the_12_chunks_is_read_in_its_bound(tmp_path: Path,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    import time
+
+    path = tmp_path / "f.xml"
+    path.write_text((FORMATS / "forestcoll-allgather-ring4.xml").read_text()
+                    .replace('nchunks="1"', f'nchunks="{10**12}"', 1))
+    cpu = time.process_time()
+    code, out, _ = cli(capsys, "verify", path, "--format", "json", "-t", FORMATS / "ring4.toml")
+    assert time.process_time() - cpu < 5
+    report = json.loads(out)[0]
+    assert code == 1 and "chunk-count" in {v["code"] for v in report["violations"]}
+
+
+def test_a_5000_digit_xml_attribute_is_an_overflow_not_a_crash(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    xml = tmp_path / "a.xml"
+    xml.write_text((EXAMPLES / "allgather-ring4.xml").read_text().replace('nchannels="', f'nchannels="{BIG}', 1))
+    code, out, _ = cli(capsys, "verify", xml, "--format", "json")
+    report = json.loads(out)[0]
+    assert code in (1, 2) and "internal-error" not in {v["code"] for v in report["violations"]}
