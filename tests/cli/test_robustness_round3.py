@@ -217,3 +217,33 @@ def test_a_5000_digit_xml_attribute_is_an_overflow_not_a_crash(tmp_path: Path,
     code, out, _ = cli(capsys, "verify", xml, "--format", "json")
     report = json.loads(out)[0]
     assert code in (1, 2) and "internal-error" not in {v["code"] for v in report["violations"]}
+
+
+# --- 5: a TOML file whose keys imply quadratic work is refused before it is parsed -------------------------
+
+@pytest.mark.parametrize("body", [
+    ".".join(["a"] * 100_000) + " = 1",
+    "x = {" + " . ".join(['"a"'] * 100_000) + " = 1}",
+    "[" + ".".join(["t"] * 50_000) + "]",
+    "ranks = " + "1" * 5000,
+])
+def test_a_spec_whose_keys_imply_huge_work_is_refused_early(tmp_path: Path, body: str,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    import time
+
+    spec = tmp_path / "t.toml"
+    spec.write_text(f'# "a.b.c" in a comment is no key\n[topology]\nname = "x.y.z"\n{body}\n')
+    cpu = time.process_time()
+    code, _, err = cli(capsys, "show", "topology", spec)
+    assert time.process_time() - cpu < 2
+    assert code == 2 and f"{spec}:4:" in err and ("parts" in err or "4300 digits" in err)
+
+
+def test_dotted_keys_of_a_few_parts_still_read(tmp_path: Path) -> None:
+    from smtcoll.specs import MAX_KEY_PARTS, read_toml
+
+    spec = tmp_path / "t.toml"
+    key = ".".join(["k"] * MAX_KEY_PARTS)
+    spec.write_text(f'{key} = 1\nv = "{".".join(["s"] * 1000)}"\n')
+    data, _ = read_toml(spec)
+    assert data["v"].count(".") == 999
