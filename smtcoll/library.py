@@ -288,7 +288,8 @@ class CollectiveSpec:
         allowed = {"rank", "chunk", "ranks", "chunks", "root"}
         pre = expr.parse(self.pre, allowed, "pre")
         post = expr.parse(self.post, allowed, "post")
-        address = expr.parse(self.address, allowed, "address")
+        # an address belongs to a chunk, whatever rank holds it: `rank` has no value there
+        address = expr.parse(self.address, allowed - {"rank"}, "address")
         env = dict(base, chunks=count)
         fast = _instantiate_fast(pre, post, address, ranks, count, env)
         if fast is not None:

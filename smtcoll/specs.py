@@ -5,6 +5,8 @@ A spec file is data, never code; expressions are parsed by `smtcoll.expr`. See d
 
 from __future__ import annotations
 
+import contextvars
+import os
 import re
 import tomllib
 from pathlib import Path
@@ -299,13 +301,29 @@ def _spec_table(path: Path, kind: str, other: str) -> tuple[Any, str]:
     return data[kind], text
 
 
+# The spec files being read, outermost first: a topology's `node` may name another file, which must not lead
+# back to one of these (a file that is its own node recursed until Python's stack ran out).
+_loading: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar("loading", default=())
+MAX_NODE_DEPTH = 8
+
+
 def load_topology(path: Path | str, nodes: int = 1) -> Topology:
     path = Path(path)
+    chain = _loading.get()
+    key = os.path.realpath(path)
+    if key in chain or len(chain) >= MAX_NODE_DEPTH:
+        names = " -> ".join([*(os.path.basename(c) for c in chain), path.name])
+        raise InputError(str(path), f"node: {names}: " + ("a topology cannot be its own node (directly or through "
+                                                          "others)" if key in chain else
+                                                          f"more than {MAX_NODE_DEPTH} levels of `node` files"))
     table, text = _spec_table(path, "topology", "collective")
+    token = _loading.set((*chain, key))
     try:
         topo = topology_from_dict(table, path.parent)
     except ModelError as e:
         raise _fail(str(path), text, e.where, e.detail) from None
+    finally:
+        _loading.reset(token)
     library.check_composed(topo, nodes)  # --nodes: a command-line error, not one of the file
     return topo.compose(nodes)
 

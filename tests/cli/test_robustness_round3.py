@@ -247,3 +247,46 @@ def test_dotted_keys_of_a_few_parts_still_read(tmp_path: Path) -> None:
     spec.write_text(f'{key} = 1\nv = "{".".join(["s"] * 1000)}"\n')
     data, _ = read_toml(spec)
     assert data["v"].count(".") == 999
+
+
+# --- 7: internal errors that bad input reached ------------------------------------------------------------
+
+@pytest.mark.slow
+def test_a_directory_nested_1500_deep_is_walked(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    deep = tmp_path / "top"
+    levels = [str(deep)]
+    for _ in range(1500):  # os.makedirs and shutil.rmtree recurse once per level too
+        levels.append(os.path.join(levels[-1], "d"))
+    for d in levels:
+        os.mkdir(d)
+    shutil.copy(EXAMPLES / "allgather-ring4.xml", os.path.join(levels[-1], "a.xml"))
+    try:
+        code, out, _ = cli(capsys, "verify", deep)
+        assert code == 0 and "a.xml: ok" in out
+        code, _, err = cli(capsys, "verify", f"{deep}/**")
+        assert code in (0, 2) and "internal error" not in err
+    finally:
+        os.unlink(os.path.join(levels[-1], "a.xml"))
+        for d in reversed(levels):
+            os.rmdir(d)
+
+
+@pytest.mark.parametrize("files", [{"a.toml": "a.toml"}, {"a.toml": "b.toml", "b.toml": "a.toml"},
+                                   {"a.toml": "./a.toml"}])
+def test_a_topology_that_is_its_own_node_is_refused(tmp_path: Path, files: dict[str, str],
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    for name, node in files.items():
+        (tmp_path / name).write_text(f'[topology]\nname = "{name}"\nnode = "{node}"\n')
+    code, _, err = cli(capsys, "show", "topology", tmp_path / "a.toml")
+    assert code == 2 and "its own node" in err and "a.toml:3" in err
+
+
+def test_a_collective_address_is_a_function_of_the_chunk(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    spec = tmp_path / "c.toml"
+    body = '[collective]\nname = "c"\nchunks = "ranks"\npre = "rank == chunk"\npost = "true"\naddress = "{}"\n'
+    spec.write_text(body.format("rank"))
+    code, _, err = cli(capsys, "show", "collective", spec, "--ranks", "4")
+    assert code == 2 and "address" in err and "'rank'" in err
+    spec.write_text(body.format("chunk * 1000000000000000000"))
+    code, _, err = cli(capsys, "bounds", "-t", "ring:4", "-c", spec)
+    assert code == 2 and "address[1]" in err and "buffer slot" in err
