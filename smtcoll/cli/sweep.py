@@ -82,6 +82,8 @@ def sweep_command(
     scheduler_file: Annotated[Optional[Path], typer.Option(metavar="FILE",
                                                            help="attach to the Dask scheduler described by "
                                                            "this file (dask scheduler --scheduler-file)")] = None,
+    dashboard: Annotated[Optional[str], typer.Option(metavar="ADDRESS", help="serve the local cluster's Dask "
+                                                     "dashboard at this address, e.g. :8787 (default: none)")] = None,
     cache: Annotated[Optional[Path], typer.Option(metavar="DIR",
                                                   help="the task cache folder (default: OUTPUT.sweep/cache)")] = None,
     alpha_us: Annotated[float, typer.Option("--alpha-us", metavar="US", help="latency per step (µs) of links without "
@@ -124,7 +126,7 @@ def sweep_command(
     request = Request(_names(topology, "--topology"), _nodes(nodes), _names(collective, "--collective"), options)
     limits = Limits(task_timeout if task_timeout is not None else 2 * timeout + 60,
                     parse_size(task_memory, "--task-memory"))
-    where = Where(workers or os.cpu_count() or 1, scheduler, scheduler_file)
+    where = Where(workers or os.cpu_count() or 1, scheduler, scheduler_file, dashboard)
     show, stop = rich_progress("tasks") if sys.stdout.isatty() and fmt is Format.text else (None, None)
     try:
         outcome = sweep(request, output, limits, where, cache, show)

@@ -6,6 +6,7 @@ Each test reproduces one class of defect with a small input and runs it through 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -290,3 +291,126 @@ def test_a_collective_address_is_a_function_of_the_chunk(tmp_path: Path, capsys:
     spec.write_text(body.format("chunk * 1000000000000000000"))
     code, _, err = cli(capsys, "bounds", "-t", "ring:4", "-c", spec)
     assert code == 2 and "address[1]" in err and "buffer slot" in err
+
+
+# --- 2: a cache is an input: what leaves it is verified ---------------------------------------------------
+
+def _cached_task(tmp_path: Path) -> tuple[object, object, dict]:
+    import hashlib
+
+    pytest.importorskip("z3")
+    from smtcoll.sweep.cache import Cache
+    from smtcoll.sweep.plan import Request, make_tasks
+    from smtcoll.sweep.sizes import SizeRange
+    from smtcoll.sweep.tasks import Options
+
+    request = Request(("ring:4",), (1,), ("allgather",), Options(SizeRange(1024, 1 << 20), ("executor",)))
+    task = make_tasks(request)[0]
+    text = (EXAMPLES / "allgather-ring4.xml").read_text()
+    entry = {"status": "ok", "files": [{"name": "a.xml", "runtime": "executor", "collective": "allgather",
+                                        "sha256": hashlib.sha256(text.encode()).hexdigest(), "xml": text}]}
+    cache = Cache(tmp_path / "cache")
+    cache.put(task.key(), entry)
+    return task, cache, entry
+
+
+def test_a_changed_cache_entry_is_computed_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import hashlib
+
+    from smtcoll.sweep import run
+
+    task, cache, entry = _cached_task(tmp_path)
+    limits = run.Limits(60.0, 0)
+    assert run.run_tasks([task], limits, run.Where(), cache)[task.key()]["files"][0]["xml"] == entry["files"][0]["xml"]
+
+    class Recomputed(Exception):
+        pass
+
+    def no_cluster(where: object) -> None:
+        raise Recomputed
+
+    monkeypatch.setattr(run, "_client", no_cluster)
+    text = entry["files"][0]["xml"]
+    one_step_less = text.replace(text[text.index("<step "):text.index("\n", text.index("<step ")) + 1], "", 1)
+    for xml, sha in ((one_step_less, entry["files"][0]["sha256"]),  # a step dropped, the hash kept
+                     (one_step_less, hashlib.sha256(one_step_less.encode()).hexdigest()),  # and the hash redone
+                     (text.replace("allgather", "allgathr"), entry["files"][0]["sha256"])):
+        changed = {**entry, "files": [{**entry["files"][0], "xml": xml, "sha256": sha}]}
+        cache.put(task.key(), changed)
+        assert not run.trusted(task, {**changed, "key": task.key()})
+        with pytest.raises(Recomputed):
+            run.run_tasks([task], limits, run.Where(), cache)
+
+
+# --- sweep faults: a garbage scheduler file, no workers, Ctrl-C, the dashboard ----------------------------
+
+@pytest.mark.parametrize("text", ["garbage", "[1, 2]", '{"address": 7}', '{"id": "x"}', "\xff"])
+def test_a_garbage_scheduler_file_is_bad_input(tmp_path: Path, text: str,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("distributed")
+    pytest.importorskip("z3")
+    f = tmp_path / "scheduler.json"
+    f.write_text(text, encoding="latin-1")
+    code, _, err = cli(capsys, "sweep", "-t", "ring:4", "-c", "allgather", "-o", tmp_path / "out",
+                       "--scheduler-file", f)
+    assert code == 2 and "--scheduler-file" in err and "internal error" not in err
+
+
+@pytest.mark.slow
+def test_a_sweep_whose_workers_never_come_fails_clearly(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("distributed")
+    import logging
+
+    from distributed import LocalCluster
+
+    from smtcoll.sweep import run
+    from smtcoll.sweep.cache import Cache
+
+    task, _, _ = _cached_task(tmp_path)
+    monkeypatch.setattr(run, "WORKER_WAIT_S", 2.0)
+    with (LocalCluster(n_workers=0, processes=False, dashboard_address=":0", silence_logs=logging.CRITICAL) as c,
+          pytest.raises(run.ClusterError, match="no Dask worker joined")):
+        run.run_tasks([task], run.Limits(60.0, 0), run.Where(scheduler=c.scheduler_address), Cache(None))
+
+
+@pytest.mark.slow
+def test_the_local_cluster_serves_no_dashboard_unless_asked(tmp_path: Path) -> None:
+    pytest.importorskip("distributed")
+    import socket
+    import warnings
+
+    from smtcoll.sweep import run
+
+    with socket.socket() as busy:
+        busy.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        with contextlib.suppress(OSError):  # already taken by someone else: the case to test
+            busy.bind(("", 8787))
+        busy.listen()
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            client, cluster = run._client(run.Where(workers=1))
+            try:
+                assert cluster.scheduler.http_server.port != 8787  # an unused port of the system's choice
+            finally:
+                client.close()
+                cluster.close()
+    assert not [w for w in seen if "8787" in str(w.message)]
+
+
+@pytest.mark.slow
+def test_ctrl_c_during_a_sweep_exits_130_without_a_traceback(tmp_path: Path) -> None:
+    pytest.importorskip("distributed")
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    proc = subprocess.Popen([sys.executable, "-m", "smtcoll", "sweep", "-t", "ring:8", "-c", "alltoall,allreduce",
+                             "-o", str(tmp_path / "out"), "--workers", "1"], cwd=ROOT, start_new_session=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)},
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    time.sleep(12)  # the cluster is up and a task runs (the whole sweep takes about 40 s)
+    os.killpg(proc.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the whole process group
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130 and "Traceback" not in err, err
