@@ -72,7 +72,9 @@ def check_program(result: ReadResult, file: str, *, runtime: str = "any", collec
                   root: int | None = None, topology: Topology | None = None, chunks: int | None = None,
                   strict: bool = False) -> Report:
     p = result.program
-    selected = BOTH if runtime == "any" else frozenset({runtime})
+    # any: wrong only when no runtime accepts the file; both: wrong when either refuses it (`--runtime both`)
+    selected = BOTH if runtime in ("any", "both") else frozenset({runtime})
+    every = runtime == "both"
     findings: list[Finding] = list(result.findings) + parse_rule_findings(p)
     if "legacy" not in selected:
         # maxBytes=0 matters only to the legacy runtime (never selected there); msccl-tools writes it on most
@@ -103,13 +105,14 @@ def check_program(result: ReadResult, file: str, *, runtime: str = "any", collec
                 collective = None
     if not is_complete(p) or not is_executable(p):
         # never an `ok` without the semantic checks: an error unless the reasons above are errors already
-        refused = any(f.rejects >= selected or (not f.rejects and f.severity == "error") for f in findings)
+        refused = any((f.rejects & selected if every else f.rejects >= selected)
+                      or (not f.rejects and f.severity == "error") for f in findings)
         findings.append(Finding("not-checked", "the program lacks required attributes or has values out of the "
                                 "runtimes' ranges (see above): the semantic checks (deadlock, races, postcondition) "
                                 "were not run", {"line": p.line}, severity="info" if refused else "error"))
     elif _sizes_ok(p, findings):
         findings += _semantics(p, selected, collective, root, topology, metrics, strict)
-    return _report(file, p, findings, selected, metrics, coll_name)
+    return _report(file, p, findings, selected, metrics, coll_name, every)
 
 
 def _fit(coll: Collective, p: Program) -> Collective:
@@ -443,7 +446,8 @@ def _few(items: list[int]) -> str:
 
 
 def _report(file: str, p: Program, findings: list[Finding], selected: frozenset[str], metrics: dict[str, Any],
-            coll_name: str | None) -> Report:
+            coll_name: str | None, every: bool = False) -> Report:
+    """`every`: each selected runtime must accept the file (a refusal by one is an error, not a warning)."""
     accepted: dict[str, bool] = {r: not any(r in f.rejects for f in findings) for r in RUNTIMES}
     violations: list[Violation] = []
     counts: dict[tuple[str, str], int] = {}
@@ -456,7 +460,7 @@ def _report(file: str, p: Program, findings: list[Finding], selected: frozenset[
                 where["line"] = line
         if f.rejects:
             hit = f.rejects & selected
-            if hit == selected:
+            if hit == selected or (every and hit):
                 severity, message = "error", f.message
             elif hit:
                 severity = "warning"
@@ -480,7 +484,7 @@ def _report(file: str, p: Program, findings: list[Finding], selected: frozenset[
             last = max(i for i, v in enumerate(violations) if v.code == code and v.severity == severity)
             violations.insert(last + 1, Violation(code, f"... and {n - MAX_LISTED} more {code} finding(s)",
                                                   severity))  # type: ignore[arg-type]
-    if not any(accepted[r] for r in selected):
+    if not (all if every else any)(accepted[r] for r in selected):
         if not any(v.severity == "error" and v.code == "parse-rule" for v in violations):
             refused = ", ".join(sorted(selected))
             violations.insert(0, Violation("parse-rule", f"no runtime accepts this file (refused by: {refused}); "

@@ -16,6 +16,8 @@ from typing import Annotated, Optional
 
 import typer
 
+from smtcoll.choices import checked_runtime
+from smtcoll.choices import runtime as choices_runtime
 from smtcoll.errors import OutputError
 from smtcoll.files import check_writable
 
@@ -30,11 +32,23 @@ class Format(str, enum.Enum):
 
 
 class Runtime(str, enum.Enum):
-    """The MSCCL runtime that must accept a program (`verify`)."""
+    """The MSCCL runtime(s) of `--runtime`, one value set for verify, lower, synth and sweep (what each value
+    means per command: smtcoll/choices.py); `any` is an alias of `auto`."""
 
+    auto = "auto"
+    both = "both"
     executor = "executor"
     legacy = "legacy"
     any = "any"
+
+    @property
+    def checked(self) -> str:
+        """The checker's spelling: any, both, executor or legacy (smtcoll/choices.py)."""
+        return checked_runtime(self.value)
+
+    @property
+    def canonical(self) -> str:
+        return choices_runtime(self.value)
 
 
 FormatOpt = Annotated[Format, typer.Option("--format", metavar="text|json",
@@ -49,8 +63,10 @@ ChunksOpt = Annotated[int, typer.Option("--chunks", metavar="C", min=1, max=MAX_
                                         help="split every chunk in C")]
 NodesOpt = Annotated[int, typer.Option("--nodes", metavar="N", min=1, max=MAX_NODES,
                                        help="compose N nodes through the topology's NIC model")]
-RuntimeOpt = Annotated[Runtime, typer.Option("--runtime", metavar="executor|legacy|any",
-                                             help="the MSCCL runtime that must accept the files")]
+RUNTIME_METAVAR = "auto|both|executor|legacy"
+RuntimeOpt = Annotated[Runtime, typer.Option("--runtime", metavar=RUNTIME_METAVAR,
+                                             help="the MSCCL runtime(s) that must accept the files: auto (or any): at "
+                                             "least one, both: each")]
 TimeoutOpt = Annotated[Optional[float], typer.Option(
     "--timeout", metavar="SECONDS", min=0.001, max=MAX_TIMEOUT_S,
     help="time limit in seconds (exit 3 when reached, with what is known)")]

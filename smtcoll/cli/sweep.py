@@ -7,7 +7,6 @@ the other files are written); 2 unusable input, or the Dask scheduler cannot be 
 
 from __future__ import annotations
 
-import enum
 import os
 import sys
 from pathlib import Path
@@ -17,15 +16,10 @@ import typer
 
 from smtcoll.cli.app import Format, app, print_json
 from smtcoll.cli.extras import missing_extra
+from smtcoll.cli.options import RUNTIME_METAVAR, Runtime
 from smtcoll.errors import ModelError, SmtcollError
 
 EXIT_FAILED_TASKS = 1
-
-
-class Runtime(str, enum.Enum):
-    executor = "executor"
-    legacy = "legacy"
-    both = "both"
 
 
 def _names(values: list[str], where: str) -> tuple[str, ...]:
@@ -62,9 +56,9 @@ def sweep_command(
     sizes: Annotated[str, typer.Option(metavar="LOW:HIGH",
                                        help="buffer sizes to cover, LOW:HIGH, both included (nBytes as the "
                                        "runtime counts it)")] = "1KiB:4GiB",
-    runtime: Annotated[Runtime, typer.Option(metavar="executor|legacy|both",
+    runtime: Annotated[Runtime, typer.Option(metavar=RUNTIME_METAVAR,
                                              help="the runtime(s) to write for; both: OUTPUT/executor and "
-                                             "OUTPUT/legacy")] = Runtime.executor,
+                                             "OUTPUT/legacy; auto (or any): executor")] = Runtime.executor,
     timeout: Annotated[float, typer.Option(metavar="SECONDS",
                                            help="the synthesizer's time limit per task in seconds (the best "
                                            "frontier found by then is used)")] = 60.0,
@@ -120,7 +114,7 @@ def sweep_command(
             raise ModelError(name, f"must be >= {low}, got {ivalue}")
     if scheduler is not None and scheduler_file is not None:
         raise ModelError("--scheduler", "give --scheduler or --scheduler-file, not both")
-    runtimes = ("executor", "legacy") if runtime is Runtime.both else (runtime.value,)
+    runtimes = {"both": ("executor", "legacy"), "auto": ("executor",)}.get(runtime.canonical, (runtime.canonical,))
     options = Options(parse_range(sizes), runtimes, timeout, max_chunks, max_steps,
                       cost.Timing(alpha_us, gbps_per_unit), prove)
     request = Request(_names(topology, "--topology"), _nodes(nodes), _names(collective, "--collective"), options)

@@ -25,7 +25,7 @@ from smtcoll.cli.app import app
 from smtcoll.cli.options import MAX_CHUNKS, RootOpt, Runtime, RuntimeOpt, refuse_input_as_output
 from smtcoll.cli.verify_output import FORMATTERS, format_text, select_findings, strict_findings, summary
 from smtcoll.cli.verify_times import lower_bound
-from smtcoll.errors import EXIT_UNUSABLE, SmtcollError
+from smtcoll.errors import EXIT_UNUSABLE, OutputError, SmtcollError
 from smtcoll.files import check_writable, write_text
 from smtcoll.formats.inputs import INPUT_FORMATS
 from smtcoll.limits import check_jobs
@@ -89,7 +89,7 @@ def verify(
         "--collective", "-c", metavar="NAME|FILE", help="check the programs against this collective (a built-in "
         "name or a .toml spec) instead of their coll")] = None,
     root: RootOpt = None,
-    runtime: RuntimeOpt = Runtime.any,
+    runtime: RuntimeOpt = Runtime.auto,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", metavar="",
                                           help="also print informational findings")] = False,
     jobs: Annotated[Optional[int], typer.Option(
@@ -156,19 +156,25 @@ def verify(
         raise SmtcollError("no algorithm files (MSCCL XML, schedule JSON) found in " + ", ".join(paths))
     if output_file is not None:  # before any work: a long run is never thrown away at the end
         refuse_input_as_output("--output-file", output_file, [*files, topology, collective])
-        check_writable(output_file)
+        try:
+            check_writable(output_file)
+        except OutputError as e:
+            raise OutputError(f"--output-file {e.path}", str(e)[len(e.path) + 2:]) from None
     topo = specs.resolve_topology(topology) if topology else None
     limits = Limits(max_bytes=max_bytes, max_ranks=max_ranks, max_chunks=max_chunks, max_tbs=max_tbs,
                     max_steps=max_steps, max_pieces=max_pieces)
     if chunks is not None and collective is None:
         raise SmtcollError("--chunks applies to the spec given with --collective")
-    reports = check_files(files, runtime.value, collective, root, topo, jobs, limits, chunks=chunks, strict=strict,
+    reports = check_files(files, runtime.checked, collective, root, topo, jobs, limits, chunks=chunks, strict=strict,
                           input_format=input_format, bound=lower_bound)
     reports = select_findings(reports, codes(select), codes(ignore))
     if strict:
         reports = strict_findings(reports)
     if output_file is not None:
-        write_text(output_file, FORMATTERS[fmt.value](reports, verbose, quiet) + "\n")
+        try:
+            write_text(output_file, FORMATTERS[fmt.value](reports, verbose, quiet) + "\n")
+        except OutputError as e:
+            raise OutputError(f"--output-file {e.path}", str(e)[len(e.path) + 2:]) from None
         if not quiet:
             typer.echo(summary(reports))
     elif fmt is OutputFormat.text:

@@ -414,3 +414,55 @@ def test_ctrl_c_during_a_sweep_exits_130_without_a_traceback(tmp_path: Path) -> 
     os.killpg(proc.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the whole process group
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130 and "Traceback" not in err, err
+
+
+# --- 9: the API validates what the command line validates, with the same named exceptions ----------------
+
+def test_the_api_refuses_what_the_command_line_refuses() -> None:
+    import smtcoll
+    from smtcoll import library
+    from smtcoll.errors import UsageError
+
+    xml = str(EXAMPLES / "allgather-ring4.xml")
+    with pytest.raises(UsageError, match="--runtime.*bogus"):
+        smtcoll.verify(xml, runtime="bogus")
+    for bad in (None, 3, ["a.xml"]):
+        with pytest.raises(UsageError, match="path"):
+            smtcoll.verify(bad)  # type: ignore[arg-type]
+    with pytest.raises(UsageError, match="topology"):
+        smtcoll.verify(xml, topology=4)  # type: ignore[arg-type]
+    with pytest.raises(UsageError, match="root"):
+        smtcoll.verify(xml, root=-1)
+    with pytest.raises(UsageError):
+        smtcoll.load_topology(None)  # type: ignore[arg-type]
+    with pytest.raises(UsageError):
+        smtcoll.load_schedule(None)  # type: ignore[arg-type]
+    with pytest.raises(UsageError, match="schedule"):
+        smtcoll.lower_to_xml(None)  # type: ignore[arg-type]
+    with pytest.raises(UsageError, match="topology"):
+        smtcoll.lower_bounds(None, None)  # type: ignore[arg-type]
+    # a name, as every other API function takes; any is the old spelling of auto
+    assert smtcoll.verify(xml, topology="ring:4").verdict == "ok"
+    assert smtcoll.verify(xml, topology="dgx1").verdict != "unusable"
+    assert smtcoll.verify(xml, runtime="any").verdict == smtcoll.verify(xml, runtime="both").verdict == "ok"
+    assert smtcoll.lower_bounds("ring:4", "allgather") == smtcoll.lower_bounds(
+        library.topology("ring:4"), library.collective("allgather", 4))
+
+
+def test_one_runtime_value_set_in_every_command(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    xml = EXAMPLES / "allgather-ring4.xml"
+    for value in ("auto", "both", "any", "executor"):
+        code, _, _ = cli(capsys, "verify", xml, "--runtime", value, "-q")
+        assert code == 0, value
+    schedule = EXAMPLES / "allgather-ring4.json"
+    for value in ("auto", "any", "both"):
+        code, _, err = cli(capsys, "lower", schedule, "-o", tmp_path / f"{value}.xml", "--runtime", value)
+        assert code == 0, err
+    legacy_refuses = tmp_path / "noname.xml"  # the legacy runtime needs `name`; the executor does not
+    legacy_refuses.write_text(xml.read_text().replace('<algo name="', '<algo x="', 1))
+    exits = {value: cli(capsys, "verify", legacy_refuses, "--runtime", value, "-q")[0]
+             for value in ("auto", "any", "both", "executor", "legacy")}
+    assert exits == {"auto": 0, "any": 0, "both": 1, "executor": 0, "legacy": 1}
+    for command in (["verify", xml], ["lower", schedule, "-o", tmp_path / "x.xml"]):
+        code, _, err = cli(capsys, *command, "--runtime", "bogus")
+        assert code == 2 and "auto" in err and "both" in err
