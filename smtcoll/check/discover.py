@@ -19,9 +19,9 @@ import glob
 import json
 import os
 import re
+from collections.abc import Sequence
 
 from smtcoll.errors import SmtcollError
-from typing import Sequence
 
 SUFFIXES = (".xml", ".json", ".csv")
 SNIFF_BYTES = 64 * 1024  # XML: the root element comes after at most this much prolog

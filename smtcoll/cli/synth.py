@@ -46,6 +46,13 @@ class Method(str, enum.Enum):
     auto = "auto"
     exact = "exact"
     scale = "scale"
+    # the constructions (smtcoll.synth.constructions.METHODS; a test keeps the two lists equal)
+    ring = "ring"
+    tree = "tree"
+    direct = "direct"
+    multiring = "multiring"
+    hier = "hier"
+    hier2d = "hier2d"
 
 
 class Strategy(str, enum.Enum):
@@ -100,9 +107,11 @@ def synth(
                                                  "the pruned points and the lower bounds")] = None,
     prove: Annotated[Optional[Path], typer.Option(metavar="DIR", help="write certificates of every claim the result "
                                                   "rests on into DIR (re-check: smtcoll proof check)")] = None,
-    method: Annotated[Method, typer.Option(metavar="auto|exact|scale", help="least-steps: exact (the SMT search), "
-                                           "scale (the large-instance engine: seconds, with its gap to the bound) "
-                                           "or auto (the engine, then the exact search up to 16 ranks)")
+    method: Annotated[Method, typer.Option(metavar="auto|exact|scale|NAME", help="least-steps: exact (the SMT search), "
+                                           "scale (the large-instance engine: seconds, with its gap to the bound), "
+                                           "auto (the engine, then the exact search up to 16 ranks), or a "
+                                           "throughput construction: ring, tree, direct (NCCL's), multiring, "
+                                           "hier, hier2d (docs/synth.md)")
                       ] = Method.auto,
     force: ForceOpt = False,
     fmt: FormatOpt = Format.text,

@@ -53,6 +53,10 @@ def least_steps(topo: Topology, base: Collective, method: str, rounds: int | Non
                 max_memory_mb: int | None = None) -> SynthResult:
     from smtcoll.synth import strategies
 
+    from smtcoll.synth.constructions import METHODS
+
+    if method in METHODS:
+        return construction_result(topo, base, method, chunks)
     if method == "exact" or rounds is not None:
         return strategies.least_steps(topo, base, rounds, chunks, max_steps, timeout, progress,
                                       max_memory_mb=max_memory_mb)
@@ -75,3 +79,21 @@ def least_steps(topo: Topology, base: Collective, method: str, rounds: int | Non
         return attrs.evolve(exact, method=result.method, gap=result.gap,
                             attempts=(*result.attempts, *exact.attempts))
     return attrs.evolve(exact, attempts=(*result.attempts, *exact.attempts))
+
+
+def construction_result(topo: Topology, base: Collective, method: str, chunks: int) -> SynthResult:
+    """`--method NAME` of a construction (smtcoll.synth.constructions.METHODS): its checked schedule, with
+    the bounds at the chunk factor it chose; `--chunks` other than 1 is refused (it chooses C itself)."""
+    from smtcoll.bounds import search_bounds
+    from smtcoll.errors import ModelError
+    from smtcoll.synth.constructions import build
+
+    if chunks != 1:
+        raise ModelError("--chunks", f"the {method} construction chooses its own chunk count; leave --chunks out")
+    t0, c0 = time.monotonic(), time.process_time()
+    s = build(method, topo, base)
+    c = s.collective.chunk_factor
+    attempt = Attempt(len(s.steps), s.rounds, c, "sat", time.process_time() - c0, method)
+    return SynthResult("found", s, "least-steps", search_bounds(topo, s.collective).to_json(True, c), [attempt],
+                       [Point(len(s.steps), s.rounds, c, "found")], optimal={"proved": False},
+                       seconds=time.monotonic() - t0, method=f"construction: {method}")
