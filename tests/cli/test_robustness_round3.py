@@ -424,7 +424,7 @@ def test_the_api_refuses_what_the_command_line_refuses() -> None:
     from smtcoll.errors import UsageError
 
     xml = str(EXAMPLES / "allgather-ring4.xml")
-    with pytest.raises(UsageError, match="--runtime.*bogus"):
+    with pytest.raises(UsageError, match=r"--runtime.*bogus"):
         smtcoll.verify(xml, runtime="bogus")
     for bad in (None, 3, ["a.xml"]):
         with pytest.raises(UsageError, match="path"):
