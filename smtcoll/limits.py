@@ -57,10 +57,33 @@ def check_graph(ranks: int, links: int, max_ranks: int, max_links: int, what: st
         raise TooLarge("topology", f"{links} links: {what} is limited to {max_links} links", "--max-links")
 
 
-def check_timeout(timeout: float | None) -> None:
-    """A time limit must be a finite number of seconds > 0 (NaN and infinity are refused)."""
-    if timeout is not None and not (math.isfinite(timeout) and timeout > 0):
-        raise UsageError("--timeout", f"must be a number of seconds > 0, got {timeout}")
+MIN_TIMEOUT_S = 0.001
+MAX_TIMEOUT_S = 7 * 24 * 3600.0  # beyond this a deadline overflows some timer (asyncio, z3's milliseconds)
+
+
+def timeout_problem(timeout: object) -> str | None:
+    """The one message for a time limit out of range (0, NaN, infinity, 1e9, not a number), else None."""
+    ok = (isinstance(timeout, int | float) and not isinstance(timeout, bool) and math.isfinite(timeout)
+          and MIN_TIMEOUT_S <= timeout <= MAX_TIMEOUT_S)
+    if ok:
+        return None
+    return f"must be a number of seconds from {MIN_TIMEOUT_S:g} to {MAX_TIMEOUT_S:.0f} (7 days), got {timeout}"
+
+
+def check_timeout(timeout: float | None, option: str = "--timeout") -> None:
+    """A time limit: a finite number of seconds in MIN_TIMEOUT_S..MAX_TIMEOUT_S (the command line and the API)."""
+    problem = None if timeout is None else timeout_problem(timeout)
+    if problem:
+        raise UsageError(option, problem)
+
+
+MAX_NODES = 64  # nodes a topology is composed into (--nodes; sweep's node counts)
+
+
+def nodes_problem(nodes: object) -> str | None:
+    if isinstance(nodes, int) and not isinstance(nodes, bool) and 1 <= nodes <= MAX_NODES:
+        return None
+    return f"must be a whole number from 1 to {MAX_NODES}, got {nodes}"
 
 
 def check_jobs(jobs: int | None) -> None:

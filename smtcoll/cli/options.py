@@ -16,14 +16,15 @@ from typing import Annotated, Optional
 
 import typer
 
+from smtcoll import limits
 from smtcoll.choices import checked_runtime
 from smtcoll.choices import runtime as choices_runtime
 from smtcoll.errors import OutputError
 from smtcoll.files import check_writable
 
 MAX_CHUNKS = 64  # chunks per input: far beyond what any solver call or runtime handles
-MAX_NODES = 64
-MAX_TIMEOUT_S = 7 * 24 * 3600.0
+MAX_NODES = limits.MAX_NODES
+MAX_TIMEOUT_S = limits.MAX_TIMEOUT_S
 
 
 class Format(str, enum.Enum):
@@ -67,9 +68,19 @@ RUNTIME_METAVAR = "auto|both|executor|legacy"
 RuntimeOpt = Annotated[Runtime, typer.Option("--runtime", metavar=RUNTIME_METAVAR,
                                              help="the MSCCL runtime(s) that must accept the files: auto (or any): at "
                                              "least one, both: each")]
+def timeout_callback(value: float | None) -> float | None:
+    """One range and one message for --timeout in every command (0, NaN, 1e9: smtcoll.limits.timeout_problem);
+    typer's own range check lets NaN through and words its message apart."""
+    problem = None if value is None else limits.timeout_problem(value)
+    if problem:
+        raise typer.BadParameter(problem)
+    return value
+
+
+TIMEOUT_HELP = f"time limit in seconds, {limits.MIN_TIMEOUT_S:g} to {MAX_TIMEOUT_S:.0f} (7 days)"
 TimeoutOpt = Annotated[Optional[float], typer.Option(
-    "--timeout", metavar="SECONDS", min=0.001, max=MAX_TIMEOUT_S,
-    help="time limit in seconds (exit 3 when reached, with what is known)")]
+    "--timeout", metavar="SECONDS", callback=timeout_callback,
+    help=TIMEOUT_HELP + " (exit 3 when reached, with what is known)")]
 ForceOpt = Annotated[bool, typer.Option("--force", "-f", metavar="", help="replace output files that exist")]
 DrawOpt = Annotated[Optional[Path], typer.Option("--draw", metavar="FILE.png|FILE.svg",
                                                  help="draw a picture to a .png or .svg file (needs matplotlib)")]

@@ -7,6 +7,7 @@ the other files are written); 2 unusable input, or the Dask scheduler cannot be 
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 from pathlib import Path
@@ -14,10 +15,11 @@ from typing import Annotated, Optional
 
 import typer
 
+from smtcoll import limits as limits_mod
 from smtcoll.cli.app import Format, app, print_json
 from smtcoll.cli.extras import missing_extra
-from smtcoll.cli.options import RUNTIME_METAVAR, Runtime
-from smtcoll.errors import ModelError, SmtcollError
+from smtcoll.cli.options import RUNTIME_METAVAR, Runtime, timeout_callback
+from smtcoll.errors import ModelError, SmtcollError, UsageError
 
 EXIT_FAILED_TASKS = 1
 
@@ -36,8 +38,12 @@ def _nodes(text: str) -> tuple[int, ...]:
         values = tuple(int(x) for x in text.split(","))
     except ValueError:
         raise ModelError("--nodes", f"{text!r}: expected node counts separated by commas, e.g. 1,2,4") from None
-    if any(v < 1 for v in values) or len(set(values)) != len(values):
-        raise ModelError("--nodes", f"{text!r}: node counts must be distinct and >= 1")
+    for v in values:  # the range of --nodes in every command
+        problem = limits_mod.nodes_problem(v)
+        if problem:
+            raise UsageError("--nodes", problem)
+    if len(set(values)) != len(values):
+        raise ModelError("--nodes", f"{text!r}: node counts must be distinct")
     return tuple(sorted(values))
 
 
@@ -59,7 +65,7 @@ def sweep_command(
     runtime: Annotated[Runtime, typer.Option(metavar=RUNTIME_METAVAR,
                                              help="the runtime(s) to write for; both: OUTPUT/executor and "
                                              "OUTPUT/legacy; auto (or any): executor")] = Runtime.executor,
-    timeout: Annotated[float, typer.Option(metavar="SECONDS",
+    timeout: Annotated[float, typer.Option(metavar="SECONDS", callback=timeout_callback,
                                            help="the synthesizer's time limit per task in seconds (the best "
                                            "frontier found by then is used)")] = 60.0,
     max_chunks: Annotated[int, typer.Option(metavar="C", help="the most chunks per input on the Pareto frontier")] = 4,
@@ -104,10 +110,11 @@ def sweep_command(
     from smtcoll.sweep.sizes import parse_range, parse_size
     from smtcoll.sweep.tasks import Options
 
-    for name, value in (("--timeout", timeout), ("--task-timeout", task_timeout), ("--alpha-us", alpha_us),
+    limits_mod.check_timeout(task_timeout, "--task-timeout")
+    for name, value in (("--alpha-us", alpha_us),
                         ("--gbps-per-unit", gbps_per_unit)):
-        if value is not None and value <= 0:
-            raise ModelError(name, f"must be > 0, got {value}")
+        if not (math.isfinite(value) and value > 0):
+            raise ModelError(name, f"must be a finite number > 0, got {value}")
     for name, ivalue, low in (("--max-chunks", max_chunks, 1), ("--max-steps", max_steps, 1),
                               ("--workers", workers, 1)):
         if ivalue is not None and ivalue < low:

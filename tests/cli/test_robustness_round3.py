@@ -466,3 +466,29 @@ def test_one_runtime_value_set_in_every_command(capsys: pytest.CaptureFixture[st
     for command in (["verify", xml], ["lower", schedule, "-o", tmp_path / "x.xml"]):
         code, _, err = cli(capsys, *command, "--runtime", "bogus")
         assert code == 2 and "auto" in err and "both" in err
+
+
+# --- new user: one declaration per shared option ----------------------------------------------------------
+
+@pytest.mark.parametrize("value", ["0", "1e9", "nan", "inf", "-1"])
+def test_one_range_and_one_message_for_timeout(value: str, tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("z3")
+    pytest.importorskip("distributed")
+    messages = set()
+    for command in (["synth", "-t", "ring:4", "-c", "allgather"],
+                    ["sweep", "-t", "ring:4", "-c", "allgather", "-o", tmp_path / "o"],
+                    ["proof", "check", tmp_path]):
+        code, _, err = cli(capsys, *command, "--timeout", value)
+        assert code == 2, (command, err)
+        messages.add(" ".join(err.replace("│", " ").split()).split("--timeout'")[-1].split("(7 days)")[0])
+    assert len(messages) == 1 and "from 0.001 to 604800" in messages.pop()
+
+
+def test_sweep_nodes_have_the_range_of_nodes_everywhere(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("z3")
+    pytest.importorskip("distributed")
+    code, _, err = cli(capsys, "sweep", "-t", "ring:4", "-c", "allgather", "-o", tmp_path / "o", "--nodes", "1,65")
+    assert code == 2 and "--nodes" in err and "1 to 64" in err
+    code, _, err = cli(capsys, "bounds", "-t", "ring:4", "-c", "allgather", "--nodes", "65")
+    assert code == 2 and "64" in err
