@@ -21,6 +21,7 @@ import os
 from collections.abc import Iterator
 
 from smtcoll.errors import TooLarge, UsageError
+from smtcoll.text import count
 
 MAX_CELLS = 1 << 20
 MAX_CHUNKS = 1 << 16  # chunks of one synthesis instance (after the split)
@@ -89,8 +90,8 @@ def nodes_problem(nodes: object) -> str | None:
 def check_jobs(jobs: int | None) -> None:
     cap = min(MAX_JOBS, 4 * (os.cpu_count() or 1))
     if jobs is not None and not 1 <= jobs <= cap:
-        raise UsageError("--jobs", f"must be between 1 and {cap} (4 x the {os.cpu_count()} core(s), at most "
-                                   f"{MAX_JOBS}), got {jobs}")
+        raise UsageError("--jobs", f"must be between 1 and {cap} (4 x the {count(os.cpu_count() or 1, 'core')}, "
+                                   f"at most {MAX_JOBS}), got {jobs}")
 
 
 def default_memory_mb() -> int:

@@ -27,6 +27,7 @@ from smtcoll.msccl.program import RUNTIMES, Finding, Program
 from smtcoll.msccl.reader import Limits, ReadResult, read_program
 from smtcoll.msccl.runtime import FIFO_MESSAGES, LEGACY_DEFAULT_MAX_BYTES
 from smtcoll.specs import resolve_collective
+from smtcoll.text import count
 from smtcoll.vocabulary import Severity
 
 MAX_RANKS = 4096  # the runtimes' readers cannot hold more <gpu> elements in one parse anyway
@@ -86,9 +87,18 @@ def check_program(result: ReadResult, file: str, *, runtime: str = "any", collec
                                "thread_blocks": sum(len(g.tbs) for g in p.gpus), "steps": p.steps,
                                "nchannels": p.nchannels, "nchunksperloop": p.nchunksperloop, "bytes": result.size}
     coll_name = p.coll
+    hint = None  # what the buffers show when --chunks says otherwise: said only when the file is wrong
     if isinstance(collective, str) and collective not in postconditions.BUILTIN:
         try:
-            collective = resolve_collective(collective, p.ngpus, root, chunks or 1)
+            spec = collective
+            collective = resolve_collective(spec, p.ngpus, root, chunks or 1)
+            if chunks is not None and collective.ranks == p.ngpus:
+                shown = _fit(resolve_collective(spec, p.ngpus, root, 1), p).chunk_factor
+                if shown != chunks:
+                    hint = Finding("chunks-hint", f"the program's buffers hold {count(shown, 'chunk')} per input "
+                                   f"of the --collective spec (nchunksperloop={p.nchunksperloop}, ngpus={p.ngpus}), "
+                                   f"not --chunks {chunks}: try --chunks {shown}, or leave --chunks out",
+                                   where={"line": p.line}, severity="warning")
         except SmtcollError as e:
             return Report(file, p.coll, p.ngpus, None, [Violation("unusable", f"--collective: {e}", "error")],
                           unusable=True)
@@ -113,6 +123,8 @@ def check_program(result: ReadResult, file: str, *, runtime: str = "any", collec
                                 "were not run", where={"line": p.line}, severity="info" if refused else "error"))
     elif _sizes_ok(p, findings):
         findings += _semantics(p, selected, collective, root, topology, metrics, strict)
+    if hint is not None and any(f.severity == "error" for f in findings):
+        findings.insert(0, hint)
     return _report(file, p, findings, selected, metrics, coll_name, every)
 
 
@@ -159,7 +171,7 @@ def _buffer_mismatch(coll: Collective, p: Program, chunks: int | None) -> str | 
     if base_in and i_chunks % base_in == 0 and o_chunks == base_out * (i_chunks // base_in):
         k = i_chunks // base_in
         if k != coll.chunk_factor:
-            return (f"the file has {k} chunk(s) per {unit} (i_chunks={i_chunks}) and {theirs} "
+            return (f"the file has {count(k, 'chunk')} per {unit} (i_chunks={i_chunks}) and {theirs} "
                     f"{coll.chunk_factor}: give --chunks {k}; the postcondition was not checked")
     # other sizes: a rank may leave buffer slots unused; the postcondition judges
     return None
@@ -428,7 +440,8 @@ def _deadlock(blocked: list[tuple[int, int, int, int, str]], mode: str, capacity
         kind = (f"with the bounded FIFOs of the {proto} protocol ({capacity} messages per connection); it completes "
                 "only with unbounded FIFOs")
     possible = "possible " if split is not None else ""
-    return Finding("deadlock", f"{possible}deadlock {kind}: {len(blocked)} thread block(s) blocked: {listing}{more}",
+    return Finding("deadlock", f"{possible}deadlock {kind}: {count(len(blocked), 'thread block')} blocked: "
+                               f"{listing}{more}",
                    where={"gpu": first[0], "tb": first[1], "step": first[2], "line": first[3]})
 
 

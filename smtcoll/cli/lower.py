@@ -40,7 +40,8 @@ def lower_command(
                                            "interleaved)", min=1, max=32)] = 1,
     protocol: Annotated[Protocol, typer.Option(metavar="Simple|LL|LL128", help="NCCL protocol of the kernel")
                         ] = Protocol.Simple,
-    runtime: Annotated[Target, typer.Option(metavar=RUNTIME_METAVAR, help="auto (or any): one file both "
+    runtime: Annotated[Target, typer.Option(metavar=RUNTIME_METAVAR, help="auto, both, executor or legacy; "
+                                            "auto (or any): one file both "
                                             "runtimes accept when the collective allows it, else the runtime that "
                                             "has the collective")] = Target.auto,
     inplace: Annotated[bool, typer.Option("--inplace", metavar="",

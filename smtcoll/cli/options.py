@@ -64,10 +64,12 @@ ChunksOpt = Annotated[int, typer.Option("--chunks", metavar="C", min=1, max=MAX_
                                         help="split every chunk in C")]
 NodesOpt = Annotated[int, typer.Option("--nodes", metavar="N", min=1, max=MAX_NODES,
                                        help="compose N nodes through the topology's NIC model")]
-RUNTIME_METAVAR = "auto|both|executor|legacy"
+# the choices go in the help text: "auto|both|executor|legacy" is wider than the type column at 80 columns,
+# and rich cut it mid-word ("legac" / "y")
+RUNTIME_METAVAR = "RUNTIME"
 RuntimeOpt = Annotated[Runtime, typer.Option("--runtime", metavar=RUNTIME_METAVAR,
-                                             help="the MSCCL runtime(s) that must accept the files: auto (or any): at "
-                                             "least one, both: each")]
+                                             help="the MSCCL runtime(s) that must accept the files: auto, both, "
+                                             "executor or legacy; auto (or any): at least one, both: each")]
 def timeout_callback(value: float | None) -> float | None:
     """One range and one message for --timeout in every command (0, NaN, 1e9: smtcoll.limits.timeout_problem);
     typer's own range check lets NaN through and words its message apart."""

@@ -33,6 +33,15 @@ def _names(values: list[str], where: str) -> tuple[str, ...]:
     return out
 
 
+def _no_plot() -> str:
+    """Why there is no plot: matplotlib is missing, or there was nothing to draw (no file was written)."""
+    import importlib.util
+
+    if importlib.util.find_spec("matplotlib") is None:
+        return "; no plot (install matplotlib)"
+    return "; no plot (no algorithm to draw)"
+
+
 def _nodes(text: str) -> tuple[int, ...]:
     try:
         values = tuple(int(x) for x in text.split(","))
@@ -63,7 +72,8 @@ def sweep_command(
                                        help="buffer sizes to cover, LOW:HIGH, both included (nBytes as the "
                                        "runtime counts it)")] = "1KiB:4GiB",
     runtime: Annotated[Runtime, typer.Option(metavar=RUNTIME_METAVAR,
-                                             help="the runtime(s) to write for; both: OUTPUT/executor and "
+                                             help="the runtime(s) to write for: auto, both, executor or legacy; "
+                                             "both: OUTPUT/executor and "
                                              "OUTPUT/legacy; auto (or any): executor")] = Runtime.executor,
     timeout: Annotated[float, typer.Option(metavar="SECONDS", callback=timeout_callback,
                                            help="the synthesizer's time limit per task in seconds (the best "
@@ -139,6 +149,6 @@ def sweep_command(
     else:
         typer.echo(outcome.report, nl=False)
         typer.echo(f"algorithms: {output}/ (every file verified); manifest: {outcome.manifest_path}"
-                   + (f"; plot: {outcome.plot}" if outcome.plot else "; no plot (install matplotlib)"))
+                   + (f"; plot: {outcome.plot}" if outcome.plot else _no_plot()))
     if outcome.manifest["summary"]["failed"]:
         raise typer.Exit(EXIT_FAILED_TASKS)

@@ -41,6 +41,8 @@ if TYPE_CHECKING:
 
 EXIT = {"found": 0, "infeasible": 1, "timeout": 3}
 
+JSON_SCHEMA = "smtcoll-synth/1"  # the version of the shape of `synth --format json` (docs/synth.md)
+
 
 class Method(str, enum.Enum):
     auto = "auto"
@@ -204,7 +206,7 @@ def synth(
 
         draw_pareto(result, f"{base.name} on {topo.name}", plot)
         written.append(plot)
-    data = result.to_json()
+    data = {"schema": JSON_SCHEMA, **result.to_json()}
     data["files"] = [str(w) for w in written]
     if xml is not None:
         data["xml"] = {"file": str(xml), "written": schedule is not None and xml_error is None, "error": xml_error}

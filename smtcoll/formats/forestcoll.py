@@ -24,6 +24,7 @@ from smtcoll.errors import ModelError
 from smtcoll.formats.numbers import ascii_int
 from smtcoll.model import Topology
 from smtcoll.model.timed import Finding, Quantity, TimedSchedule, Transfer, group_gbps
+from smtcoll.text import count
 
 FORMAT = "forestcoll-xml"
 NODE_BYTES = 1 << 20  # data per rank for the time in ForestColl's model (the XML states no size)
@@ -111,7 +112,7 @@ def read_forestcoll(text: str, topology: Topology | None, name: str = "") -> Tim
                                     "warning", {"tree": tree_name}))
     for u in range(n):
         if per_root[u] != k:
-            findings.append(Finding("chunk-count", f"the trees rooted at rank {u} carry {per_root[u]} chunk(s); "
+            findings.append(Finding("chunk-count", f"the trees rooted at rank {u} carry {count(per_root[u], 'chunk')}; "
                                                    f"nchunkspernode is {k}", "error", {"gpu": u}))
     chunk_bytes = NODE_BYTES / k
     model_time = _pipelined_time(topology, load, chunk_bytes, latency)

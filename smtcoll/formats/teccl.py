@@ -37,6 +37,7 @@ from smtcoll.formats.numbers import finite_float
 from smtcoll.formats.teccl_machines import TooLargeMachine, machine_for
 from smtcoll.model import Topology
 from smtcoll.model.timed import Finding, Limit, Quantity, TimedSchedule, Transfer, Use
+from smtcoll.text import count
 
 FORMAT = "teccl-json"
 ALPHA_THRESHOLD = 0.1  # TE-CCL's default `alpha_threshold`: smaller alpha / tau is not charged
@@ -141,8 +142,8 @@ def _chunk_gb(data: dict, output_gb: float, ranks: int, topology: Topology, tau:
         fits = generator
     sizes = sorted({f[3] for f in fits})
     gpus, kind, m, size = next(f for f in fits if f[3] == sizes[0])
-    reading = (f"2-Expected_Epoch_Duration is {m} chunk time(s) over the {kind}est link, 5-Algo_Bandwidth counts "
-               f"{gpus} GPUs")
+    reading = (f"2-Expected_Epoch_Duration is {count(m, 'chunk time')} over the {kind}est link, "
+               f"5-Algo_Bandwidth counts {gpus} GPUs")
     if len(sizes) > 1:
         others = ", ".join(f"{s * 1e9:.6g} B" for s in sizes[1:])
         findings.append(Finding("chunk-size", f"the file's numbers fit more than one chunk size: {size * 1e9:.6g} B "
@@ -277,7 +278,8 @@ def read_teccl(data: dict, topology: Topology | None, name: str = "") -> TimedSc
                 end = epoch + a + 1
             else:
                 limits.setdefault(res, Limit(res, (b + 1) * kappa, "window", b + 1,
-                                             f"TE-CCL: {_g(kappa)} chunks per epoch, window of {b + 1} epoch(s)"))
+                                             f"TE-CCL: {_g(kappa)} chunks per epoch, window of "
+                                             f"{count(b + 1, 'epoch')}"))
                 once = (res, epoch, commodity)
                 if once not in counted:  # a switch's copies of one chunk are one flow on its inbound link
                     counted.add(once)

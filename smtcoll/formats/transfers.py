@@ -30,6 +30,7 @@ from smtcoll.errors import ModelError, SmtcollError
 from smtcoll.formats.numbers import ascii_int, finite_float
 from smtcoll.model import Link, Topology
 from smtcoll.model.timed import Limit, Quantity, TimedSchedule, Transfer, Use, group_gbps
+from smtcoll.text import count
 
 FORMAT = "smtcoll.transfers"
 VERSION = 1
@@ -212,13 +213,13 @@ def read_transfer_log(data: dict, topology: Topology | None, name: str = "") -> 
         if link is not None:
             res = f"link {s}->{d}"
             limits.setdefault(res, Limit(res, link.bandwidth, "concurrent", 1,
-                                         f"{link.bandwidth} transfer(s) at a time"))
+                                         f"{count(link.bandwidth, 'transfer')} at a time"))
             uses.append(Use(res, start, end))
             for g in topology.switches_of(s, d):
                 grp = topology.switches[g]
                 gres = f"switch group {grp.name or g}"
                 limits.setdefault(gres, Limit(gres, grp.bandwidth, "concurrent", 1,
-                                              f"{grp.bandwidth} transfer(s) at a time"))
+                                              f"{count(grp.bandwidth, 'transfer')} at a time"))
                 uses.append(Use(gres, start, end))
         transfers.append(Transfer(coll.address[c], s, d, start, end, place, 1.0, (), uses))
     claimed = None

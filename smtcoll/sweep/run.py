@@ -30,6 +30,7 @@ import attrs
 from smtcoll.errors import SmtcollError
 from smtcoll.sweep.cache import Cache
 from smtcoll.sweep.tasks import FAULT_ENV, MEMORY_ENV, Task
+from smtcoll.text import count
 
 ATTEMPTS = 2  # a failed task is retried once
 # The local cluster's scheduler: a worker that dies fails its task at once (the sweep retries it once
@@ -238,7 +239,7 @@ def run_tasks(tasks: Sequence[Task], limits: Limits, where: Where, cache: Cache,
                         client.wait_for_workers(1, timeout=WORKER_WAIT_S)
                     except TimeoutError:
                         raise ClusterError(f"no Dask worker joined the scheduler within {WORKER_WAIT_S:g} s "
-                                           f"({len(queue)} task(s) waiting); start workers (dask worker "
+                                           f"({count(len(queue), 'task')} waiting); start workers (dask worker "
                                            "ADDRESS) or leave out --scheduler for a local cluster") from None
                     continue
             if progress:

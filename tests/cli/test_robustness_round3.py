@@ -492,3 +492,47 @@ def test_sweep_nodes_have_the_range_of_nodes_everywhere(tmp_path: Path, capsys: 
     assert code == 2 and "--nodes" in err and "1 to 64" in err
     code, _, err = cli(capsys, "bounds", "-t", "ring:4", "-c", "allgather", "--nodes", "65")
     assert code == 2 and "64" in err
+
+
+# --- new user: help text and messages ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("command", [["verify"], ["lower"], ["bounds"], ["show", "topology"], ["proof", "check"]])
+def test_help_shows_no_python_types_and_cuts_no_metavar(command: list[str], capsys: pytest.CaptureFixture[str],
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    code, out, _ = cli(capsys, *command, "--help")
+    assert code == 0
+    assert "<bool>" not in out and "<list[" not in out and "legac" + "\n" not in out.replace(" ", "").replace("│", "")
+
+
+def test_choice_errors_and_unknown_commands_read_plainly(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = cli(capsys, "verify", EXAMPLES / "allgather-ring4.xml", "--runtime", "bogus")
+    assert code == 2 and "Value error" not in err and "'bogus' is not one of" in err
+    code, _, err = cli(capsys, "synt")
+    assert code == 2 and "did you mean 'synth'?" in err
+
+
+def test_a_wrong_chunks_gets_a_hint(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("z3")
+    xml = tmp_path / "ag2.xml"
+    code, _, err = cli(capsys, "synth", "-t", "ring:4", "-c", "allgather", "--chunks", "2", "--xml", xml)
+    assert code == 0, err
+    code, out, _ = cli(capsys, "verify", xml, "-c", EXAMPLES / "allgather.toml", "--chunks", "1")
+    assert code == 1 and "chunks-hint" in out and "try --chunks 2" in out and "chunk(s)" not in out
+    code, out, _ = cli(capsys, "verify", xml, "-c", EXAMPLES / "allgather.toml", "--chunks", "2")
+    assert code == 0 and "chunks-hint" not in out
+
+
+def test_json_outputs_name_their_schema(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("z3")
+    _, out, _ = cli(capsys, "verify", EXAMPLES / "allgather-ring4.xml", "--format", "json")
+    assert json.loads(out)[0]["schema"] == "smtcoll-verify/1"
+    _, out, _ = cli(capsys, "synth", "-t", "ring:4", "-c", "allgather", "--format", "json")
+    assert json.loads(out)["schema"] == "smtcoll-synth/1"
+
+
+def test_no_plot_says_why() -> None:
+    from smtcoll.cli.sweep import _no_plot
+
+    pytest.importorskip("matplotlib")
+    assert "install matplotlib" not in _no_plot()
