@@ -50,6 +50,34 @@ def check_cells(name: str, ranks: int, chunks: int, factor: int = 1) -> None:
                                      f"cells, more than the limit of {limit}", "--max-cells")
 
 
+# Transfers of a timed schedule (transfer logs, TE-CCL flows, TACCL sends, ForestColl chunk moves): the
+# timed checker's work and memory grow with them (about 60 CPU us and 1.7 KB each, docs/benchmarks.md), so
+# a file with more is refused before they are built. `verify --max-pieces` sets it, as it does the chunk
+# pieces an XML program moves.
+MAX_TIMED_TRANSFERS = 200_000
+_transfers: contextvars.ContextVar[int] = contextvars.ContextVar("max_transfers", default=MAX_TIMED_TRANSFERS)
+
+
+@contextlib.contextmanager
+def transfer_limit(max_transfers: int) -> Iterator[None]:
+    token = _transfers.set(max_transfers)
+    try:
+        yield
+    finally:
+        _transfers.reset(token)
+
+
+def max_transfers() -> int:
+    return _transfers.get()
+
+
+def transfers_exceeded(n: int | str) -> str:
+    """The message of a timed schedule over the limit (the reader adds its place)."""
+    limit = _transfers.get()
+    return (f"{n} transfers: over the --max-pieces limit of {limit} transfers of a timed schedule; if the file "
+            "is genuine, raise it (smtcoll verify --max-pieces N)")
+
+
 def check_graph(ranks: int, links: int, max_ranks: int, max_links: int, what: str) -> None:
     """Refuse a topology larger than the limits of a command (`what` names the work, e.g. `bounds`)."""
     if ranks > max_ranks:

@@ -107,7 +107,8 @@ def verify(
     max_steps: Annotated[int, typer.Option(
         metavar="N", min=1, help="refuse XML programs with more <step> elements in all")] = DEFAULTS.max_steps,
     max_pieces: Annotated[int, typer.Option(
-        metavar="N", min=1, help="refuse XML programs whose steps move more chunk pieces in all (sum of cnt)")
+        metavar="N", min=1, help="refuse XML programs whose steps move more chunk pieces in all (sum of cnt), "
+        "and timed schedules with more transfers")
     ] = DEFAULTS.max_pieces,
     strict: Annotated[bool, typer.Option("--strict", metavar="", help="make every warning an error (after --select and "
                                                           "--ignore), including dead-read, dead-race and "

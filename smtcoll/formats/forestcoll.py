@@ -22,6 +22,7 @@ from defusedxml import ElementTree as SafeET
 from smtcoll import library
 from smtcoll.errors import ModelError
 from smtcoll.formats.numbers import ascii_int
+from smtcoll.limits import max_transfers, transfers_exceeded
 from smtcoll.model import Topology
 from smtcoll.model.timed import Finding, Quantity, TimedSchedule, Transfer, group_gbps
 from smtcoll.text import count
@@ -29,7 +30,6 @@ from smtcoll.text import count
 FORMAT = "forestcoll-xml"
 NODE_BYTES = 1 << 20  # data per rank for the time in ForestColl's model (the XML states no size)
 MAX_ELEMENTS = 1_000_000
-MAX_TRANSFERS = 2_000_000  # chunk moves the trees imply (each edge moves its tree's chunks): the replay's work
 
 
 class ForestError(Exception):
@@ -99,9 +99,8 @@ def read_forestcoll(text: str, topology: Topology | None, name: str = "") -> Tim
             load[(a, b)] += c
             edges.append((a, b))
             moved = max(0, min(c, k - first))  # chunks beyond nchunkspernode are reported as chunk-count
-            if len(transfers) + moved > MAX_TRANSFERS:
-                raise ForestError(sw, f"the trees move more than {MAX_TRANSFERS} chunks over their edges "
-                                      f"(nchunks x edges); not a tree file smtcoll can replay")
+            if len(transfers) + moved > max_transfers():  # chunk moves (nchunks x edges): the replay's work
+                raise ForestError(sw, transfers_exceeded(f"more than {max_transfers()}"))
             for j in range(moved):
                 transfers.append(Transfer(u * k + first + j, a, b, level, level + 1, {"tree": tree_name, "send": si}))
         deepest = max(depth.values())

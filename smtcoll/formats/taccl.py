@@ -20,6 +20,7 @@ from typing import Any
 
 from smtcoll.errors import ModelError
 from smtcoll.formats.numbers import ascii_int
+from smtcoll.limits import max_transfers, transfers_exceeded
 from smtcoll.model import Collective, Link, SwitchGroup, Topology
 from smtcoll.model.timed import Limit, Quantity, Time, TimedSchedule, Transfer, Use, exact
 
@@ -147,6 +148,8 @@ def read_taccl(data: dict, collective: Collective, topology: Topology | None, na
         if not isinstance(step, dict) or not isinstance(step.get("sends"), list):
             raise TacclError(f"steps[{i}]", "expected an object with rounds and sends")
         claim += _int(step.get("rounds"), f"steps[{i}].rounds", 0, 1 << 40)
+        if len(raw) + len(step["sends"]) > max_transfers():
+            raise TacclError(f"steps[{i}]", transfers_exceeded(f"more than {max_transfers()}"))
         for j, x in enumerate(step["sends"]):
             w = f"steps[{i}].sends[{j}]"
             if not isinstance(x, list) or len(x) not in (5, 6):

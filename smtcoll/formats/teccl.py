@@ -35,6 +35,7 @@ from smtcoll import library
 from smtcoll.errors import ModelError
 from smtcoll.formats.numbers import finite_float
 from smtcoll.formats.teccl_machines import TooLargeMachine, machine_for
+from smtcoll.limits import max_transfers, transfers_exceeded
 from smtcoll.model import Topology
 from smtcoll.model.timed import Finding, Limit, Quantity, TimedSchedule, Transfer, Use
 from smtcoll.text import count
@@ -48,7 +49,6 @@ _FLOW = re.compile(rf"^(?:Chunk {_N} from {_N} traveled over )?{_N}->{_N}(?: wit
                    rf" in epoch {_N}(?: via switches ([0-9 \->]+))?$")
 _DEMAND = re.compile(rf"^Demand at {_N} for chunk {_N} from {_N} met by epoch {_N}$")
 MAX_VIA = 16  # switches one hop crosses (TE-CCL's machines cross one)
-MAX_FLOWS = 2_000_000
 
 
 class TecclError(Exception):
@@ -159,8 +159,11 @@ def read_teccl(data: dict, topology: Topology | None, name: str = "") -> TimedSc
     paths_key = "8-Chunk paths" if "8-Chunk paths" in data else "7-chunk paths"
     flows = data.get(flows_key, [])
     paths = data.get(paths_key, {})
-    if not isinstance(flows, list) or len(flows) > MAX_FLOWS:
-        raise TecclError(flows_key, f"expected a list of at most {MAX_FLOWS} flow strings")
+    if not isinstance(flows, list):
+        raise TecclError(flows_key, "expected a list of flow strings")
+    hops = len(flows) + sum(len(v) for v in paths.values() if isinstance(v, list)) if isinstance(paths, dict) else 0
+    if max(len(flows), hops) > max_transfers():
+        raise TecclError(flows_key, transfers_exceeded(max(len(flows), hops)))
     if not isinstance(paths, dict):
         raise TecclError(paths_key, "expected an object: demand -> hops")
     tau = _num(data, "1-Epoch_Duration")

@@ -28,6 +28,7 @@ from typing import Any, TypeVar
 from smtcoll import library, specs
 from smtcoll.errors import ModelError, SmtcollError
 from smtcoll.formats.numbers import ascii_int, finite_float
+from smtcoll.limits import max_transfers, transfers_exceeded
 from smtcoll.model import Link, Topology
 from smtcoll.model.timed import Limit, Quantity, TimedSchedule, Transfer, Use, group_gbps
 from smtcoll.text import count
@@ -39,7 +40,6 @@ KEYS = {"format", "version", "name", "collective", "ranks", "root", "chunks", "t
 US_PER = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}
 UNITS = [*sorted(US_PER), "rounds", "cycles"]
 COLUMNS = ("chunk", "src", "dst", "start", "end")
-MAX_TRANSFERS = 5_000_000
 T = TypeVar("T")
 _META = re.compile(r"^#\s*([A-Za-z_]+)\s*:\s*(.*)$")
 
@@ -139,7 +139,7 @@ def parse_csv(text: str) -> dict[str, Any]:
                 raise LogError(f"line {n + 1}", f"unknown key {key!r} (known: collective, ranks, root, chunks, "
                                                 "topology, unit, chunk_bytes, claimed_time, name)")
             meta[key] = value.strip()
-    rows = []
+    rows: list[tuple[dict[str, str], dict[str, int]]] = []
     reader = csv.reader(io.StringIO("\n".join(lines[body_start:])))
     header = None
     for k, row in enumerate(_rows(reader, body_start)):
@@ -153,6 +153,8 @@ def parse_csv(text: str) -> dict[str, Any]:
             continue
         if len(row) < 5:
             raise LogError(f"line {lineno}", f"expected {len(COLUMNS)} columns: {','.join(COLUMNS)}")
+        if len(rows) >= max_transfers():  # before the rest of a huge file is split into rows
+            raise LogError(f"line {lineno}", transfers_exceeded(f"more than {max_transfers()}"))
         rows.append(({c: row[i].strip() for i, c in enumerate(COLUMNS)}, {"line": lineno}))
     meta["transfers"] = rows
     return meta
@@ -184,8 +186,10 @@ def read_transfer_log(data: dict, topology: Topology | None, name: str = "") -> 
         raise LogError("unit", f"= {unit!r}: expected one of {', '.join(UNITS)}")
     chunk_bytes = _number(data["chunk_bytes"], "chunk_bytes") if data.get("chunk_bytes") not in (None, "") else None
     rows = data.get("transfers")
-    if not isinstance(rows, list) or len(rows) > MAX_TRANSFERS:
-        raise LogError("transfers", f"expected a list of at most {MAX_TRANSFERS} transfers")
+    if not isinstance(rows, list):
+        raise LogError("transfers", "expected a list of transfers")
+    if len(rows) > max_transfers():
+        raise LogError("transfers", transfers_exceeded(len(rows)))
     transfers: list[Transfer] = []
     limits: dict[str, Limit] = {}
     # GB/s that moving one chunk in one time unit takes (no physical time unit or no chunk size: not checked)

@@ -536,3 +536,35 @@ def test_no_plot_says_why() -> None:
 
     pytest.importorskip("matplotlib")
     assert "install matplotlib" not in _no_plot()
+
+
+# --- 4: the transfers of a timed schedule are bounded (verify --max-pieces), before they are built --------
+
+@pytest.mark.parametrize("name", ["allgather-ring4.csv", "teccl-allgather-mesh2.json", "taccl-allgather-2x2.sccl.json",
+                                  "forestcoll-allgather-ring4.xml"])
+def test_a_timed_schedule_over_the_transfer_limit_is_refused(name: str, tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    path = FORMATS / name
+    machine = ["-t", FORMATS / "ring4.toml"] if "forestcoll" in name else []
+    code, out, _ = cli(capsys, "verify", path, "--format", "json", "--max-pieces", "3", *machine)
+    report = json.loads(out)[0]
+    assert code == 2 and "--max-pieces" in report["violations"][0]["message"], report
+    code, out, _ = cli(capsys, "verify", path, "--format", "json", *machine)
+    assert json.loads(out)[0]["verdict"] != "unusable"
+
+
+def test_a_transfer_log_is_refused_before_its_rows_are_all_read(tmp_path: Path) -> None:
+    import time
+
+    from smtcoll.check.files import check_file
+    from smtcoll.msccl.reader import Limits
+
+    head = (FORMATS / "allgather-ring4.csv").read_text().split("chunk,src,dst,start,end")[0]
+    log = tmp_path / "big.csv"
+    log.write_text(head + "chunk,src,dst,start,end\n" + "".join(f"0,0,1,{t},{t + 1}\n" for t in range(300_000)))
+    log_topology = tmp_path / "ring4.toml"
+    shutil.copy(FORMATS / "ring4.toml", log_topology)
+    cpu = time.process_time()
+    report = check_file(str(log), "any", None, None, None, Limits(max_pieces=1000))
+    assert time.process_time() - cpu < 3
+    assert report.verdict == "unusable" and "--max-pieces limit of 1000" in report.violations[0].message
