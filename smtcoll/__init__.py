@@ -338,7 +338,7 @@ def verify(path: str | os.PathLike[str], *, runtime: str = "auto", collective: s
     errors the command line gives for the same options (`UsageError`, `ModelError`; exit code 2 there).
     """
     from smtcoll.check.files import check_file
-    from smtcoll.choices import checked_runtime
+    from smtcoll.choices import checked_collective, checked_runtime
     from smtcoll.errors import UsageError
     from smtcoll.model import Topology as TopologyClass
 
@@ -347,6 +347,8 @@ def verify(path: str | os.PathLike[str], *, runtime: str = "auto", collective: s
     checked = checked_runtime(runtime)
     if collective is not None and not isinstance(collective, str | os.PathLike):
         raise UsageError("collective", f"expected a built-in name or a .toml path, got {type(collective).__name__}")
+    if collective is not None:
+        checked_collective(os.fspath(collective), "collective")
     if root is not None and (not isinstance(root, int) or isinstance(root, bool) or root < 0):
         raise UsageError("root", f"expected a rank >= 0, got {root!r}")
     if isinstance(topology, str | os.PathLike):

@@ -32,6 +32,22 @@ def runtime(value: object, option: str = "--runtime") -> str:
                      + (f"; did you mean {hint!r}?" if hint else ""))
 
 
+def checked_collective(value: str, option: str = "--collective") -> str:
+    """What `verify --collective` and `verify(collective=...)` take: a built-in postcondition name or a spec
+    file (a `.toml` name, or an existing file); anything else is refused with the nearest name."""
+    from pathlib import Path
+
+    from smtcoll.check.postconditions import BUILTIN
+
+    if value.endswith(".toml") or Path(value).is_file() or value in BUILTIN:
+        return value
+    from smtcoll.library import did_you_mean
+
+    hint = did_you_mean(value, sorted(BUILTIN))
+    raise UsageError(option, f"{value!r}: not a built-in postcondition" + (f"; did you mean {hint!r}?" if hint else "")
+                     + f" ({', '.join(sorted(BUILTIN))}) nor a .toml spec file")
+
+
 def checked_runtime(value: object, option: str = "--runtime") -> str:
     """What the checker takes: `any` (wrong only when no runtime accepts the file), `both` (wrong when either
     refuses it), `executor` or `legacy`."""

@@ -12,7 +12,6 @@ from __future__ import annotations
 import enum
 import os
 import sys
-from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
@@ -21,6 +20,7 @@ from smtcoll import specs
 from smtcoll.check.discover import expand
 from smtcoll.check.files import check_files
 from smtcoll.check.report import Report
+from smtcoll.choices import checked_collective
 from smtcoll.cli.app import app
 from smtcoll.cli.options import MAX_CHUNKS, RootOpt, Runtime, RuntimeOpt, refuse_input_as_output
 from smtcoll.cli.verify_output import FORMATTERS, format_text, select_findings, strict_findings, summary
@@ -132,15 +132,8 @@ def verify(
         "(default: 1, or as the program's buffers show)")] = None,
 ) -> None:
     """Verify MSCCL XML programs and step schedules: exit 0 verified, 1 wrong, 2 unusable input."""
-    if collective is not None and not collective.endswith(".toml") and not Path(collective).is_file():
-        from smtcoll.check.postconditions import BUILTIN
-        from smtcoll.library import did_you_mean
-
-        if collective not in BUILTIN:
-            hint = did_you_mean(collective, sorted(BUILTIN))
-            raise SmtcollError(f"--collective {collective!r}: not a built-in postcondition"
-                               + (f"; did you mean {hint!r}?" if hint else "")
-                               + f" ({', '.join(sorted(BUILTIN))}) nor a .toml spec file")
+    if collective is not None:
+        checked_collective(collective)
     if input_format not in INPUT_FORMATS:
         from smtcoll.library import did_you_mean
 

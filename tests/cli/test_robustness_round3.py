@@ -433,6 +433,8 @@ def test_the_api_refuses_what_the_command_line_refuses() -> None:
         smtcoll.verify(xml, topology=4)  # type: ignore[arg-type]
     with pytest.raises(UsageError, match="root"):
         smtcoll.verify(xml, root=-1)
+    with pytest.raises(UsageError, match="did you mean 'allgather'"):
+        smtcoll.verify(xml, collective="allgater")
     with pytest.raises(UsageError):
         smtcoll.load_topology(None)  # type: ignore[arg-type]
     with pytest.raises(UsageError):
