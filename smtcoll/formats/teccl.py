@@ -141,7 +141,8 @@ def _chunk_gb(data: dict, output_gb: float, ranks: int, topology: Topology, tau:
     if len({f[3] for f in fits}) > 1 and generator:
         fits = generator
     sizes = sorted({f[3] for f in fits})
-    gpus, kind, m, size = next(f for f in fits if f[3] == sizes[0])
+    # the reading named: the generator's where it gives this size
+    gpus, kind, m, size = next(f for f in [*generator, *fits] if f[3] == sizes[0])
     reading = (f"2-Expected_Epoch_Duration is {count(m, 'chunk time')} over the {kind}est link, "
                f"5-Algo_Bandwidth counts {gpus} GPUs")
     if len(sizes) > 1:
