@@ -98,8 +98,9 @@ def synth(
                                                 "(verified before it is written; exit 4 when it cannot be written; "
                                                 "see smtcoll lower); a directory (a path without .xml): every schedule "
                                                 "found, named after its instance")] = None,
-    runtime: Annotated[Target, typer.Option(metavar="auto|both|executor|legacy",
-                                            help="--xml: the runtime(s) the file is for, as in smtcoll lower")
+    runtime: Annotated[Target, typer.Option(metavar="RUNTIME",
+                                            help="--xml: the runtime(s) the file is for, as in smtcoll lower: "
+                                            "auto, both, executor or legacy")
                        ] = Target.auto,
     instances: Annotated[int, typer.Option(metavar="N", help="--xml: replicate over this many channels", min=1,
                                            max=32)] = 1,

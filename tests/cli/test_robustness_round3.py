@@ -498,7 +498,8 @@ def test_sweep_nodes_have_the_range_of_nodes_everywhere(tmp_path: Path, capsys: 
 
 # --- new user: help text and messages ----------------------------------------------------------------------
 
-@pytest.mark.parametrize("command", [["verify"], ["lower"], ["bounds"], ["show", "topology"], ["proof", "check"]])
+@pytest.mark.parametrize("command", [["verify"], ["lower"], ["bounds"], ["show", "topology"], ["proof", "check"],
+                                     ["synth"]])
 def test_help_shows_no_python_types_and_cuts_no_metavar(command: list[str], capsys: pytest.CaptureFixture[str],
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("COLUMNS", "80")
