@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import importlib
 import os
-import tempfile
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -261,6 +259,9 @@ def lower_to_xml(schedule: Schedule, output: str | os.PathLike[str] | None = Non
     Raises `smtcoll.NotVerified` when the program fails the checker (then nothing is written),
     `RejectedSchedule` when the checker rejects the schedule, `CannotLower` when no runtime can express it.
     """
+    import tempfile
+    from pathlib import Path
+
     from smtcoll.lower import LowerOptions, lower_to_file
 
     options = LowerOptions(instances=instances, protocol=protocol, runtime=runtime, mode=mode)

@@ -7,7 +7,6 @@ cannot express, or a wrong command line.
 
 from __future__ import annotations
 
-import enum
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -15,24 +14,11 @@ import typer
 
 from smtcoll.check.report import Report
 from smtcoll.cli.app import Format, app, print_json
-from smtcoll.cli.options import ForceOpt, FormatOpt, refuse_overwrite
+from smtcoll.cli.options import ForceOpt, FormatOpt, Protocol, Target, refuse_overwrite
 from smtcoll.errors import NotVerified
 from smtcoll.formats import load_schedule
 from smtcoll.lower import LowerOptions, lower_to_file
 from smtcoll.text import count
-
-
-class Protocol(str, enum.Enum):
-    Simple = "Simple"
-    LL = "LL"
-    LL128 = "LL128"
-
-
-class Target(str, enum.Enum):
-    auto = "auto"
-    both = "both"
-    executor = "executor"
-    legacy = "legacy"
 
 
 @app.command("lower")

@@ -35,6 +35,23 @@ class Runtime(str, enum.Enum):
     any = "any"
 
 
+class Protocol(str, enum.Enum):
+    """The NCCL protocol of a lowered kernel (`lower`, `synth --xml`)."""
+
+    Simple = "Simple"
+    LL = "LL"
+    LL128 = "LL128"
+
+
+class Target(str, enum.Enum):
+    """The runtime(s) a lowered file is for (`lower`, `synth --xml`)."""
+
+    auto = "auto"
+    both = "both"
+    executor = "executor"
+    legacy = "legacy"
+
+
 FormatOpt = Annotated[Format, typer.Option("--format", metavar="text|json",
                                            help="text for people, json for scripts")]
 TopologyOpt = Annotated[str, typer.Option("--topology", "-t", metavar="NAME|FILE",

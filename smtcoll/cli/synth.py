@@ -16,14 +16,15 @@ import typer
 
 from smtcoll import limits, specs
 from smtcoll.cli.app import Format, app, print_json
-from smtcoll.cli.lower import Protocol, Target
 from smtcoll.cli.options import (
     MAX_CHUNKS,
     CollectiveOpt,
     ForceOpt,
     FormatOpt,
     NodesOpt,
+    Protocol,
     RootOpt,
+    Target,
     TimeoutOpt,
     TopologyOpt,
     refuse_overwrite,
@@ -32,11 +33,11 @@ from smtcoll.cli.progress import solver_progress
 from smtcoll.draw import need_matplotlib  # no matplotlib import until it is called
 from smtcoll.errors import ModelError, NotVerified, NotWritten, OutputError, TooLarge
 from smtcoll.formats import save_schedule
-from smtcoll.lower import CannotLower, LowerOptions, RejectedSchedule
 from smtcoll.model import Schedule
 from smtcoll.text import count
 
 if TYPE_CHECKING:
+    from smtcoll.lower import LowerOptions
     from smtcoll.synth.result import SynthResult
 
 EXIT = {"found": 0, "infeasible": 1, "timeout": 3}
@@ -176,7 +177,6 @@ def synth(
         found = [schedule]
     written: list[Path] = []
     xml_error: str | None = None
-    lowering = LowerOptions(instances, protocol.value, runtime.value)
     if schedule is not None:
         if output is not None:
             save_schedule(schedule, output)
@@ -184,6 +184,7 @@ def synth(
         if out_dir is not None:
             written += write_all(found, out_dir, ".json", force)
         if xml is not None:
+            lowering = _lower_options(instances, protocol, runtime)
             if xml_dir:
                 xml_written, xml_error = write_all_xml(found, xml, force, lowering)
                 written += xml_written
@@ -227,10 +228,16 @@ def _named(schedule: Schedule | None, coll: str, topo: str) -> Schedule | None:
     return schedule.renamed(schedule.instance.label(coll, topo))  # not validated again: its parts are unchanged
 
 
+def _lower_options(instances: int, protocol: Protocol, runtime: Target) -> LowerOptions:
+    from smtcoll.lower import LowerOptions  # the lowering: only when --xml asks for it
+
+    return LowerOptions(instances, protocol.value, runtime.value)
+
+
 def _lower(schedule: Schedule, xml: Path, options: LowerOptions) -> str | None:
     """Lower, verify and write the XML; the reason when it cannot be (a runtime limit names the option that
     avoids it), None when written."""
-    from smtcoll.lower import lower_to_file
+    from smtcoll.lower import CannotLower, RejectedSchedule, lower_to_file
 
     try:
         lower_to_file(schedule, xml, options)
