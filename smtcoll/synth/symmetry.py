@@ -15,6 +15,8 @@ nothing about all schedules, so the strategies only use it to find schedules, ne
 
 from __future__ import annotations
 
+from collections import Counter
+
 import re
 
 from smtcoll.model import Collective, Schedule, Send, Step, Topology
@@ -104,7 +106,8 @@ def _shape(coll: Collective) -> list[list[int]] | None:
     own: list[list[int]] = [[] for _ in range(coll.ranks)]
     for r, c in coll.pre:
         own[r].append(c)
-    if any(len(sorted(c for rr, c in coll.pre if c == x)) != 1 for x in range(coll.chunks)):
+    holders = Counter(c for _, c in coll.pre)  # one pass: at 100 ranks Alltoall has 10,000 chunks
+    if any(holders[x] != 1 for x in range(coll.chunks)):
         return None
     if len({len(o) for o in own}) != 1 or any(len(p) != coll.chunks for p in coll.post_sets):
         return None
