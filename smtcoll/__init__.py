@@ -189,7 +189,7 @@ def synthesize(topology: Topology, collective: Collective, *, steps: int | None 
     Every schedule returned has passed the independent checker. ``infeasible`` is a proof (within the
     bounds asked) that no schedule exists; ``smtcoll synth --prove`` writes it as re-checkable certificates.
     """
-    from smtcoll.synth import strategies
+    from smtcoll.synth.exact import strategies
 
     if steps is not None:
         return strategies.instance(topology, collective, steps, rounds, chunks, timeout)

@@ -153,7 +153,7 @@ def synth(
 
     z3.set_param("memory_max_size", memory)
     limits.cap_memory(memory)
-    from smtcoll.synth import strategies
+    from smtcoll.synth.exact import strategies
 
     try:
         with solver_progress() as progress:

@@ -127,7 +127,7 @@ class Candidate:
 
 def compute(payload: dict[str, Any]) -> dict[str, Any]:
     """The task's result (module docstring); raises SmtcollError for unusable input."""
-    from smtcoll.synth import strategies  # z3: only where tasks run
+    from smtcoll.synth.exact import strategies  # z3: only where tasks run
 
     topo = specs.topology_from_dict(payload["topology"])
     base = specs.collective_from_dict(payload["coll"])

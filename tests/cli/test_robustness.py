@@ -51,14 +51,14 @@ def _subclasses(cls: type) -> list[type]:
 def test_every_named_exception_has_a_code_of_the_table() -> None:
     import smtcoll.lower  # noqa: F401  (defines RejectedSchedule, CannotLower)
     import smtcoll.proofs.certificate  # noqa: F401
-    import smtcoll.synth.strategies  # noqa: F401
+    import smtcoll.synth.exact.strategies  # noqa: F401
 
     codes = set(errors.EXIT_CODES.values())
     assert codes == {1, 2, 3, 4, 70}
     for cls in _subclasses(errors.SmtcollError):
         assert cls.exit_code in codes, cls
     assert errors.InternalError.exit_code == errors.EXIT_INTERNAL not in CONTRACT
-    assert smtcoll.synth.strategies.SynthBug.exit_code == errors.EXIT_INTERNAL
+    assert smtcoll.synth.exact.strategies.SynthBug.exit_code == errors.EXIT_INTERNAL
     assert smtcoll.proofs.certificate.NotProved.exit_code == errors.EXIT_LIMIT
     assert errors.exit_code_of(ValueError()) == errors.EXIT_INTERNAL
 
@@ -93,7 +93,7 @@ def test_instance_with_more_than_64_round_distributions(capsys) -> None:
 def test_encoding_cap_guard_answers_sat_and_unsat() -> None:
     import math
 
-    from smtcoll.synth.encoding import MAX_SPLITS, Encoding
+    from smtcoll.synth.exact.encoding import MAX_SPLITS, Encoding
 
     assert math.comb(11, 3) > MAX_SPLITS and math.comb(13, 2) > MAX_SPLITS  # the one-call path, with a guard
     enc = Encoding(library.topology("ring:4"), library.collective("allgather", 4).with_chunks(2), 4, 12)
@@ -175,7 +175,7 @@ def test_least_steps_at_the_memory_cap_keeps_the_greedy_schedule(capsys, tmp_pat
 
 def _unknown_after(monkeypatch, calls: int) -> None:
     """Solver questions after the first `calls` answer `unknown`, as at a time limit."""
-    from smtcoll.synth import strategies
+    from smtcoll.synth.exact import strategies
     from smtcoll.synth.result import Outcome
 
     real = strategies.InstanceSolver.solve

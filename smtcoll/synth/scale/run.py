@@ -51,7 +51,7 @@ def engine_result(topo: Topology, base: Collective, chunks: int) -> tuple[SynthR
 def least_steps(topo: Topology, base: Collective, method: str, rounds: int | None, chunks: int,
                 max_steps: int | None, timeout: float | None, progress=None,
                 max_memory_mb: int | None = None) -> SynthResult:
-    from smtcoll.synth import strategies
+    from smtcoll.synth.exact import strategies
 
     if method == "exact" or rounds is not None:
         return strategies.least_steps(topo, base, rounds, chunks, max_steps, timeout, progress,

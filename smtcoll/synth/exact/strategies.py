@@ -25,7 +25,7 @@ from smtcoll.synth.combining import compose, dual_collective, reverse_schedule
 from smtcoll.limits import encoding_fits, encoding_variables
 from smtcoll.synth.greedy import greedy_schedule
 from smtcoll.synth.reach import unreachable
-from smtcoll.synth.symmetry import SymmetricEncoding, applicable
+from smtcoll.synth.exact.symmetry import SymmetricEncoding, applicable
 from smtcoll.synth.result import Attempt, Outcome, Point, SynthResult
 
 Progress = Callable[[Attempt], None]
@@ -108,7 +108,7 @@ class InstanceSolver:
             self._enc[kind, steps, rounds, chunks] = enc
             return enc
         # z3 is imported only when a question needs the solver (bounds and the greedy answer many alone)
-        from smtcoll.synth.encoding import Encoding
+        from smtcoll.synth.exact.encoding import Encoding
 
         if kind == "dual":
             dual, _ = dual_collective(coll)
@@ -142,7 +142,7 @@ class InstanceSolver:
                 self.record(steps, rounds, chunks, "timeout", 0.0, kind)
                 return Outcome("unknown", None, 0.0)
             t0 = time.process_time()
-            from smtcoll.synth.encoding import OutOfTime
+            from smtcoll.synth.exact.encoding import OutOfTime
 
             try:
                 enc = self._encoding(kind, steps, rounds, chunks, cap)

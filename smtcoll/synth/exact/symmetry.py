@@ -137,7 +137,7 @@ class SymmetricEncoding:
             for p in group:
                 orbit_of[p[l.src], p[l.dst]] = len(orbits)
             orbits.append(l.bandwidth)
-        from smtcoll.synth.encoding import Encoding  # z3 only when a solver is needed
+        from smtcoll.synth.exact.encoding import Encoding  # z3 only when a solver is needed
 
         self.enc = Encoding(topo, sub, steps, rounds, unbounded=True, phase=phase, deadline=deadline)
         enc = self.enc
