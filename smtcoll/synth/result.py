@@ -21,7 +21,8 @@ class Outcome:
     schedule: Schedule | None
     seconds: float
     rounds: int | None = None
-    reason: str = ""  # for unknown: "memory" when the memory cap stopped the solver, else the time limit
+    reason: str = ""  # for unknown: "memory" (the memory cap), "budget" (the work budget), "" the time limit
+    work: int = 0  # z3 resource units spent (its rlimit counter): deterministic, unlike seconds
 
 
 @attrs.frozen
@@ -95,6 +96,10 @@ class SynthResult:
     seconds: float = 0.0
     method: str = "exact"  # what produced the schedule: the exact search, or the engine's method
     gap: dict[str, Any] = attrs.field(factory=dict)  # engine results: steps and rounds against the bounds
+    # the limit that stopped the exact search, "" when none did: "budget" (its work budget, deterministic),
+    # "time" (the wall-clock safety stop of --timeout) or "memory" (--max-memory)
+    stopped_by: str = ""
+    work: int = 0  # z3 resource units the exact search spent (deterministic: the budget's unit)
 
     def to_json(self) -> dict[str, Any]:
         s = self.schedule
@@ -113,6 +118,8 @@ class SynthResult:
             "attempts": [a.to_json() for a in self.attempts],
             "gap": self.gap,
             "message": self.message,
+            "stopped_by": self.stopped_by or None,
+            "work": self.work,
             "seconds": round(self.seconds, 3),
         }
 

@@ -173,8 +173,9 @@ def test_least_steps_at_the_memory_cap_keeps_the_greedy_schedule(capsys, tmp_pat
     assert json.loads(out_file.read_text())["steps"]
 
 
-def _unknown_after(monkeypatch, calls: int) -> None:
-    """Solver questions after the first `calls` answer `unknown`, as at a time limit."""
+def _unknown_after(monkeypatch, calls: int, reason: str = "") -> None:
+    """Solver questions after the first `calls` answer `unknown`, as at a time limit (or `reason`: "budget",
+    the work budget; "memory", the memory cap)."""
     from smtcoll.synth.exact import strategies
     from smtcoll.synth.result import Outcome
 
@@ -185,7 +186,8 @@ def _unknown_after(monkeypatch, calls: int) -> None:
         count["n"] += 1
         if count["n"] > calls:
             self.record(a[0], a[1], a[2], "timeout", 0.0, "direct")
-            return Outcome("unknown", None, 0.0)
+            self.limit = reason or "time"
+            return Outcome("unknown", None, 0.0, reason=reason)
         return real(self, *a, **k)
 
     monkeypatch.setattr(strategies.InstanceSolver, "solve", solve)
@@ -195,9 +197,9 @@ def test_pareto_at_its_time_limit_keeps_the_frontier(capsys, monkeypatch, tmp_pa
     _unknown_after(monkeypatch, 2)
     out_file = tmp_path / "p.json"
     code, out, _ = cli(capsys, "synth", "-t", "ring:4", "-c", "allgather", "--strategy", "pareto", "-o", out_file,
-                       "--format", "json")
+                       "--format", "json", "--timeout", "600")
     data = json.loads(out)
-    assert code == 3 and data["status"] == "timeout" and data["points"]
+    assert code == 3 and data["status"] == "timeout" and data["points"] and data["stopped_by"] == "time"
     assert data["optimal"]["proved"] is False and "not proved complete" in data["message"]
     assert json.loads(out_file.read_text())["steps"]
 
@@ -205,8 +207,24 @@ def test_pareto_at_its_time_limit_keeps_the_frontier(capsys, monkeypatch, tmp_pa
 def test_least_steps_at_its_time_limit_writes_the_best_known(capsys, monkeypatch, tmp_path) -> None:
     _unknown_after(monkeypatch, 0)
     out_file = tmp_path / "s.json"
-    code, out, _ = cli(capsys, "synth", "-t", "dgx1", "-c", "alltoall", "-o", out_file)
-    assert code == 3 and "best known" in out and out_file.exists()
+    code, out, _ = cli(capsys, "synth", "-t", "dgx1", "-c", "alltoall", "-o", out_file, "--timeout", "600")
+    assert code == 3 and "best known" in out and out_file.exists() and "stopped by: the time limit" in out
+
+
+@pytest.mark.parametrize("reason", ["budget", "memory"])
+def test_a_default_limit_answers_with_the_best_known_and_exit_0(capsys, monkeypatch, tmp_path, reason) -> None:
+    # the default budget (or memory cap) is not the user's limit: `auto` answers with the engine's schedule
+    _unknown_after(monkeypatch, 0, reason)
+    out_file = tmp_path / "s.json"
+    code, out, _ = cli(capsys, "synth", "-t", "dgx1", "-c", "alltoall", "-o", out_file, "--format", "json")
+    data = json.loads(out)
+    assert code == 0 and data["status"] == "found" and out_file.exists() and data["stopped_by"] == reason
+    assert data["optimal"]["proved"] is False and "not proved optimal" in data["message"]
+    # the same limit set by the user is a limit reached: exit 3, still with the schedule
+    option = ["--budget", "10000000"] if reason == "budget" else ["--max-memory", "4096"]
+    code, out, _ = cli(capsys, "synth", "-t", "dgx1", "-c", "alltoall", "-o", out_file, "--force", *option)
+    assert code == 3 and out_file.exists() and "stopped by: the " + ("work budget" if reason == "budget" else
+                                                                    "memory cap") in out
 
 
 # --- lowering after synthesis ---------------------------------------------------------------------

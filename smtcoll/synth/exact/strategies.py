@@ -24,7 +24,7 @@ from smtcoll.bounds import search_bounds as bounds
 from smtcoll.synth.combining import compose, dual_collective, reverse_schedule
 from smtcoll.limits import encoding_fits, encoding_variables
 from smtcoll.synth.greedy import greedy_schedule
-from smtcoll.synth.reach import unreachable
+from smtcoll.synth.reach import unreachable_result
 from smtcoll.synth.exact.symmetry import SymmetricEncoding, applicable
 from smtcoll.synth.result import Attempt, Outcome, Point, SynthResult
 
@@ -63,15 +63,31 @@ def _checked(schedule: Schedule) -> Schedule:
 
 
 class Clock:
-    """The time limit of a run, and its memory cap (MB; None: no cap) that refuses encodings too large."""
+    """The limits of a run: its work budget in z3 resource units (deterministic: the same answers on an
+    idle and a loaded machine), the wall-clock time limit (the safety stop of --timeout) and the memory
+    cap (MB) that refuses encodings too large; None: no such limit."""
 
-    def __init__(self, timeout: float | None, max_memory_mb: int | None = None) -> None:
+    def __init__(self, timeout: float | None, max_memory_mb: int | None = None, work: int | None = None) -> None:
         self.start = time.monotonic()
         self.deadline = None if timeout is None else self.start + timeout
         self.max_memory_mb = max_memory_mb
+        self.work = work
+        self.spent = 0
+
+    def work_left(self) -> int | None:
+        return None if self.work is None else max(0, self.work - self.spent)
+
+    def spend(self, units: int) -> None:
+        self.spent += units
+
+    def out_of_work(self) -> bool:
+        return self.work is not None and self.spent >= self.work
+
+    def out_of_time(self) -> bool:
+        return self.deadline is not None and time.monotonic() >= self.deadline
 
     def expired(self) -> bool:
-        return self.deadline is not None and time.monotonic() >= self.deadline
+        return self.out_of_work() or self.out_of_time()
 
 
 class InstanceSolver:
@@ -82,7 +98,7 @@ class InstanceSolver:
     def __init__(self, topo: Topology, base: Collective, clock: Clock, progress: Progress | None = None) -> None:
         self.topo, self.base, self.clock, self.progress = topo, base, clock, progress
         self.attempts: list[Attempt] = []
-        self.limit = "time"  # the limit behind the last `unknown`: "time", or "memory" (see limit_text)
+        self.limit = "time"  # the limit behind the last `unknown`: "time", "budget" or "memory" (limit_text)
         self._enc: dict[tuple, object] = {}  # Encoding or SymmetricEncoding, by (kind, steps, cap, chunks)
 
     def collective(self, chunks: int) -> Collective:
@@ -139,14 +155,16 @@ class InstanceSolver:
             kinds = ["shortest", "direct"]
         for kind in kinds:
             if self.clock.expired():
-                self.record(steps, rounds, chunks, "timeout", 0.0, kind)
-                return Outcome("unknown", None, 0.0)
+                self.limit = "budget" if self.clock.out_of_work() else "time"
+                self.record(steps, rounds, chunks, "budget" if self.limit == "budget" else "timeout", 0.0, kind)
+                return Outcome("unknown", None, 0.0, reason=self.limit)
             t0 = time.process_time()
             from smtcoll.synth.exact.encoding import OutOfTime
 
             try:
                 enc = self._encoding(kind, steps, rounds, chunks, cap)
-                out = enc.check(rounds, deadline=self.clock.deadline)
+                out = enc.check(rounds, deadline=self.clock.deadline, work=self.clock.work_left())
+                self.clock.spend(out.work)
             except OutOfTime:
                 out = Outcome("unknown", None, time.process_time() - t0)
             except _TooLarge:
@@ -161,8 +179,8 @@ class InstanceSolver:
                 return Outcome("sat", sched, seconds, sched.rounds)
             if out.verdict == "unknown":
                 self.limit = out.reason or "time"
-                self.record(steps, rounds, chunks, "memory-limit" if self.limit == "memory" else "timeout",
-                            seconds, kind)
+                self.record(steps, rounds, chunks, {"memory": "memory-limit", "budget": "budget"}.get(
+                    self.limit, "timeout"), seconds, kind)
                 return Outcome("unknown", None, seconds, reason=self.limit)
             # only the exact encoding may answer unsat; the others are shapes tried first
             self.record(steps, rounds, chunks, "unsat" if kind == "direct" else "no-shape", seconds, kind)
@@ -179,6 +197,9 @@ class InstanceSolver:
             raise _TooLarge()
 
     def limit_text(self) -> str:
+        if self.limit == "budget":
+            return (f"work budget: {self.clock.work} z3 resource units spent (raise it with --budget; the same "
+                    "on any machine)")
         if self.limit == "memory":
             return (f"memory limit: the next encoding would not fit in {self.clock.max_memory_mb} MB "
                     "(raise it with --max-memory)")
@@ -193,20 +214,6 @@ class InstanceSolver:
 
 class _TooLarge(Exception):
     """An encoding estimated not to fit the memory cap (answered as `unknown` for the memory limit)."""
-
-
-def unreachable_result(topo: Topology, base: Collective, strategy: str, clock: Clock) -> SynthResult | None:
-    """`infeasible` at once, with the witness, when some rank needs a chunk no holder can reach."""
-    w = unreachable(topo, base)
-    if w is None:
-        return None
-    why = w.text()
-    lb = {"steps": None, "steps_why": why, "rounds": None, "rounds_why": why, "least_steps": None,
-          "least_steps_why": why, "rounds_per_chunk": None, "rounds_per_chunk_exact": None}
-    return SynthResult("infeasible", None, strategy, lb, [], message=f"proved: no schedule exists: {why}",
-                       optimal={"proved": True, "why": why, "witness": {"rank": w.rank, "chunk": w.chunk,
-                                                                          "holders": list(w.holders)}},
-                       seconds=_secs(clock))
 
 
 def _single_needers(coll: Collective) -> bool:
@@ -226,9 +233,10 @@ def _bound_json(b: Bounds, one_round: bool, chunks: int = 1) -> dict:
 
 def instance(topo: Topology, base: Collective, steps: int, rounds: int | None, chunks: int,
              timeout: float | None = None, progress: Progress | None = None,
-             max_memory_mb: int | None = None) -> SynthResult:
-    clock = Clock(timeout, max_memory_mb)
-    if (early := unreachable_result(topo, base, "instance", clock)) is not None:
+             max_memory_mb: int | None = None, work: int | None = None,
+             clock: Clock | None = None) -> SynthResult:
+    clock = clock or Clock(timeout, max_memory_mb, work)  # a caller's clock: its limits are shared
+    if (early := unreachable_result(topo, base, "instance", clock.start)) is not None:
         return early
     solver = InstanceSolver(topo, base, clock, progress)
     coll = solver.collective(chunks)
@@ -250,7 +258,7 @@ def instance(topo: Topology, base: Collective, steps: int, rounds: int | None, c
                            message=f"proved: no schedule with {steps} steps and {R} rounds (unsat)",
                            seconds=_secs(clock))
     return SynthResult("timeout", None, "instance", lb, solver.attempts, message=f"{solver.limit_text()} reached",
-                       seconds=_secs(clock))
+                       seconds=_secs(clock), stopped_by=solver.limit)
 
 
 def _infeasible_by_bound(b: Bounds, steps: int, rounds: int, chunks: int) -> str:
@@ -274,11 +282,12 @@ def default_max_steps(topo: Topology, lower: int) -> int:
 def least_steps(topo: Topology, base: Collective, rounds: int | None = None, chunks: int = 1,
                 max_steps: int | None = None, timeout: float | None = None,
                 progress: Progress | None = None, max_memory_mb: int | None = None,
-                known: Schedule | None = None) -> SynthResult:
+                known: Schedule | None = None, work: int | None = None,
+                clock: Clock | None = None) -> SynthResult:
     """Fewest steps (one round per step, or `rounds` rounds in all), starting at the best lower bound.
     `known`: a checked schedule (one round per step) that caps the search when it beats the greedy."""
-    clock = Clock(timeout, max_memory_mb)
-    if (early := unreachable_result(topo, base, "least-steps", clock)) is not None:
+    clock = clock or Clock(timeout, max_memory_mb, work)  # a caller's clock: its limits are shared
+    if (early := unreachable_result(topo, base, "least-steps", clock.start)) is not None:
         return early
     solver = InstanceSolver(topo, base, clock, progress)
     coll = solver.collective(chunks)
@@ -340,7 +349,7 @@ def least_steps(topo: Topology, base: Collective, rounds: int | None = None, chu
                                 "proved": False},
                                message=f"{solver.limit_text()}: no schedule with fewer than {S} steps; {S} "
                                        f"undecided{known}",
-                               seconds=_secs(clock))
+                               seconds=_secs(clock), stopped_by=solver.limit)
         pruned.append(Point(S, R, chunks, "infeasible", "unsat", claim=(S, R)))
     return SynthResult("infeasible", None, "least-steps", lbj, solver.attempts, [], pruned,
                        {"steps_at_least": top + 1, "proved": True},
@@ -364,10 +373,10 @@ def _allreduce_variants(topo: Topology, base: Collective, chunks: int, direct: S
     k = chunks // P
     rs = least_steps(topo, library.collective("reducescatter", P), chunks=k,
                      timeout=None if clock.deadline is None else max(0.1, clock.deadline - time.monotonic()),
-                     progress=progress, max_memory_mb=clock.max_memory_mb)
+                     progress=progress, clock=clock)
     ag = least_steps(topo, library.collective("allgather", P), chunks=k,
                      timeout=None if clock.deadline is None else max(0.1, clock.deadline - time.monotonic()),
-                     progress=progress, max_memory_mb=clock.max_memory_mb)
+                     progress=progress, clock=clock)
     if rs.schedule is None or ag.schedule is None:
         out.append({"method": "reducescatter+allgather", "status": "timeout"})
         return tuple(out)
@@ -381,11 +390,12 @@ def _allreduce_variants(topo: Topology, base: Collective, chunks: int, direct: S
 
 def pareto(topo: Topology, base: Collective, max_chunks: int = 6, max_steps: int | None = None,
            timeout: float | None = None, progress: Progress | None = None,
-           max_memory_mb: int | None = None) -> SynthResult:
-    """Every Pareto-optimal (steps, rounds per chunk) point with at most `max_chunks` chunks; at a time
-    limit, the frontier found so far (not proved complete)."""
-    clock = Clock(timeout, max_memory_mb)
-    if (early := unreachable_result(topo, base, "pareto", clock)) is not None:
+           max_memory_mb: int | None = None, work: int | None = None,
+           clock: Clock | None = None) -> SynthResult:
+    """Every Pareto-optimal (steps, rounds per chunk) point with at most `max_chunks` chunks; at a limit
+    (the work budget, the time or the memory), the frontier found so far (not proved complete)."""
+    clock = clock or Clock(timeout, max_memory_mb, work)  # a caller's clock: its limits are shared
+    if (early := unreachable_result(topo, base, "pareto", clock.start)) is not None:
         return early
     solver = InstanceSolver(topo, base, clock, progress)
     b = bounds(topo, base)
@@ -400,7 +410,7 @@ def pareto(topo: Topology, base: Collective, max_chunks: int = 6, max_steps: int
         return SynthResult("timeout", pts[-1].schedule if pts else None, "pareto", lbj, solver.attempts,
                            pts, pruned, _frontier_json(pts, False),
                            message=f"{solver.limit_text()} {msg}; the frontier found so far is not proved "
-                                   "complete", seconds=_secs(clock))
+                                   "complete", seconds=_secs(clock), stopped_by=solver.limit)
 
     # 1. the fewest steps with any rounds (C = 1 suffices: fewer chunks never hurt the steps)
     S = max(1, b.steps_value)

@@ -150,8 +150,8 @@ class SymmetricEncoding:
             for o, xs in sorted(per.items()):
                 enc._cap(xs, orbits[o], enc.extra[s - 1])
 
-    def check(self, rounds: int | None, deadline: float | None) -> Outcome:
-        out = self.enc.check(rounds, deadline=deadline)
+    def check(self, rounds: int | None, deadline: float | None, work: int | None = None) -> Outcome:
+        out = self.enc.check(rounds, deadline=deadline, work=work)
         if out.verdict != "sat":
             return out
         # a sat outcome always carries its schedule
@@ -164,7 +164,7 @@ class SymmetricEncoding:
                 for p in self.group:
                     sends.add(Send(self.own[p[rep]][j], p[s.src], p[s.dst]))
             steps.append(Step(step.rounds, sorted(sends)))
-        return Outcome("sat", Schedule(self.topo, self.coll, steps), out.seconds)
+        return Outcome("sat", Schedule(self.topo, self.coll, steps), out.seconds, work=out.work)
 
 
 def applicable(topo: Topology, coll: Collective) -> list[list[int]] | None:
