@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -25,14 +25,14 @@ def bounds_command(
     root: RootOpt = None,
     chunks: ChunksOpt = 1,
     nodes: NodesOpt = 1,
-    size: Annotated[Optional[int], typer.Option(metavar="BYTES",
+    size: Annotated[int | None, typer.Option(metavar="BYTES",
                                                 help="bytes of one rank's output buffer, for the time bound",
                                                 min=1)] = None,
-    gbps_per_unit: Annotated[Optional[float], typer.Option(
+    gbps_per_unit: Annotated[float | None, typer.Option(
         "--gbps-per-unit", metavar="GBPS",
         help="GB/s per unit of link bandwidth (overrides the topology's link speeds)",
         min=0.000001)] = None,
-    alpha_us: Annotated[Optional[float], typer.Option("--alpha-us", metavar="US",
+    alpha_us: Annotated[float | None, typer.Option("--alpha-us", metavar="US",
                                                       help="latency per step in microseconds "
                                                       "(overrides the topology's)", min=0.0)] = None,
     lp: Annotated[bool, typer.Option("--lp/--no-lp", metavar="", help="solve the multi-commodity flow LP")] = True,

@@ -8,7 +8,7 @@ cannot express, or a wrong command line.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 
@@ -38,14 +38,14 @@ def lower_command(
     outofplace: Annotated[bool, typer.Option("--outofplace", metavar="", help="declare the out-of-place mode (the "
                                              "default when neither is given; both flags: one file for both modes)")
                           ] = False,
-    min_bytes: Annotated[Optional[int], typer.Option("--min-buffer-bytes", metavar="BYTES", min=0,
+    min_bytes: Annotated[int | None, typer.Option("--min-buffer-bytes", metavar="BYTES", min=0,
                                                      help="smallest buffer the runtime selects this algorithm for "
                                                           "(the XML's minBytes)")] = None,
-    max_bytes: Annotated[Optional[int], typer.Option("--max-buffer-bytes", metavar="BYTES", min=0,
+    max_bytes: Annotated[int | None, typer.Option("--max-buffer-bytes", metavar="BYTES", min=0,
                                                      help="largest buffer the runtime selects this algorithm for "
                                                           "(maxBytes); default 0 (unlimited) for the executor "
                                                           "alone, 2^27 when the legacy runtime is a target")] = None,
-    name: Annotated[Optional[str], typer.Option(metavar="NAME", help="the algo name attribute (default: the "
+    name: Annotated[str | None, typer.Option(metavar="NAME", help="the algo name attribute (default: the "
                                                 "schedule's name)")] = None,
     fuse: Annotated[bool, typer.Option("--fuse/--no-fuse", metavar="",
                                        help="fuse receive+forward into rcs/rrcs/rrs")] = True,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import enum
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -22,12 +22,12 @@ MAX_NODES = 64
 MAX_TIMEOUT_S = 7 * 24 * 3600.0
 
 
-class Format(str, enum.Enum):
+class Format(enum.StrEnum):
     text = "text"
     json = "json"
 
 
-class Runtime(str, enum.Enum):
+class Runtime(enum.StrEnum):
     """The MSCCL runtime that must accept a program (`verify`)."""
 
     executor = "executor"
@@ -35,7 +35,7 @@ class Runtime(str, enum.Enum):
     any = "any"
 
 
-class Protocol(str, enum.Enum):
+class Protocol(enum.StrEnum):
     """The NCCL protocol of a lowered kernel (`lower`, `synth --xml`)."""
 
     Simple = "Simple"
@@ -43,7 +43,7 @@ class Protocol(str, enum.Enum):
     LL128 = "LL128"
 
 
-class Target(str, enum.Enum):
+class Target(enum.StrEnum):
     """The runtime(s) a lowered file is for (`lower`, `synth --xml`)."""
 
     auto = "auto"
@@ -58,7 +58,7 @@ TopologyOpt = Annotated[str, typer.Option("--topology", "-t", metavar="NAME|FILE
                                           help="a built-in name (dgx1, ring:8, torus2d:4x4) or a .toml file")]
 CollectiveOpt = Annotated[str, typer.Option("--collective", "-c", metavar="NAME|FILE",
                                             help="a built-in name (allgather, allreduce) or a .toml file")]
-RootOpt = Annotated[Optional[int], typer.Option("--root", metavar="RANK", min=0,
+RootOpt = Annotated[int | None, typer.Option("--root", metavar="RANK", min=0,
                                                 help="root rank of a rooted collective (broadcast, reduce, ...)")]
 ChunksOpt = Annotated[int, typer.Option("--chunks", metavar="C", min=1, max=MAX_CHUNKS,
                                         help="split every chunk in C")]
@@ -66,11 +66,11 @@ NodesOpt = Annotated[int, typer.Option("--nodes", metavar="N", min=1, max=MAX_NO
                                        help="compose N nodes through the topology's NIC model")]
 RuntimeOpt = Annotated[Runtime, typer.Option("--runtime", metavar="executor|legacy|any",
                                              help="the MSCCL runtime that must accept the files")]
-TimeoutOpt = Annotated[Optional[float], typer.Option(
+TimeoutOpt = Annotated[float | None, typer.Option(
     "--timeout", metavar="SECONDS", min=0.001, max=MAX_TIMEOUT_S,
     help="time limit in seconds (exit 3 when reached, with what is known)")]
 ForceOpt = Annotated[bool, typer.Option("--force", "-f", metavar="", help="replace output files that exist")]
-DrawOpt = Annotated[Optional[Path], typer.Option("--draw", metavar="FILE.png|FILE.svg",
+DrawOpt = Annotated[Path | None, typer.Option("--draw", metavar="FILE.png|FILE.svg",
                                                  help="draw a picture to a .png or .svg file (needs matplotlib)")]
 
 

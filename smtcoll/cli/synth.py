@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -48,19 +48,19 @@ STOPPED = {"budget": "the work budget (--budget; the same on any machine)",
            "memory": "the memory cap (--max-memory)"}
 
 
-class Method(str, enum.Enum):
+class Method(enum.StrEnum):
     auto = "auto"
     exact = "exact"
     scale = "scale"
 
 
-class Strategy(str, enum.Enum):
+class Strategy(enum.StrEnum):
     instance = "instance"
     least_steps = "least-steps"
     pareto = "pareto"
 
 
-Count = Optional[int]
+Count = int | None
 
 
 @app.command("synth")
@@ -72,30 +72,30 @@ def synth(
                                         help="split every chunk in C (instance, least-steps)")] = 1,
     steps: Annotated[Count, typer.Option(metavar="S", min=1, help="steps S (instance strategy)")] = None,
     rounds: Annotated[Count, typer.Option(metavar="R", min=1, help="rounds R in all (default: one per step)")] = None,
-    strategy: Annotated[Optional[Strategy], typer.Option(
+    strategy: Annotated[Strategy | None, typer.Option(
         metavar="instance|least-steps|pareto", help="instance (with --steps), least-steps (default) or pareto")] = None,
     max_steps: Annotated[Count, typer.Option(metavar="S", min=1, help="least-steps/pareto: give up above this "
                                              "many steps (default: lower bound + 2 * ranks)")] = None,
     max_chunks: Annotated[int, typer.Option(metavar="C", min=1, max=MAX_CHUNKS,
                                             help="pareto: the most chunks per input to consider")] = 6,
     timeout: TimeoutOpt = None,
-    budget: Annotated[Optional[int], typer.Option(
+    budget: Annotated[int | None, typer.Option(
         "--budget", metavar="UNITS", min=0, help="the exact search's work budget in z3 resource units, the same on "
         "any machine (default: 10^7, a few CPU seconds; 0: none); --method auto answers with the best schedule "
         "known when the default budget runs out")] = None,
-    max_memory: Annotated[Optional[int], typer.Option(
+    max_memory: Annotated[int | None, typer.Option(
         "--max-memory", metavar="MB", help="memory cap in MB (default: 3/4 of the memory, at most 4096); an encoding "
         "estimated not to fit is not tried (exit 3, or 2 for --strategy instance)", min=64)] = None,
     max_cells: Annotated[int, typer.Option("--max-cells", metavar="N", help="refuse collectives with more ranks x "
                                            "chunks (after --chunks)", min=1)] = limits.MAX_CELLS,
     nodes: NodesOpt = 1,
-    output: Annotated[Optional[Path], typer.Option("--output", "-o", metavar="FILE",
+    output: Annotated[Path | None, typer.Option("--output", "-o", metavar="FILE",
                                                    help="write the schedule (JSON) here")] = None,
-    out_dir: Annotated[Optional[Path], typer.Option("--dir", "-d", metavar="DIR", file_okay=False,
+    out_dir: Annotated[Path | None, typer.Option("--dir", "-d", metavar="DIR", file_okay=False,
                                                     help="write every schedule found (each Pareto point) into DIR, "
                                                          "named after its instance: allgather-dgx1-s2-r3-c2.json")
                        ] = None,
-    xml: Annotated[Optional[Path], typer.Option(metavar="FILE|DIR", help="also lower the schedule to MSCCL XML "
+    xml: Annotated[Path | None, typer.Option(metavar="FILE|DIR", help="also lower the schedule to MSCCL XML "
                                                 "(verified before it is written; exit 4 when it cannot be written; "
                                                 "see smtcoll lower); a directory (a path without .xml): every schedule "
                                                 "found, named after its instance")] = None,
@@ -106,9 +106,9 @@ def synth(
                                            max=32)] = 1,
     protocol: Annotated[Protocol, typer.Option(metavar="Simple|LL|LL128", help="--xml: NCCL protocol of the kernel")
                         ] = Protocol.Simple,
-    plot: Annotated[Optional[Path], typer.Option(metavar="FILE.png|FILE.svg", help="pareto: plot the frontier, "
+    plot: Annotated[Path | None, typer.Option(metavar="FILE.png|FILE.svg", help="pareto: plot the frontier, "
                                                  "the pruned points and the lower bounds")] = None,
-    prove: Annotated[Optional[Path], typer.Option(metavar="DIR", help="write certificates of every claim the result "
+    prove: Annotated[Path | None, typer.Option(metavar="DIR", help="write certificates of every claim the result "
                                                   "rests on into DIR (re-check: smtcoll proof check)")] = None,
     method: Annotated[Method, typer.Option(metavar="auto|exact|scale", help="exact (the SMT search), scale (the "
                                            "large-instance engine: seconds, with its gap to the bound) or auto (the "

@@ -140,7 +140,8 @@ def _exact_cannot_improve(topo: Topology, coll: Collective, request: SynthReques
 
 def engine_result(topo: Topology, base: Collective, chunks: int) -> tuple[SynthResult, Scaled | None]:
     """The engine's schedule as a least-steps result, with its gap to the bound (optimal at the bound)."""
-    from smtcoll.synth.scale.engine import NoSchedule, synthesize as engine
+    from smtcoll.synth.scale.engine import NoSchedule
+    from smtcoll.synth.scale.engine import synthesize as engine
 
     t0, c0 = time.monotonic(), time.process_time()
     coll = base.with_chunks(chunks)

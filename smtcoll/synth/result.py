@@ -24,6 +24,15 @@ class Outcome:
     reason: str = ""  # for unknown: "memory" (the memory cap), "budget" (the work budget), "" the time limit
     work: int = 0  # z3 resource units spent (its rlimit counter): deterministic, unlike seconds
 
+    @property
+    def found(self) -> Schedule:
+        """The schedule of a sat outcome (a sat outcome without one is a bug of ours)."""
+        if self.schedule is None:
+            from smtcoll.errors import InternalError
+
+            raise InternalError(f"internal error: a {self.verdict} solver outcome without a schedule")
+        return self.schedule
+
 
 @attrs.frozen
 class Attempt:

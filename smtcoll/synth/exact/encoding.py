@@ -27,6 +27,7 @@ time-reversed schedule sends every partial value exactly once.
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 from collections.abc import Iterator, Sequence
@@ -205,9 +206,8 @@ class Encoding:
                             add(_imp(xv, self._lit(h[c, u, s - 1])))
                             if no_resend and prev is not False:
                                 add(_imp(xv, _not(self._lit(prev))))
-                        if self.tree or no_resend:
-                            if len(arrivals) > 1:
-                                add(_atmost([xv for _, xv in arrivals], 1))
+                        if (self.tree or no_resend) and len(arrivals) > 1:
+                            add(_atmost([xv for _, xv in arrivals], 1))
                         if prev is True:
                             h[c, v, s] = True
                             continue
@@ -219,7 +219,7 @@ class Encoding:
         for s in range(1, S + 1 if not self.unbounded else 1):
             lits = self.extra[s - 1]
             load: dict[tuple[int, int], list[str]] = {}
-            for (a, u, v, t), xv in x.items():
+            for (_, u, v, t), xv in x.items():
                 if t == s:
                     load.setdefault((u, v), []).append(xv)
             for u, v, bw in links:
@@ -248,7 +248,7 @@ class Encoding:
         """Implied: a rank that needs a chunk it lacks receives it in some step (propagates without
         going through the chain of holdings)."""
         into: dict[tuple[int, int], list[str]] = {}
-        for (a, u, v, s), xv in self.x.items():
+        for (a, _, v, _), xv in self.x.items():
             into.setdefault((a, v), []).append(xv)
         for r, c in self.coll.post:
             if c not in self.coll.pre_sets[r]:
@@ -278,7 +278,7 @@ class Encoding:
                     return
                 groups.setdefault((a // f, tuple(c // f for c in cs)), []).append(list(cs))
         for members in groups.values():
-            for first, second in zip(members, members[1:]):
+            for first, second in itertools.pairwise(members):
                 va = [self.h[c, r, s] for c in first for s in range(1, S) for r in range(P)]
                 vb = [self.h[c, r, s] for c in second for s in range(1, S) for r in range(P)]
                 self._lex_geq(va, vb)
@@ -286,7 +286,7 @@ class Encoding:
     def _lex_geq(self, va: list, vb: list) -> None:
         add = self._add
         eq: Literal[True] | str = True  # True until the first undecided pair, then its literal
-        for i, (a, b) in enumerate(zip(va, vb)):
+        for a, b in zip(va, vb):
             if isinstance(a, bool) and isinstance(b, bool):
                 if a == b:
                     continue

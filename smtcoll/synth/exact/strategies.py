@@ -16,16 +16,16 @@ import time
 from collections.abc import Callable
 from fractions import Fraction
 
-from smtcoll.check.schedule import check_schedule
-from smtcoll.errors import InternalError
-from smtcoll.model import Collective, Schedule, Step, Topology
 from smtcoll.bounds import SearchBounds as Bounds
 from smtcoll.bounds import search_bounds as bounds
-from smtcoll.synth.combining import compose, dual_collective, reverse_schedule
+from smtcoll.check.schedule import check_schedule
+from smtcoll.errors import InternalError
 from smtcoll.limits import encoding_fits, encoding_variables
+from smtcoll.model import Collective, Schedule, Step, Topology
+from smtcoll.synth.combining import compose, dual_collective, reverse_schedule
+from smtcoll.synth.exact.symmetry import SymmetricEncoding, applicable
 from smtcoll.synth.greedy import greedy_schedule
 from smtcoll.synth.reach import unreachable_result
-from smtcoll.synth.exact.symmetry import SymmetricEncoding, applicable
 from smtcoll.synth.result import Attempt, Outcome, Point, SynthResult
 
 Progress = Callable[[Attempt], None]
@@ -119,7 +119,9 @@ class InstanceSolver:
         coll = self.collective(chunks)
         self._fits(coll, steps, steps if rounds is None else rounds)
         if kind == "symmetric":
-            enc = SymmetricEncoding(self.topo, coll, self._group(coll), steps,
+            group = self._group(coll)
+            assert group is not None  # "symmetric" is tried only when the group exists (solve)
+            enc = SymmetricEncoding(self.topo, coll, group, steps,
                                     steps if rounds is None else rounds, deadline=self.clock.deadline)
             self._enc[kind, steps, rounds, chunks] = enc
             return enc
@@ -127,7 +129,9 @@ class InstanceSolver:
         from smtcoll.synth.exact.encoding import Encoding
 
         if kind == "dual":
-            dual, _ = dual_collective(coll)
+            pair = dual_collective(coll)
+            assert pair is not None  # "dual" is tried only when the dual exists (solve)
+            dual = pair[0]
             enc = Encoding(self.topo.reversed(), dual, steps, rounds, tree=True, unbounded=rounds is None,
                            deadline=self.clock.deadline)
         else:
@@ -173,7 +177,9 @@ class InstanceSolver:
             if out.verdict == "sat":
                 sched = out.schedule
                 if kind == "dual":
-                    sched = reverse_schedule(sched, self.topo, coll, dual_collective(coll)[1])
+                    pair = dual_collective(coll)
+                    assert pair is not None  # "dual" is tried only when the dual exists
+                    sched = reverse_schedule(sched, self.topo, coll, pair[1])
                 sched = _checked(tight_rounds(sched))
                 self.record(steps, rounds, chunks, "sat", seconds, kind)
                 return Outcome("sat", sched, seconds, sched.rounds)
@@ -245,12 +251,13 @@ def instance(topo: Topology, base: Collective, steps: int, rounds: int | None, c
     lb = _bound_json(b, rounds is None, chunks)
     why = _infeasible_by_bound(b, steps, R, chunks)
     if why:
-        return SynthResult("infeasible", None, "instance", lb, [], pruned=[Point(steps, R, chunks, "infeasible", why, claim=(steps, R))],
+        return SynthResult("infeasible", None, "instance", lb, [],
+                           pruned=[Point(steps, R, chunks, "infeasible", why, claim=(steps, R))],
                            message=f"proved: no schedule with {steps} steps and {R} rounds ({why})",
                            seconds=_secs(clock))
     out = solver.solve(steps, R, chunks)
     if out.verdict == "sat":
-        p = Point(steps, out.schedule.rounds, chunks, "found", schedule=out.schedule)
+        p = Point(steps, out.found.rounds, chunks, "found", schedule=out.schedule)
         return SynthResult("found", out.schedule, "instance", lb, solver.attempts, [p], seconds=_secs(clock))
     if out.verdict == "unsat":
         return SynthResult("infeasible", None, "instance", lb, solver.attempts,
@@ -326,13 +333,13 @@ def least_steps(topo: Topology, base: Collective, rounds: int | None = None, chu
             solver.record(len(greedy.steps), len(greedy.steps), chunks, "sat", time.process_time() - t0, "greedy")
     for S in range(start, top + 1):
         R = S if rounds is None else rounds
-        if greedy is not None and S == len(greedy.steps):
+        if greedy is not None and len(greedy.steps) == S:
             out = Outcome("sat", greedy, 0.0, greedy.rounds)
         else:
             out = solver.solve(S, R, chunks)
         if out.verdict == "sat":
-            sched = out.schedule
-            if S == start:
+            sched = out.found
+            if start == S:
                 why = f"lower bound: {b.steps_why(rounds is None, chunks)}"
             else:
                 why = f"unsat for {start}..{S - 1} steps" + (f"; below {start}: {b.steps_why(rounds is None, chunks)}"
@@ -343,12 +350,12 @@ def least_steps(topo: Topology, base: Collective, rounds: int | None = None, chu
                                [Point(S, sched.rounds, chunks, "found")], pruned, optimal, variants,
                                seconds=_secs(clock))
         if out.verdict == "unknown":
-            known = f"; best known: {len(greedy.steps)} steps (greedy)" if greedy is not None else ""
+            best = f"; best known: {len(greedy.steps)} steps (greedy)" if greedy is not None else ""
             return SynthResult("timeout", greedy, "least-steps", lbj, solver.attempts, [], pruned,
                                {"steps_at_least": S, "steps_at_most": len(greedy.steps) if greedy else None,
                                 "proved": False},
                                message=f"{solver.limit_text()}: no schedule with fewer than {S} steps; {S} "
-                                       f"undecided{known}",
+                                       f"undecided{best}",
                                seconds=_secs(clock), stopped_by=solver.limit)
         pruned.append(Point(S, R, chunks, "infeasible", "unsat", claim=(S, R)))
     return SynthResult("infeasible", None, "least-steps", lbj, solver.attempts, [], pruned,
@@ -419,7 +426,7 @@ def pareto(topo: Topology, base: Collective, max_chunks: int = 6, max_steps: int
                             claim=(S - 1, None)))
     top = max_steps if max_steps is not None else default_max_steps(topo, S)
     while True:
-        if S > top:
+        if top < S:
             return SynthResult("infeasible", None, "pareto", lbj, solver.attempts, points, pruned,
                                message=f"proved: no schedule with at most {top} steps", seconds=_secs(clock))
         out = solver.solve(S, None, 1)
@@ -427,25 +434,26 @@ def pareto(topo: Topology, base: Collective, max_chunks: int = 6, max_steps: int
             break
         if out.verdict == "unknown":
             return timed_out(f"while deciding whether {S} steps are possible")
-        pruned.append(Point(S, None, 1, "infeasible", "unsat with any rounds (and so with any chunks)", claim=(S, None)))
+        pruned.append(Point(S, None, 1, "infeasible", "unsat with any rounds (and so with any chunks)",
+                            claim=(S, None)))
         S += 1
     first = S
     best: Fraction | None = None
     best_point: Point | None = None
     # rounds the unbounded schedule needs: a feasible cap for C = 1
-    r0 = out.schedule.rounds
+    r0 = out.found.rounds
     while True:
         if best is not None and Fraction(S, max_chunks) >= best:
             pruned.append(Point(S, None, 0, "infeasible",
                                 f"dominated: every schedule with >= {S} steps has rounds/chunk >= {S}/{max_chunks} "
                                 f">= {_q(best)} (rounds >= steps, chunks <= {max_chunks})"))
             break
-        if S > top:
+        if top < S:
             pruned.append(Point(S, None, 0, "timeout", f"not searched: --max-steps {top}"))
             break
         improved: Point | None = None
         order = sorted(range(1, max_chunks + 1), key=lambda c: (Fraction(b.rounds(c), c), c))
-        if S == first:
+        if first == S:
             order = [1] + [c for c in order if c != 1]
         for C in order:
             lo = max(S, b.rounds(C))
@@ -462,29 +470,31 @@ def pareto(topo: Topology, base: Collective, max_chunks: int = 6, max_steps: int
                 continue
             # the bound first (a sat there ends this column and often the search), then the most rounds
             # that would still improve (an unsat there rules out the whole column: more rounds never hurt)
-            found, R = None, None
+            found: Schedule | None = None
+            R = 0
             for probe in ([lo, hi] if lo < hi else [hi]):
                 res = solver.solve(S, probe, C, cap=hi if probe == hi else None)
                 if res.verdict == "unknown":
                     return timed_out(f"at {S} steps, {C} chunk(s), {probe} rounds", improved)
                 if res.verdict == "sat":
-                    found, R = res.schedule, res.schedule.rounds
+                    found, R = res.found, res.found.rounds
                     break
                 pruned.append(Point(S, probe, C, "infeasible", f"unsat with at most {probe} rounds", claim=(S, probe)))
                 lo = probe + 1
             if found is None:
                 continue
             # between: fewer rounds for this C until unsat
-            while R - 1 >= lo:
+            while lo <= R - 1:
                 more = solver.solve(S, R - 1, C)
                 if more.verdict == "unknown":
                     better = best is None or Fraction(R, C) < best
                     return timed_out(f"at {S} steps, {C} chunk(s), {R - 1} rounds",
                                      Point(S, R, C, "found", schedule=found) if better else improved)
                 if more.verdict == "unsat":
-                    pruned.append(Point(S, R - 1, C, "infeasible", f"unsat with at most {R - 1} rounds", claim=(S, R - 1)))
+                    pruned.append(Point(S, R - 1, C, "infeasible", f"unsat with at most {R - 1} rounds",
+                                        claim=(S, R - 1)))
                     break
-                found, R = more.schedule, more.schedule.rounds
+                found, R = more.found, more.found.rounds
             q = Fraction(R, C)
             if best is None or q < best:
                 best = q
@@ -493,16 +503,17 @@ def pareto(topo: Topology, base: Collective, max_chunks: int = 6, max_steps: int
                 break
         if improved is not None:
             # the same rounds/chunk with fewer chunks is the simpler schedule: look for it
+            assert improved.rounds is not None  # a point found has its rounds
             q = Fraction(improved.rounds, improved.chunks)
             for C in range(q.denominator, improved.chunks, q.denominator):
                 R = q.numerator * (C // q.denominator)
-                if R < max(S, b.rounds(C)):
+                if max(S, b.rounds(C)) > R:
                     pruned.append(Point(S, R, C, "infeasible", f"bound: rounds >= {max(S, b.rounds(C))}",
                                         claim=(S, R) if b.rounds(C) > R else None))
                     continue
                 res = solver.solve(S, R, C)
                 if res.verdict == "sat":
-                    improved = Point(S, res.schedule.rounds, C, "found", schedule=res.schedule)
+                    improved = Point(S, res.found.rounds, C, "found", schedule=res.schedule)
                     break
                 if res.verdict == "unknown":
                     return timed_out(f"at {S} steps, {C} chunk(s), {R} rounds", improved)

@@ -15,9 +15,8 @@ nothing about all schedules, so the strategies only use it to find schedules, ne
 
 from __future__ import annotations
 
-from collections import Counter
-
 import re
+from collections import Counter
 
 from smtcoll.model import Collective, Schedule, Send, Step, Topology
 from smtcoll.synth.result import Outcome
@@ -144,7 +143,7 @@ class SymmetricEncoding:
         for s in range(1, steps + 1):
             enc._clock()
             per: dict[int, list] = {}
-            for (a, u, v, t), xv in enc.x.items():
+            for (_, u, v, t), xv in enc.x.items():
                 if t == s:
                     per.setdefault(orbit_of[u, v], []).append(xv)
             for o, xs in sorted(per.items()):
