@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib
 import os
 import pkgutil
+import site
 import subprocess
 import sys
 import zipfile
@@ -80,10 +81,15 @@ def test_the_wheel_ships_license_types_and_specs(tmp_path: Path) -> None:
     assert "smtcoll/py.typed" in names
     assert any(n.endswith("licenses/LICENSE") for n in names)
     assert "smtcoll/specs_data/topologies/dgx1.toml" in names and "smtcoll/specs_data/collectives/allgather.toml" in names
-    # installed into a fresh environment (dependencies from this one), `smtcoll list` names the spec files
+    # installed into a fresh environment, `smtcoll list` names the spec files. The dependencies come from the
+    # environment running the tests: its site-packages is appended to the new one's path by a .pth file
+    # (`--system-site-packages` would expose the *base* interpreter's packages, which may lack typer). A
+    # .pth file's own paths are not scanned for .pth files, so this environment's editable smtcoll stays out.
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True, timeout=120)
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
     py = venv / "bin" / "python"
+    (inner,) = (venv / "lib").glob("python3*/site-packages")
+    (inner / "outer-dependencies.pth").write_text("\n".join(site.getsitepackages()) + "\n")
     install = subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)],
                              capture_output=True, text=True, timeout=300)
     assert install.returncode == 0, install.stderr

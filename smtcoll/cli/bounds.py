@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -9,10 +10,12 @@ import typer
 from smtcoll import limits, specs
 from smtcoll.cli.app import Format, app, print_json
 from smtcoll.cli.options import ChunksOpt, CollectiveOpt, FormatOpt, NodesOpt, RootOpt, TopologyOpt
+from smtcoll.errors import ModelError
 from smtcoll.text import count, singular_unit
 
 if TYPE_CHECKING:
     from smtcoll.bounds import Bound
+    from smtcoll.bounds.throughput import TimeBound
 
 MAX_RANKS = 256  # measured: Ring(256) Allgather 12 s of CPU, Ring(512) 73 s and 2.6 GB (the flow LP)
 MAX_LINKS = 1 << 16
@@ -25,13 +28,17 @@ def bounds_command(
     root: RootOpt = None,
     chunks: ChunksOpt = 1,
     nodes: NodesOpt = 1,
-    size: Annotated[int | None, typer.Option(metavar="BYTES",
-                                                help="bytes of one rank's output buffer, for the time bound",
-                                                min=1)] = None,
+    size: Annotated[str | None, typer.Option(metavar="SIZE",
+                                                help="buffer size (the runtime's nBytes, e.g. 1GiB): the time "
+                                                "and bus bandwidth bounds at that size")] = None,
     gbps_per_unit: Annotated[float | None, typer.Option(
         "--gbps-per-unit", metavar="GBPS",
-        help="GB/s per unit of link bandwidth (overrides the topology's link speeds)",
+        help="GB/s per unit of link bandwidth: overrides the link speeds in the step-synchronous time bound; "
+        "the throughput bound uses it only for links without a speed (default 25)",
         min=0.000001)] = None,
+    certificate: Annotated[Path | None, typer.Option(
+        "--certificate", metavar="DIR", help="write the throughput bound's certificate into DIR (re-check it "
+        "with `smtcoll proof check`)")] = None,
     alpha_us: Annotated[float | None, typer.Option("--alpha-us", metavar="US",
                                                       help="latency per step in microseconds "
                                                       "(overrides the topology's)", min=0.0)] = None,
@@ -52,10 +59,29 @@ def bounds_command(
         coll = specs.resolve_collective(collective, topo.ranks, root, chunks)
         limits.check_cells(coll.name, coll.ranks, coll.chunks)
     from smtcoll.bounds import lower_bounds  # networkx and scipy: only when this command runs
+    from smtcoll.bounds.throughput import DEFAULT_GBPS_PER_UNIT, addresses, time_bound
+    from smtcoll.sweep.sizes import parse_size
 
-    result = lower_bounds(topo, coll, size, gbps_per_unit, alpha_us, lp)
+    nbytes = None if size is None else parse_size(size, "--size")
+    if nbytes is not None and nbytes < 1:
+        raise ModelError("--size", "must be at least 1 byte")
+    # the step-synchronous bound counts chunks of size / (addresses of the largest output): the same chunk
+    out_addrs = max(len({coll.address[c] for c in s}) for s in coll.post_sets)
+    sync_size = None if nbytes is None else max(1, nbytes * out_addrs // addresses(coll))
+    result = lower_bounds(topo, coll, sync_size, gbps_per_unit, alpha_us, lp)
+    tb = time_bound(topo, coll, gbps_per_unit or DEFAULT_GBPS_PER_UNIT, alpha_us)
+    cert_path = None
+    if certificate is not None:
+        from smtcoll.proofs.throughput import write_throughput_certificate
+
+        cert_path = write_throughput_certificate(topo, coll, certificate,
+                                                 gbps_per_unit=gbps_per_unit or DEFAULT_GBPS_PER_UNIT)
     if fmt is Format.json:
-        print_json(result.to_json())
+        out = result.to_json()
+        out["time_bound"] = tb.to_json(nbytes)
+        if cert_path is not None:
+            out["time_bound"]["certificate_file"] = str(cert_path)
+        print_json(out)
         return
     typer.echo(f"bounds for {coll.name} on {topo.name} ({topo.ranks} ranks, C={coll.chunk_factor}):")
     rows = [(b.name + ":", _value(b), _explain(b)) for b in (
@@ -65,6 +91,25 @@ def bounds_command(
     w0, w1 = (max(len(r[i]) for r in rows) for i in (0, 1))
     for name, value, why in rows:
         typer.echo(f"  {name:<{w0}}  {value:<{w1}}  {why}".rstrip())
+    typer.echo("physical time bound (links at their GB/s; T(B) >= max(latency, us_per_byte x B)):")
+    for line in _time_bound_lines(tb, nbytes):
+        typer.echo(f"  {line}")
+    if cert_path is not None:
+        typer.echo(f"certificate written: {cert_path} (re-check: smtcoll proof check {cert_path})")
+
+
+def _time_bound_lines(tb: TimeBound, nbytes: int | None) -> list[str]:
+    if not tb.us_per_byte:
+        return [tb.witness]
+    bw = 1 / tb.us_per_byte / 1000
+    lines = [f"us_per_byte >= {tb.us_per_byte} (at most {float(bw):.4g} GB/s algorithm bandwidth, "
+             f"{float(bw * tb.bus_factor):.4g} GB/s bus bandwidth); {tb.witness}",
+             f"latency >= {tb.steps} step(s) x {float(tb.alpha_us):g} us = {float(tb.latency_us):g} us"]
+    if nbytes is not None:
+        bus = tb.busbw_gbps(nbytes)
+        lines.append(f"at {nbytes} bytes: time >= {float(tb.at(nbytes)):.6g} us, bus bandwidth <= "
+                     f"{'-' if bus is None else f'{float(bus):.6g}'} GB/s")
+    return lines
 
 
 def _value(b: Bound) -> str:

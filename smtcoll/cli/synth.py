@@ -52,6 +52,10 @@ class Method(enum.StrEnum):
     auto = "auto"
     exact = "exact"
     scale = "scale"
+    # the constructions (smtcoll.synth.constructions.METHODS; a test keeps the two lists equal)
+    ring = "ring"
+    direct = "direct"
+    multiring = "multiring"
 
 
 class Strategy(enum.StrEnum):
@@ -110,9 +114,11 @@ def synth(
                                                  "the pruned points and the lower bounds")] = None,
     prove: Annotated[Path | None, typer.Option(metavar="DIR", help="write certificates of every claim the result "
                                                   "rests on into DIR (re-check: smtcoll proof check)")] = None,
-    method: Annotated[Method, typer.Option(metavar="auto|exact|scale", help="exact (the SMT search), scale (the "
-                                           "large-instance engine: seconds, with its gap to the bound) or auto (the "
-                                           "engine, then the exact search where it can still improve on it)")
+    method: Annotated[Method, typer.Option(metavar="auto|exact|scale|NAME", help="exact (the SMT search), scale "
+                                           "(the large-instance engine: seconds, with its gap to the bound), auto "
+                                           "(the engine, then the exact search where it can still improve on it), or "
+                                           "a throughput construction: ring, direct (NCCL's), multiring "
+                                           "(docs/synth.md)")
                       ] = Method.auto,
     force: ForceOpt = False,
     fmt: FormatOpt = Format.text,

@@ -158,8 +158,8 @@ class CheckResult:
                 "messages": list(self.messages), "solvers": [v.to_json() for v in self.solvers]}
 
 
-class _Wrong(Exception):
-    pass
+class BadProof(Exception):
+    """The certificate does not prove its claim (verdict error)."""
 
 
 class _TimedOut(Exception):
@@ -180,6 +180,10 @@ def check_certificate(path: Path | str, timeout_s: float = DEFAULT_TIMEOUT_S) ->
         return CheckResult(file, "unusable", messages=["JSON nested too deeply"])
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         return CheckResult(file, "unusable", messages=[f"not a certificate (expected \"format\": \"{FORMAT}\")"])
+    if data.get("method") == "throughput":  # a time bound, not a step/round claim: its own checker
+        from smtcoll.proofs.throughput import check_throughput
+
+        return check_throughput(file, data)
     try:
         topo = specs.topology_from_dict(data.get("topology"))
         coll = specs.collective_from_dict(data.get("collective"))
@@ -191,27 +195,20 @@ def check_certificate(path: Path | str, timeout_s: float = DEFAULT_TIMEOUT_S) ->
     notes: list[str] = []
     solvers: list[SolverRun] = []
     try:
-        for key, explicit in (("topology", specs.topology_to_dict(topo)),
-                              ("collective", specs.collective_to_dict(coll))):
-            if data.get(f"{key}_sha256") != sha256_json(data[key]):
-                raise _Wrong(f"the {key} does not match {key}_sha256 (edited {key} or hash)")
-            if sha256_json(explicit) != data[f"{key}_sha256"]:
-                raise _Wrong(f"the {key} is not in the explicit form smtcoll writes (it does not round-trip)")
-        if topo.ranks != coll.ranks:
-            raise _Wrong(f"the collective has {coll.ranks} ranks but the topology has {topo.ranks}")
+        check_data(data, topo, coll)
         if stated != claim.text(topo, coll):
-            raise _Wrong(f"the claim's text {stated!r} does not say what its fields say: "
+            raise BadProof(f"the claim's text {stated!r} does not say what its fields say: "
                          f"{claim.text(topo, coll)!r} (edited claim)")
         if data["claim"].get("chunks") != coll.chunk_factor:
-            raise _Wrong(f"the claim says C={data['claim'].get('chunks')} but the collective has "
+            raise BadProof(f"the claim says C={data['claim'].get('chunks')} but the collective has "
                          f"C={coll.chunk_factor} (edited claim)")
         if method == "bound":
             notes.append(_check_bound(data.get("witness"), claim, topo, coll))
         elif method == "smt":
             notes += _check_smt(path, data.get("smt"), claim, topo, coll, timeout_s, solvers)
         else:
-            raise _Wrong(f"unknown method {method!r} (expected bound or smt)")
-    except _Wrong as e:
+            raise BadProof(f"unknown method {method!r} (expected bound or smt)")
+    except BadProof as e:
         return CheckResult(file, "error", stated, method, [*notes, str(e)], solvers)
     except _Unusable as e:
         return CheckResult(file, "unusable", stated, method, [*notes, str(e)], solvers)
@@ -224,29 +221,41 @@ class _Unusable(Exception):
     pass
 
 
+def check_data(data: dict[str, Any], topo: Topology, coll: Collective) -> None:
+    """The topology and collective are the ones hashed, in the explicit form smtcoll writes."""
+    for key, explicit in (("topology", specs.topology_to_dict(topo)),
+                          ("collective", specs.collective_to_dict(coll))):
+        if data.get(f"{key}_sha256") != sha256_json(data[key]):
+            raise BadProof(f"the {key} does not match {key}_sha256 (edited {key} or hash)")
+        if sha256_json(explicit) != data[f"{key}_sha256"]:
+            raise BadProof(f"the {key} is not in the explicit form smtcoll writes (it does not round-trip)")
+    if topo.ranks != coll.ranks:
+        raise BadProof(f"the collective has {coll.ranks} ranks but the topology has {topo.ranks}")
+
+
 def _check_bound(witness: Any, claim: Claim, topo: Topology, coll: Collective) -> str:
     if not isinstance(witness, dict) or "bound" not in witness:
-        raise _Wrong("the witness is missing or has no \"bound\" kind")
+        raise BadProof("the witness is missing or has no \"bound\" kind")
     kind = witness["bound"]
     try:
         from smtcoll import bounds
 
         value = bounds.check_witness(kind, witness, topo, coll)
     except ModelError as e:
-        raise _Wrong(f"the witness does not check: {e}") from None
+        raise BadProof(f"the witness does not check: {e}") from None
     if value is None:
-        raise _Wrong(f"the {kind} witness proves no bound")
+        raise BadProof(f"the {kind} witness proves no bound")
     if value != witness.get("value") and not (value >= 10**9 and witness.get("value") is None):
-        raise _Wrong(f"the {kind} witness proves {value}, but the certificate records {witness.get('value')}")
+        raise BadProof(f"the {kind} witness proves {value}, but the certificate records {witness.get('value')}")
     unit = "step(s)" if kind == "steps" else "round(s)"
     if kind == "steps":
         budget = min(x for x in (claim.steps, claim.rounds) if x is not None)
     elif claim.rounds is None:
-        raise _Wrong(f"a {kind} bound limits rounds, but the claim bounds only the steps")
+        raise BadProof(f"a {kind} bound limits rounds, but the claim bounds only the steps")
     else:
         budget = claim.rounds
     if value <= budget:
-        raise _Wrong(f"the {kind} witness proves at least {value} {unit}, which does not rule out a budget of "
+        raise BadProof(f"the {kind} witness proves at least {value} {unit}, which does not rule out a budget of "
                      f"{budget}")
     what = "impossible (unreachable)" if value >= 10**9 else f">= {value} {unit}"
     return f"recomputed {kind} bound from the witness: {what} > budget {budget}"
@@ -255,22 +264,22 @@ def _check_bound(witness: Any, claim: Claim, topo: Topology, coll: Collective) -
 def _check_smt(cert_path: Path, smt: Any, claim: Claim, topo: Topology, coll: Collective, timeout_s: float,
                solvers: list[SolverRun]) -> list[str]:
     if not isinstance(smt, dict) or not isinstance(smt.get("file"), str):
-        raise _Wrong("the smt section is missing or names no file")
+        raise BadProof("the smt section is missing or names no file")
     if Path(smt["file"]).name != smt["file"]:
-        raise _Wrong(f"the formula file {smt['file']!r} must sit next to the certificate (a bare file name)")
+        raise BadProof(f"the formula file {smt['file']!r} must sit next to the certificate (a bare file name)")
     smt_path = cert_path.parent / smt["file"]
     try:
         text = smt_path.read_bytes()
     except OSError as e:
         raise _Unusable(f"cannot read the formula {smt_path}: {e}") from None
     if hashlib.sha256(text).hexdigest() != smt.get("sha256"):
-        raise _Wrong(f"the formula {smt['file']} does not match its recorded sha256 (edited formula or hash)")
+        raise BadProof(f"the formula {smt['file']} does not match its recorded sha256 (edited formula or hash)")
     try:
         expected = encode(topo, coll, claim, _header(claim, topo, coll)).text.encode()
     except ModelError as e:
-        raise _Wrong(f"the claim cannot be encoded: {e}") from None
+        raise BadProof(f"the claim cannot be encoded: {e}") from None
     if text != expected:
-        raise _Wrong(f"the formula {smt['file']} is not the encoding of this claim ({ENCODER} regenerates a "
+        raise BadProof(f"the formula {smt['file']} is not the encoding of this claim ({ENCODER} regenerates a "
                      "different formula from the certificate's topology, collective and claim)")
     notes = [f"{smt['file']} is the encoding of the claim ({ENCODER}), sha256 matches"]
     solvers.extend(solve_all(smt_path, timeout_s))
@@ -279,7 +288,7 @@ def _check_smt(cert_path: Path, smt: Any, claim: Claim, topo: Topology, coll: Co
             raise _Unusable(f"{v.solver} could not run: {v.reason}")
     sat = [v.solver for v in solvers if v.verdict == "sat"]
     if sat:
-        raise _Wrong(f"{' and '.join(sat)} find(s) the formula satisfiable: a schedule exists, the claim is false")
+        raise BadProof(f"{' and '.join(sat)} find(s) the formula satisfiable: a schedule exists, the claim is false")
     # both must answer unsat; a solver that gives up proves nothing either way (verdict timeout, exit 3)
     unknown = [v.solver for v in solvers if v.verdict != "unsat"]
     if unknown:

@@ -5,6 +5,7 @@ this function, so the same request gives the same result from all three. It choo
 
 - `exact`: the SMT search (`smtcoll.synth.exact`, z3), within its work budget;
 - `scale`: the large-instance engine (`smtcoll.synth.scale`, no solver): seconds, checked, with its gap;
+- a throughput construction (`ring`, `direct`, `multiring`: `smtcoll.synth.constructions`): its schedule;
 - `auto` (the default): the engine first; the exact search only where it can still improve on it (the
   engine is above the bound and the encoding is small enough to answer within the budget), with the
   engine's schedule as its cap. When a limit the user did not set stops the exact search (the default
@@ -30,7 +31,7 @@ import attrs
 from smtcoll import limits
 from smtcoll.model import Collective, Topology
 from smtcoll.synth.reach import unreachable_result
-from smtcoll.synth.request import SynthRequest, check_inputs
+from smtcoll.synth.request import CONSTRUCTIONS, SynthRequest, check_inputs
 from smtcoll.synth.result import Attempt, Point, SynthResult
 
 if TYPE_CHECKING:
@@ -62,6 +63,8 @@ def synthesize(topology: Topology, collective: Collective, request: SynthRequest
         return _answered(_instance(topology, collective, request, progress), request)
     if request.chosen == "pareto":
         return _answered(_pareto(topology, collective, request, progress), request)
+    if request.method in CONSTRUCTIONS:
+        return construction_result(topology, collective, request.method)
     return _answered(_least_steps(topology, collective, request, progress), request)
 
 
@@ -170,6 +173,21 @@ def engine_result(topo: Topology, base: Collective, chunks: int) -> tuple[SynthR
                        [Point(len(s.steps), s.rounds, chunks, "found", schedule=s)], pruned, optimal=optimal,
                        message=message, seconds=time.monotonic() - t0, method=f"scale: {scaled.method}",
                        gap=gap), scaled
+
+
+def construction_result(topo: Topology, base: Collective, method: str) -> SynthResult:
+    """`--method NAME` of a throughput construction (smtcoll.synth.constructions.METHODS): its checked
+    schedule, with the bounds at the chunk factor it chose."""
+    from smtcoll.bounds import search_bounds
+    from smtcoll.synth.constructions import build
+
+    t0, c0 = time.monotonic(), time.process_time()
+    s = build(method, topo, base)
+    c = s.collective.chunk_factor
+    attempt = Attempt(len(s.steps), s.rounds, c, "sat", time.process_time() - c0, method)
+    return SynthResult("found", s, "least-steps", search_bounds(topo, s.collective).to_json(True, c), [attempt],
+                       [Point(len(s.steps), s.rounds, c, "found")], optimal={"proved": False},
+                       seconds=time.monotonic() - t0, method=f"construction: {method}")
 
 
 # --- pareto --------------------------------------------------------------------------------------

@@ -18,9 +18,12 @@ from smtcoll.errors import ModelError, TooLarge, UsageError
 from smtcoll.model import Collective, Instance, Topology
 
 Strategy = Literal["instance", "least-steps", "pareto"]
-Method = Literal["auto", "exact", "scale"]
+Method = Literal["auto", "exact", "scale", "ring", "direct", "multiring"]
 STRATEGIES: tuple[str, ...] = ("instance", "least-steps", "pareto")
-METHODS: tuple[str, ...] = ("auto", "exact", "scale")
+# the throughput constructions, by their `--method` name (smtcoll.synth.constructions.METHODS; a test keeps
+# the two equal): named here so that a request is validated without importing them
+CONSTRUCTIONS: tuple[str, ...] = ("ring", "direct", "multiring")
+METHODS: tuple[str, ...] = ("auto", "exact", "scale", *CONSTRUCTIONS)
 
 # The exact search's default budget, in z3 resource units (its deterministic `rlimit` counter): the same
 # command stops at the same place on an idle and on a loaded machine. Measured on the 2-core reference
@@ -122,6 +125,14 @@ class SynthRequest:
                                                   "bound it with --max-chunks and --max-steps")
         if self.steps is not None:
             Instance(self.steps, self.rounds, self.chunks)  # rounds >= steps, with Instance's message
+        if self.method in CONSTRUCTIONS:
+            if chosen != "least-steps":
+                raise ModelError("--method", f"the {self.method} construction builds one schedule (least-steps), "
+                                             f"not {chosen}")
+            if self.chunks != 1 or self.rounds is not None:
+                raise ModelError("--chunks" if self.chunks != 1 else "--rounds",
+                                 f"the {self.method} construction chooses its own chunk count and rounds; leave "
+                                 f"{'--chunks' if self.chunks != 1 else '--rounds'} out")
         if self.method == "scale" and chosen == "instance":
             raise ModelError("--method", "the engine (scale) finds the fewest steps it can, not a given instance; "
                                          "--steps asks the exact search (--method exact or auto)")

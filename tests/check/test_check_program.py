@@ -4,17 +4,18 @@ and a negative hand-made case."""
 from __future__ import annotations
 
 import csv
-import os
 from pathlib import Path
 
 import pytest
+from helpers import paths
+from helpers.paths import corpus_params
 from helpers.xmlgen import algo, allgather2, allgather2_many, allreduce2, gpu, step, tb, write
 
 from smtcoll.check.program import check_program_file
 from smtcoll.check.report import Report
 from smtcoll.msccl.reader import Limits
 
-SHARED = Path(os.environ.get("SMTCOLL_SHARED", Path(__file__).resolve().parents[2].parent / "shared"))
+SHARED = paths.SHARED
 CORPUS = SHARED / "corpus" / "msccl-xml"
 LABELS = CORPUS / "labels.tsv"
 
@@ -47,7 +48,7 @@ def expected_codes(why: str) -> set[str]:
 
 
 @pytest.mark.skipif(not LABELS.is_file(), reason="shared corpus not present next to the repository")
-@pytest.mark.parametrize("row", _rows(), ids=lambda r: r["file"])
+@pytest.mark.parametrize("row", corpus_params(_rows(), LABELS), ids=lambda r: r["file"])
 def test_corpus_file_gets_its_label(row: dict[str, str]) -> None:
     report = check_program_file(CORPUS / row["file"])
     errors = {v.code for v in report.violations if v.severity == "error"}
@@ -441,8 +442,8 @@ def test_custom_collective_with_unused_output_slots_is_not_split(tmp_path):
     """A `--collective` whose ranks use fewer output slots than nchunksperloop is taken as it is (regression:
     it used to be split to fill the output buffer and then failed its own postcondition)."""
     from smtcoll import library
-    from smtcoll.model import Collective, Schedule, Send, Step
     from smtcoll.lower import LowerOptions, lower
+    from smtcoll.model import Collective, Schedule, Send, Step
     from smtcoll.msccl.writer import write_program
 
     coll = Collective("c2", 2, 2, [(0, 0), (0, 1)], [(1, 1)], [0, 1])

@@ -4,12 +4,11 @@ import copy
 import json
 
 import pytest
+from helpers.paths import CORPUS, corpus_params, needs_corpus
 
 from smtcoll import library
 from smtcoll.check.schedule import check_schedule, check_schedule_file
 from smtcoll.model import Schedule, Send, Step
-
-from helpers.paths import CORPUS, needs_corpus
 
 SCCL = CORPUS / "sccl-json"
 
@@ -86,7 +85,7 @@ def test_missing_contribution():
 
 
 @needs_corpus()
-@pytest.mark.parametrize("path", sorted(SCCL.glob("*.json")) if SCCL.is_dir() else [], ids=lambda p: p.name)
+@pytest.mark.parametrize("path", corpus_params(sorted(SCCL.glob("*.json")), SCCL), ids=lambda p: p.name)
 def test_sccl_corpus_verdicts(path):
     report = check_schedule_file(str(path))
     if "composed" in path.name:

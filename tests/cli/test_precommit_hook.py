@@ -17,12 +17,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import paths
 
 yaml = pytest.importorskip("yaml")
 pytest.importorskip("pre_commit")
 
 REPO = Path(__file__).resolve().parents[2]
-CORPUS = REPO.parent / "shared" / "corpus" / "msccl-xml"
+CORPUS = paths.CORPUS / "msccl-xml"
 CORRECT = ["mscclang/allgather_ring_4g_1ch_1i_LL.xml", "mscclang/simple_allreduce_ring_4g_1i.xml",
            "mscclang/alltoall_allpairs_4g_2i_LL.xml"]
 WRONG = ["broken/ag_cnt_mismatch.xml", "broken/ag_dep_removed_race.xml", "mscclang/allgather_recdoubling_4g_2i_LL.xml"]

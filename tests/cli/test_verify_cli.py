@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from helpers import paths
 from helpers.xmlgen import allgather2, write
 
 from smtcoll import library
@@ -14,7 +15,7 @@ from smtcoll.cli.app import run_guarded
 from smtcoll.formats import save_schedule
 from smtcoll.model import Schedule, Send, Step
 
-CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus" / "msccl-xml"
+CORPUS = paths.CORPUS / "msccl-xml"
 
 
 def run(capsys, *args: str) -> tuple[int, str, str]:

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import paths
 from helpers.xmlgen import allgather2, write
 
 from smtcoll.check.discover import expand, is_algorithm_file
@@ -192,7 +193,7 @@ def test_chunks_of_a_custom_collective(tmp_path: Path, capsys) -> None:
 
 
 def test_max_bytes_zero_is_a_note_for_executor_users(capsys) -> None:
-    corpus = REPO.parent / "shared" / "corpus" / "msccl-xml" / "mscclang" / "allgather_ring_4g_1ch_1i_LL.xml"
+    corpus = paths.CORPUS / "msccl-xml" / "mscclang" / "allgather_ring_4g_1ch_1i_LL.xml"
     if not corpus.is_file():
         pytest.skip("shared corpus not present next to the repository")
     _, out, _ = run(capsys, "verify", "--format", "json", "--runtime", "executor", str(corpus))

@@ -6,15 +6,16 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from helpers import paths
 from helpers.xmlgen import algo, allgather2, gpu, step, tb, write
 
+from smtcoll.check.files import check_files, expand
 from smtcoll.check.report import Report, Violation
 from smtcoll.cli import app
 from smtcoll.cli.app import run_guarded
-from smtcoll.check.files import check_files, expand
 from smtcoll.cli.verify_output import format_github, format_junit
 
-CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus" / "msccl-xml"
+CORPUS = paths.CORPUS / "msccl-xml"
 needs_corpus = pytest.mark.skipif(not CORPUS.is_dir(), reason="shared corpus not present next to the repository")
 
 

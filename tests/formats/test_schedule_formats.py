@@ -3,13 +3,12 @@
 import json
 
 import pytest
+from helpers.paths import CORPUS, corpus_params, needs_corpus
 
 from smtcoll import library
 from smtcoll.errors import InputError
 from smtcoll.formats import dumps_schedule, load_schedule, parse_schedule
 from smtcoll.model import Schedule, Send, Step
-
-from helpers.paths import CORPUS, needs_corpus
 
 SCCL = CORPUS / "sccl-json"
 
@@ -35,7 +34,7 @@ def test_own_format_keeps_switches_timing_and_multinode(tmp_path):
 
 
 @needs_corpus()
-@pytest.mark.parametrize("path", sorted(SCCL.glob("*.json")) if SCCL.is_dir() else [], ids=lambda p: p.name)
+@pytest.mark.parametrize("path", corpus_params(sorted(SCCL.glob("*.json")), SCCL), ids=lambda p: p.name)
 def test_reads_every_sccl_file(path):
     s = load_schedule(path)
     data = json.loads(path.read_text())

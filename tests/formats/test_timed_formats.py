@@ -11,8 +11,8 @@ import json
 from pathlib import Path
 
 import pytest
+from helpers.paths import CORPUS, ROOT, corpus_params, needs_corpus
 
-from helpers.paths import CORPUS, ROOT, needs_corpus
 from smtcoll import specs
 from smtcoll.check.inputs import check_input_file
 from smtcoll.formats import teccl_machines
@@ -37,7 +37,8 @@ def _verify(cli, *args: str) -> tuple[int, list[dict]]:
 
 
 @needs_corpus()
-@pytest.mark.parametrize("row", _labels(), ids=lambda r: r["file"].split("/")[-1][:50])
+@pytest.mark.parametrize("row", corpus_params(_labels(), MILP / "labels.tsv"),
+                         ids=lambda r: r["file"].split("/")[-1][:50])
 def test_fixture_verdicts_and_claims(cli, row):
     """`smtcoll verify FILE` gives labels.tsv's verdict, and the claimed time read from the file."""
     code, reports = _verify(cli, str(MILP / row["file"]))

@@ -19,16 +19,16 @@ import tempfile
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
 from hypothesis import strategies as st
 
-from smtcoll.check.report import Report
+from helpers import paths
 from smtcoll.check.files import check_file
+from smtcoll.check.report import Report
 from smtcoll.cli.verify import exit_code
 from smtcoll.cli.verify_output import format_github, format_junit, format_text
 
-CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus" / "msccl-xml"
+CORPUS = paths.CORPUS / "msccl-xml"
 
 VALUES = st.one_of(
     st.integers(-3, 80).map(str),

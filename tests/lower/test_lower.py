@@ -9,10 +9,11 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from helpers.paths import SHARED, corpus_params, needs_corpus
+from helpers.random_schedules import accepted_schedules
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from helpers.random_schedules import accepted_schedules
 from smtcoll import library
 from smtcoll.check.schedule import check_schedule
 from smtcoll.errors import NotVerified, SmtcollError
@@ -23,9 +24,8 @@ from smtcoll.msccl.reader import read_program_bytes
 from smtcoll.msccl.writer import write_program
 
 ROOT = Path(__file__).resolve().parents[2]
-SHARED = Path(__file__).resolve().parents[2].parent / "shared"
 SCCL = SHARED / "corpus" / "sccl-json"
-needs_sccl = pytest.mark.skipif(not SCCL.is_dir(), reason="shared/corpus/sccl-json is not next to the repository")
+needs_sccl = needs_corpus(SCCL)
 MODES = ("outofplace", "inplace", "both")
 
 
@@ -52,7 +52,7 @@ def lower_and_verify(schedule: Schedule, tmp: Path, **options: object) -> tuple[
 # --- (a) the SCCL corpus, every mode, 1, 2 and 4 instances ---------------------------------------------
 
 @needs_sccl
-@pytest.mark.parametrize("name", _accepted_corpus())
+@pytest.mark.parametrize("name", corpus_params(_accepted_corpus(), SCCL))
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("instances", [1, 2, 4])
 def test_sccl_corpus_lowers_and_verifies(name: str, mode: str, instances: int, tmp_path: Path) -> None:
@@ -346,9 +346,9 @@ def test_a_program_that_does_not_verify_is_not_written(tmp_path: Path, monkeypat
     """If lowering ever produced a wrong program, `lower_to_file` would refuse to write it (the
     MSCCL_ALGO_DIR of the executor is poisoned by one bad file)."""
 
-    import smtcoll.lower.files as files
-
     from helpers.lowering import break_lowering
+
+    import smtcoll.lower.files as files
 
     break_lowering(monkeypatch)
     out = tmp_path / "ag.xml"

@@ -7,11 +7,12 @@ reported by smtcoll as errors instead (the kernel would read garbage)."""
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import paths
+from helpers.paths import corpus_params
 
 from smtcoll.check.acceptance import accepted_ranks
 from smtcoll.check.parse_rules import is_complete, parse_rule_findings
@@ -19,7 +20,7 @@ from smtcoll.check.transmissions import lower
 from smtcoll.errors import InputError
 from smtcoll.msccl.reader import read_program
 
-SHARED = Path(os.environ.get("SMTCOLL_SHARED", Path(__file__).resolve().parents[2].parent / "shared"))
+SHARED = paths.SHARED
 ORACLE = SHARED / "corpus" / "runtime-parse"
 
 
@@ -68,7 +69,7 @@ def _their_program(algo: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 @pytest.mark.skipif(not ORACLE.is_dir(), reason="runtime-parse corpus not present next to the repository")
-@pytest.mark.parametrize("xml,oracle", _cases(), ids=lambda p: p.name)
+@pytest.mark.parametrize("xml,oracle", corpus_params(_cases(), ORACLE, arity=2), ids=lambda p: p.name)
 def test_acceptance_and_program_equal_the_runtimes(xml: Path, oracle: Path) -> None:
     d = json.loads(oracle.read_text())
     runtime = d["runtime"]

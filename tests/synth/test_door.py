@@ -153,3 +153,12 @@ def test_the_same_command_gives_the_same_output_on_an_idle_and_a_loaded_machine(
             b.kill()
             b.wait()
     assert idle == loaded and idle[1]["stopped_by"] == "budget"
+
+
+def test_the_request_names_every_construction() -> None:
+    from smtcoll.synth.constructions import METHODS
+    from smtcoll.synth.request import CONSTRUCTIONS
+
+    assert set(CONSTRUCTIONS) == set(METHODS)
+    with pytest.raises(errors.ModelError, match="chooses its own chunk count"):
+        SynthRequest(method="ring", chunks=2)

@@ -15,7 +15,7 @@ from helpers.random_schedules import accepted_schedules
 from smtcoll import library
 from smtcoll.bounds import check_witness, lower_bounds, min_rounds, min_steps, throughput_bound
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:

@@ -1,0 +1,87 @@
+"""The topology as a flow network (switch groups as edges of their capacity) and the capacity into a rank set.
+
+Each switch group is an edge `group.in -> group.out` of its capacity, and each link `s -> d` runs
+`s -> group1 -> group2 -> ... -> d` through the groups that bound it (a relaxation when a group has
+several sources and several destinations, so every capacity here is an upper bound, every bound a
+valid lower bound). Shared by the bounds and the LP routing of `synth/scale` (one flow-network model)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+from smtcoll.model import Link, SwitchGroup, Topology
+
+if TYPE_CHECKING:
+    import networkx as nx
+
+
+SOURCE, SINK = ("source",), ("sink",)
+
+
+def flow_network(topo: Topology, link_cap: Callable[[Link], float] | None = None,
+                 group_cap: Callable[[SwitchGroup], float] | None = None) -> nx.DiGraph:
+    """Ranks are nodes `0..P-1`; switch group i adds nodes ("group", i, "in"/"out")."""
+    link_cap = link_cap or (lambda l: l.bandwidth)
+    group_cap = group_cap or (lambda g: g.bandwidth)
+    import networkx as nx  # 0.4 s to import: only topologies with switch groups need max-flows
+
+    g = nx.DiGraph()
+    g.add_nodes_from(range(topo.ranks))
+    for i, grp in enumerate(topo.switches):
+        g.add_edge(("group", i, "in"), ("group", i, "out"), capacity=group_cap(grp), group=i)
+    for link in topo.links:
+        chain: list[Any] = [link.src]
+        for i in topo.switches_of(link.src, link.dst):
+            chain += [("group", i, "in"), ("group", i, "out")]
+        chain.append(link.dst)
+        cap = link_cap(link)
+        for a, b in zip(chain[0::2], chain[1::2], strict=True):
+            if g.has_edge(a, b):
+                g[a][b]["capacity"] += cap
+                g[a][b].setdefault("links", []).append((link.src, link.dst))
+            else:
+                g.add_edge(a, b, capacity=cap, links=[(link.src, link.dst)])
+    return g
+
+
+def cut_capacity(topo: Topology, inside: Iterable[int], net: nx.DiGraph | None = None) -> tuple[Any, dict]:
+    """The most that can enter the rank set `inside` per round from the other ranks, and the crossing
+    links and switch groups (whose capacities sum to it) as a witness."""
+    inside = set(inside)
+    if not topo.switches:  # no switch groups: the capacity is the sum over the links that enter
+        crossing = [l for l in topo.links if l.dst in inside and l.src not in inside]
+        return sum(l.bandwidth for l in crossing), {
+            "links": [{"src": l.src, "dst": l.dst, "capacity": l.bandwidth} for l in crossing], "switch_groups": []}
+    net = (net or flow_network(topo)).copy()
+    for r in range(topo.ranks):
+        if r in inside:
+            net.add_edge(r, SINK)
+        else:
+            net.add_edge(SOURCE, r)
+    import networkx as nx
+
+    value, (src_side, _) = nx.minimum_cut(net, SOURCE, SINK)
+    links, groups = [], []
+    for a in src_side:
+        for b, data in net[a].items():
+            if b in src_side or "capacity" not in data:
+                continue
+            if "group" in data:
+                grp = topo.switches[data["group"]]
+                groups.append({"group": grp.name or f"switches[{data['group']}]", "capacity": data["capacity"]})
+            else:
+                for s, d in data["links"]:
+                    links.append({"src": s, "dst": d, "capacity": link_part(topo, net, a, b, s, d)})
+    links.sort(key=lambda x: (x["src"], x["dst"]))
+    groups.sort(key=lambda x: x["group"])
+    return value, {"links": links, "switch_groups": groups}
+
+
+def link_part(topo: Topology, net: nx.DiGraph, a: Any, b: Any, s: int, d: int) -> Any:
+    # the capacity of one link's share of a network edge (edges shared by several links sum them)
+    total = net[a][b]["capacity"]
+    if len(net[a][b]["links"]) == 1:
+        return total
+    return total * topo.bandwidth(s, d) / sum(topo.bandwidth(x, y) for x, y in net[a][b]["links"])
+

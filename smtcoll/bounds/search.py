@@ -1,0 +1,197 @@
+"""All the step and round bounds together (`lower_bounds`), and the strongest for the synthesizer (`search_bounds`)."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from typing import Any
+
+import attrs
+
+from smtcoll.bounds.arrays import Arrays
+from smtcoll.bounds.cuts import cut_bound, hops_bound
+from smtcoll.bounds.distance import distance_bound
+from smtcoll.bounds.forest import throughput_bound
+from smtcoll.bounds.lp import lp_bound
+from smtcoll.bounds.network import flow_network
+from smtcoll.bounds.receive import receive_bound
+from smtcoll.bounds.results import Bound, Bounds, fraction_json
+from smtcoll.bounds.time import time_bound
+from smtcoll.errors import ModelError
+from smtcoll.model import Collective, Topology
+
+
+def lower_bounds(topo: Topology, coll: Collective, size: int | None = None, gbps_per_unit: float | None = None,
+                 alpha_us: float | None = None, lp: bool = True) -> Bounds:
+    """Every bound for the collective as given (its chunk factor C is the instance's C)."""
+    if topo.ranks != coll.ranks:
+        raise ModelError("collective", f"has {coll.ranks} ranks but the topology has {topo.ranks}")
+    net = flow_network(topo)
+    arrays = Arrays(topo, coll)
+    steps = distance_bound(topo, coll, arrays)
+    receive = receive_bound(topo, coll, net, arrays)
+    cut = cut_bound(topo, coll, net, arrays)
+    lpb = lp_bound(topo, coll) if lp else Bound("lp", None, "rounds", {}, "not computed (--no-lp)")
+    hops = hops_bound(topo, coll, arrays)
+    rounds = best_rounds(steps, receive, cut, lpb, hops)
+    rpc = _rounds_per_chunk(cut, lpb, coll, hops)
+    thr = throughput_bound(topo, coll, gbps_per_unit)
+    t = time_bound(topo, coll, steps, rounds, size, gbps_per_unit, alpha_us)
+    return Bounds(topo.name, coll.name, coll.ranks, coll.chunk_factor, steps, receive, cut, lpb, hops, rounds, rpc,
+                  thr, t)
+
+
+def best_rounds(steps: Bound, *others: Bound) -> Bound:
+    """Rounds >= steps (every step has a round) and >= each rounds bound; the witness names the best."""
+    if any(b.value is None and b.note.endswith("no schedule exists") for b in (steps, *others)):
+        return Bound("rounds", None, "rounds", {}, "no schedule exists")
+    cands = [(b.value, b.name) for b in (steps, *others) if b.value is not None]
+    value, name = max(cands, key=lambda x: (x[0], x[1] != "steps"))
+    return Bound("rounds", value, "rounds", {"from": name},
+                 "total rounds for this chunk count; also the steps when each step has one round")
+
+
+def _lp_per_chunk(lpb: Bound, coll: Collective) -> Fraction | None:
+    """The LP optimum (a float) as a fraction no larger than it beyond the solver's tolerance."""
+    if not lpb.value:
+        return None
+    return Fraction(lpb.witness["lp_optimum"] - 1e-7).limit_denominator(10**4) / coll.chunk_factor
+
+
+def _rounds_per_chunk(cut: Bound, lpb: Bound, coll: Collective, hops: Bound | None = None) -> Bound:
+    cands: list[tuple[Fraction, str]] = []
+    if cut.value:
+        cands.append((Fraction(cut.witness["must_enter"], 1) / Fraction(cut.witness["capacity"]) / coll.chunk_factor,
+                      "cut"))
+    if hops is not None and hops.value:
+        cands.append((Fraction(hops.witness["chunk_hops"], hops.witness["capacity"]) / coll.chunk_factor, "hops"))
+    lpq = _lp_per_chunk(lpb, coll)
+    if lpq is not None:
+        cands.append((lpq, "lp"))
+    if not cands:
+        return Bound("rounds_per_chunk", None, "rounds per chunk", {}, "no bound applies")
+    value, name = max(cands, key=lambda x: x[0])  # max is stable: the cut, then the hops, on ties
+    return Bound("rounds_per_chunk", fraction_json(value), "rounds per chunk", {"from": name, "exact": str(value)},
+                 "R/C of any schedule, for any C")
+
+
+@attrs.frozen
+class SearchBounds:
+    """What the synthesizer prunes with, for a base collective (C = 1): `steps` (any rounds, from the
+    distances) and `rounds_per_chunk` (R/C for every C, from cuts, chunk-hops and the flow LP), each
+    with its reason. The same bounds as `lower_bounds`, from the same functions."""
+
+    steps: Bound
+    rounds_per_chunk: Fraction
+    rounds_why: str
+
+    @property
+    def steps_value(self) -> int:
+        """The fewest steps with any rounds (10**9 when some rank cannot be reached: no schedule)."""
+        return 10**9 if self.steps.value is None else int(self.steps.value)
+
+    def rounds(self, chunks: int) -> int:
+        """The fewest rounds in all with the collective split in `chunks`."""
+        return max(math.ceil(self.rounds_per_chunk * chunks), self.steps_value)
+
+    def least_steps(self, one_round_per_step: bool = True, chunks: int = 1) -> int:
+        """The fewest steps; with one round per step every step is a round, so the rounds bound holds too."""
+        return max(self.steps_value, self.rounds(chunks)) if one_round_per_step else self.steps_value
+
+    def steps_why(self, one_round_per_step: bool = True, chunks: int = 1) -> str:
+        if one_round_per_step and self.rounds(chunks) > self.steps_value:
+            return self.rounds_why
+        return explain(self.steps)
+
+    def to_json(self, one_round_per_step: bool = True, chunks: int = 1) -> dict[str, Any]:
+        """The keys mean what they mean in `smtcoll bounds`: `steps` with any rounds, `rounds` in all for
+        `chunks`; `least_steps` is the steps when each step has one round."""
+        q = self.rounds_per_chunk
+        return {"steps": self.steps_value, "steps_why": explain(self.steps),
+                "rounds": self.rounds(chunks), "rounds_why": self.rounds_why,
+                "least_steps": self.least_steps(one_round_per_step, chunks),
+                "least_steps_why": self.steps_why(one_round_per_step, chunks),
+                "rounds_per_chunk": fraction_json(q), "rounds_per_chunk_exact": str(q)}
+
+
+# Above this many LP variables the synthesizer does without the LP (cuts and chunk-hops are instant).
+SEARCH_LP_MAX_VARIABLES = 20_000
+
+
+def search_bounds(topo: Topology, coll: Collective) -> SearchBounds:
+    """The bounds the search starts from, for the collective as given (C = its chunk factor): raises
+    no error for unreachable ranks; the steps bound is then None and the rounds 10**9."""
+    net = flow_network(topo) if topo.switches else None
+    arrays = Arrays(topo, coll)
+    steps = distance_bound(topo, coll, arrays)
+    if steps.value is None:
+        return SearchBounds(steps, Fraction(10**9), steps.note)
+    cut = cut_bound(topo, coll, net, arrays)
+    receive = receive_bound(topo, coll, net, arrays)
+    hops = hops_bound(topo, coll, arrays)
+    import numpy as np
+
+    # the LP beats cuts and chunk-hops where chunks go to one rank each (Alltoall on machines); where a
+    # chunk goes to many, the receive bound is the one that binds, and the LP's import costs 0.2 s. Such
+    # an LP is the compact one: one commodity per source set (at most one per rank), so it is as strong
+    # as the LP `smtcoll bounds` solves (a100 x2 Alltoall: 10 rounds, not the cut's 8) in about 0.5 s
+    one_needer = bool(len(demands_per := np.bincount(arrays.post[arrays.post_lacking, 1], minlength=coll.chunks))
+                      and demands_per.max() <= 1)
+    small = (coll.ranks + 1) * len(topo.links) <= SEARCH_LP_MAX_VARIABLES
+    lpb = (lp_bound(topo, coll) if small and one_needer and not coll.is_combining
+           else Bound("lp", None, "rounds", {}, "not computed"))
+    cands: list[tuple[Fraction, str]] = []
+    for b in (cut, receive):
+        if b.value and b.witness.get("capacity"):
+            k = b.witness["must_enter"] if b.name == "cut" else b.witness["must_receive"]
+            cands.append((Fraction(k, b.witness["capacity"]) / coll.chunk_factor, explain(b)))
+    if hops.value:
+        cands.append((Fraction(hops.witness["chunk_hops"], hops.witness["capacity"]) / coll.chunk_factor,
+                      explain(hops)))
+    lpq = _lp_per_chunk(lpb, coll)
+    if lpq is not None:
+        cands.append((lpq, explain(lpb)))
+    if not cands:
+        return SearchBounds(steps, Fraction(0), "nothing must cross any cut")
+    q, why = max(cands, key=lambda x: x[0])
+    return SearchBounds(steps, q, why)
+
+
+def explain(b: Bound) -> str:
+    """One line saying why a bound holds, from its witness."""
+    w = b.witness
+    if b.value is None:
+        return b.note
+    if b.name == "steps" and w:
+        return f"distance: chunk {w['chunk']} is {w['distance']} hop(s) from rank {w['rank']}"
+    if b.name == "receive" and w:
+        return f"receive: rank {w['rank']} must receive {w['must_receive']} chunk(s), at most {w['capacity']} per round"
+    if b.name == "cut" and w:
+        return (f"cut: {w['must_enter']} chunk(s) must enter {len(w['inside'])} rank(s), at most {w['capacity']} "
+                "per round")
+    if b.name == "hops" and w:
+        return f"hops: {w['chunk_hops']} chunk-hops over links carrying {w['capacity']} per round"
+    if b.name == "lp" and w:
+        return f"flow LP optimum {w['lp_optimum']}"
+    return b.note or b.name
+
+
+def min_steps(topo: Topology, coll: Collective) -> int | None:
+    """The least steps any schedule needs (None: no schedule exists). Cheap: one BFS per chunk."""
+    v = distance_bound(topo, coll).value
+    return None if v is None else int(v)
+
+
+def min_rounds(topo: Topology, coll: Collective) -> int | None:
+    """The least total rounds for the collective's chunk count (receive, cut and distance bounds)."""
+    net = flow_network(topo)
+    steps = distance_bound(topo, coll)
+    v = best_rounds(steps, receive_bound(topo, coll, net), cut_bound(topo, coll, net)).value
+    return None if v is None else int(v)
+
+
+def strongest_bounds(topo: Topology, coll: Collective) -> SearchBounds:
+    """The strongest step and round bounds `smtcoll bounds` proves, cheap enough for `synth`'s gap: the
+    distance bound on steps and the best of the cut, receive, chunk-hops and flow-LP bounds on rounds per
+    chunk (the LP where it is small; `search_bounds`). One function for every caller that reports a gap."""
+    return search_bounds(topo, coll)

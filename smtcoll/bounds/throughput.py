@@ -1,0 +1,427 @@
+"""The physical time bound: every schedule's call with B bytes takes T(B) >= us_per_byte * B, proved.
+
+Units are the runtime's: B is nBytes (as in `smtcoll/sweep/cost.py`, one chunk is B / A bytes with A the
+addresses of the largest per-rank buffer), every link carries its own GB/s (links without one:
+`gbps_per_unit` per bandwidth unit), a switch group its bandwidth times the per-unit speed of the links it
+bounds; 1 GB/s = 1000 bytes per microsecond. Three families, the largest wins, each with an exact
+certificate (`smtcoll.bounds.witness.recheck_throughput` recomputes it from the topology and collective):
+
+- `cut`: a rank set S into which d addresses must enter (d B / A bytes) through links and switch groups of
+  rate at most c: T >= d / (A c) per byte. Single ranks are per-rank ingress, complements egress; rank
+  sets are all of them up to `EXHAUSTIVE_UP_TO` ranks, then nodes, balls and blocks.
+- `transfers`: every schedule makes at least H address transfers, each leaving one rank and entering one:
+  T >= H / (A min(sum of ingress rates, sum of egress rates)). For a combining address whose N holders
+  and needers coincide H = 2(N-1) (the one-way gossip bound: before the first rank holds the full sum
+  every other holder sent, after it every other needer receives): the Patarasuk-Yuan 2(N-1)/N of the
+  buffer through each rank of a uniform machine. For a non-combining chunk: the ranks lacking it, or the
+  hops to the farthest, whichever is more.
+- `lengths`: for collectives where every missing chunk goes to one rank (Alltoall, Scatter, Gather), the
+  concurrent flow LP (HiGHS, `lp.concurrent_flow`) and its dual: link and group lengths w >= 0 give
+  T >= sum(demand x shortest distance under w) / sum(capacity x w), true for any w (weak duality).
+
+Capacity into S is bounded by charging each crossing link to one switch group that bounds it (or to
+itself): every charge gives an upper bound, and the least of three fixed charges is taken.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Sequence
+from fractions import Fraction
+from typing import Any
+
+import attrs
+
+from smtcoll.errors import ModelError
+from smtcoll.model import Collective, Topology
+
+EXHAUSTIVE_UP_TO = 16  # ranks: every rank subset is a candidate cut (2^16 columns of numpy arithmetic)
+SCREENED = 8  # the best cuts by floating-point screening whose exact value is computed
+DEFAULT_GBPS_PER_UNIT = 25.0
+# nccl-tests' bus bandwidth factors (src/*.cu, `getBw`): what each rank's links carry relative to nBytes
+BUS_FACTOR = {"allreduce": lambda n: Fraction(2 * (n - 1), n), "allgather": lambda n: Fraction(n - 1, n),
+              "reducescatter": lambda n: Fraction(n - 1, n), "alltoall": lambda n: Fraction(n - 1, n),
+              "gather": lambda n: Fraction(n - 1, n), "scatter": lambda n: Fraction(n - 1, n),
+              "broadcast": lambda n: Fraction(1), "reduce": lambda n: Fraction(1)}
+
+
+def exact(x: float | int) -> Fraction:
+    """A decimal as written (0.7 is 7/10, not the nearest binary double)."""
+    return Fraction(repr(float(x))) if isinstance(x, float) else Fraction(x)
+
+
+def fraction_text(x: Fraction) -> str:
+    return str(x.numerator) if x.denominator == 1 else f"{x.numerator}/{x.denominator}"
+
+
+def addresses(coll: Collective) -> int:
+    """Addresses in the largest per-rank buffer (input or output): B / this is one chunk's bytes (the
+    same rule as `smtcoll.sweep.cost.addresses`, which may not be imported from here: layers)."""
+    largest = 1
+    for sets in (coll.pre_sets, coll.post_sets):
+        for s in sets:
+            largest = max(largest, len({coll.address[c] for c in s}))
+    return largest
+
+
+# --- capacities, exact ---------------------------------------------------------------------------
+
+@attrs.frozen
+class Rates:
+    """Bytes per microsecond: per link, per switch group, and the links each group bounds."""
+
+    link: tuple[Fraction, ...]
+    group: tuple[Fraction, ...]
+    members: tuple[tuple[int, ...], ...]
+
+    @property
+    def groups_of(self) -> tuple[tuple[int, ...], ...]:
+        """Per link, the groups that bound it (in topology order)."""
+        out: list[list[int]] = [[] for _ in self.link]
+        for g, ms in enumerate(self.members):
+            for e in ms:
+                out[e].append(g)
+        return tuple(tuple(x) for x in out)
+
+
+def rates(topo: Topology, gbps_per_unit: float | Fraction = DEFAULT_GBPS_PER_UNIT) -> Rates:
+    unit = gbps_per_unit if isinstance(gbps_per_unit, Fraction) else exact(gbps_per_unit)
+    link = tuple(exact(l.gbps) * 1000 if l.gbps else l.bandwidth * unit * 1000 for l in topo.links)
+    members = tuple(tuple(e for e, l in enumerate(topo.links) if l.src in set(g.srcs) and l.dst in set(g.dsts))
+                    for g in topo.switches)
+    group = tuple(g.bandwidth * max((link[e] / topo.links[e].bandwidth for e in ms), default=unit * 1000)
+                  for g, ms in zip(topo.switches, members, strict=True))
+    return Rates(link, group, members)
+
+
+CHARGES = ("links", "first group", "last group")
+
+
+def cut_rate(topo: Topology, r: Rates, inside: Iterable[int]) -> Fraction:
+    """An upper bound on the bytes per microsecond that can enter the rank set: the least over the
+    charges in CHARGES of (links charged to themselves) + sum over groups of min(group rate, links
+    charged to it)."""
+    s = set(inside)
+    crossing = [e for e, l in enumerate(topo.links) if l.dst in s and l.src not in s]
+    groups_of = r.groups_of
+    best: Fraction | None = None
+    for charge in CHARGES:
+        free = Fraction(0)
+        charged: dict[int, Fraction] = {}
+        for e in crossing:
+            gs = groups_of[e]
+            if charge == "links" or not gs:
+                free += r.link[e]
+            else:
+                g = gs[0] if charge == "first group" else gs[-1]
+                charged[g] = charged.get(g, Fraction(0)) + r.link[e]
+        total = free + sum((min(r.group[g], v) for g, v in charged.items()), Fraction(0))
+        best = total if best is None or total < best else best
+    return best if best is not None else Fraction(0)
+
+
+# --- certificates ----------------------------------------------------------------------------------
+
+@attrs.frozen
+class CutCertificate:
+    """`must_enter` addresses (of `addresses` per buffer) must enter `inside` at rate at most `rate`."""
+
+    inside: tuple[int, ...]
+    must_enter: int
+    addresses: int
+    rate: Fraction
+
+    kind = "cut"
+
+    @property
+    def us_per_byte(self) -> Fraction:
+        return Fraction(self.must_enter, self.addresses) / self.rate
+
+    def to_json(self) -> dict[str, Any]:
+        return {"bound": self.kind, "inside": list(self.inside), "must_enter": self.must_enter,
+                "addresses": self.addresses, "rate_bytes_per_us": fraction_text(self.rate)}
+
+
+@attrs.frozen
+class TransfersCertificate:
+    """At least `transfers` address transfers, through total ingress (or egress) rate `rate`."""
+
+    transfers: int
+    addresses: int
+    rate: Fraction
+    side: str  # "ingress" or "egress": whichever sum of per-rank rates is smaller
+
+    kind = "transfers"
+
+    @property
+    def us_per_byte(self) -> Fraction:
+        return Fraction(self.transfers, self.addresses) / self.rate
+
+    def to_json(self) -> dict[str, Any]:
+        return {"bound": self.kind, "transfers": self.transfers, "addresses": self.addresses,
+                "rate_bytes_per_us": fraction_text(self.rate), "side": self.side}
+
+
+@attrs.frozen
+class LengthsCertificate:
+    """The flow LP's dual: lengths per link and per switch group; `demand_distance` is the sum of each
+    demand (in buffers) times its shortest distance, `capacity_length` the sum of rate x length."""
+
+    link_lengths: tuple[Fraction, ...]
+    group_lengths: tuple[Fraction, ...]
+    demand_distance: Fraction
+    capacity_length: Fraction
+
+    kind = "lengths"
+
+    @property
+    def us_per_byte(self) -> Fraction:
+        return self.demand_distance / self.capacity_length if self.capacity_length else Fraction(0)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"bound": self.kind, "link_lengths": [fraction_text(x) for x in self.link_lengths],
+                "group_lengths": [fraction_text(x) for x in self.group_lengths],
+                "demand_distance": fraction_text(self.demand_distance),
+                "capacity_length": fraction_text(self.capacity_length)}
+
+
+Certificate = CutCertificate | TransfersCertificate | LengthsCertificate
+
+
+@attrs.frozen
+class TimeBound:
+    """T(B) >= max(latency_us, us_per_byte * B) for every schedule of the collective on the topology.
+
+    `us_per_byte` is exact and proved by `certificate`; `latency_us` = `steps` (the distance bound) x
+    `alpha_us` (the smallest link alpha). Their sum is not claimed: a schedule can overlap them."""
+
+    topology: str
+    collective: str
+    ranks: int
+    gbps_per_unit: Fraction
+    us_per_byte: Fraction
+    steps: int
+    alpha_us: Fraction
+    certificate: Certificate | None
+    witness: str
+
+    @property
+    def latency_us(self) -> Fraction:
+        return self.steps * self.alpha_us
+
+    @property
+    def bus_factor(self) -> Fraction:
+        return BUS_FACTOR.get(self.collective, lambda n: Fraction(1))(self.ranks)
+
+    def at(self, size: int) -> Fraction:
+        """The least time in microseconds of a call with `size` bytes."""
+        return max(self.latency_us, self.us_per_byte * size)
+
+    def algbw_gbps(self, size: int) -> Fraction | None:
+        """The most algorithm bandwidth (size / time) any schedule reaches, GB/s; None: no bound (time 0)."""
+        t = self.at(size)
+        return Fraction(size) / t / 1000 if t > 0 else None
+
+    def busbw_gbps(self, size: int) -> Fraction | None:
+        """nccl-tests' bus bandwidth at `size` that no schedule beats, GB/s."""
+        a = self.algbw_gbps(size)
+        return None if a is None else a * self.bus_factor
+
+    def to_json(self, size: int | None = None) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "topology": self.topology, "collective": self.collective, "ranks": self.ranks,
+            "gbps_per_unit": fraction_text(self.gbps_per_unit), "us_per_byte": fraction_text(self.us_per_byte),
+            "steps": self.steps, "alpha_us": fraction_text(self.alpha_us),
+            "latency_us": fraction_text(self.latency_us), "bus_factor": fraction_text(self.bus_factor),
+            "witness": self.witness, "certificate": None if self.certificate is None else self.certificate.to_json()}
+        if self.us_per_byte:
+            out["max_algbw_gbps"] = round(float(1 / self.us_per_byte / 1000), 6)
+            out["max_busbw_gbps"] = round(float(self.bus_factor / self.us_per_byte / 1000), 6)
+        if size is not None:
+            bus = self.busbw_gbps(size)
+            out["size"] = size
+            out["time_us"] = round(float(self.at(size)), 6)
+            out["busbw_gbps"] = None if bus is None else round(float(bus), 6)
+        return out
+
+
+# --- the bound -----------------------------------------------------------------------------------
+
+def _candidate_cuts(topo: Topology) -> list[tuple[int, ...]]:
+    p = topo.ranks
+    if p <= EXHAUSTIVE_UP_TO:
+        return [s for k in range(1, p) for s in itertools.combinations(range(p), k)]
+    from smtcoll.bounds.cuts import candidate_cuts
+
+    cuts = {tuple(sorted(s)) for s in candidate_cuts(topo)}
+    for m in (2, 4, 8, 16):  # nodes and groups of nodes of a multi-node machine (ranks numbered by node)
+        if p % m == 0:
+            size = p // m
+            for i in range(m):
+                block = set(range(i * size, (i + 1) * size))
+                cuts.add(tuple(sorted(block)))
+                cuts.add(tuple(sorted(set(range(p)) - block)))
+    return sorted(cuts, key=lambda s: (len(s), s))
+
+
+def _screen_cuts(topo: Topology, coll: Collective, r: Rates, cuts: Sequence[tuple[int, ...]]) -> list[int]:
+    """Indices of the most promising cuts, by floating-point estimate of enter / rate (numpy)."""
+    import numpy as np
+
+    from smtcoll.bounds.arrays import Arrays
+
+    arr = Arrays(topo, coll)
+    src = np.array([l.src for l in topo.links], dtype=np.int64)
+    dst = np.array([l.dst for l in topo.links], dtype=np.int64)
+    link = np.array([float(x) for x in r.link])
+    gcap = np.array([float(x) for x in r.group])
+    groups_of = r.groups_of
+    first = np.array([gs[0] if gs else -1 for gs in groups_of], dtype=np.int64)
+    last = np.array([gs[-1] if gs else -1 for gs in groups_of], dtype=np.int64)
+    scores = np.zeros(len(cuts))
+    block = 4096
+    for lo in range(0, len(cuts), block):
+        part = cuts[lo:lo + block]
+        x = np.zeros((topo.ranks, len(part)), dtype=bool)
+        for j, s in enumerate(part):
+            x[list(s), j] = True
+        enter = arr.enter_counts(x).astype(float)
+        crossing = (x[dst] & ~x[src]).astype(float) * link[:, None]  # links x cuts
+        cap = crossing.sum(axis=0)
+        for assign in (first, last):
+            if not len(gcap):
+                break
+            free = crossing[assign < 0].sum(axis=0)
+            charged = np.zeros((len(gcap), len(part)))
+            np.add.at(charged, assign[assign >= 0], crossing[assign >= 0])
+            cap = np.minimum(cap, free + np.minimum(charged, gcap[:, None]).sum(axis=0))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            scores[lo:lo + len(part)] = np.where(enter > 0, enter / np.maximum(cap, 1e-300), 0.0)
+    order = np.lexsort((np.arange(len(cuts)), -scores))
+    return [int(j) for j in order[:SCREENED] if scores[j] > 0]
+
+
+def best_cut(topo: Topology, coll: Collective, r: Rates) -> CutCertificate | None:
+    from smtcoll.bounds.demand import must_enter
+
+    cuts = _candidate_cuts(topo)
+    a = addresses(coll)
+    best: CutCertificate | None = None
+    for j in _screen_cuts(topo, coll, r, cuts):
+        inside = cuts[j]
+        d = len(must_enter(coll, inside))
+        rate = cut_rate(topo, r, inside)
+        if not d:
+            continue
+        if not rate:
+            raise ModelError("topology", f"data must enter ranks {list(inside)} but no link enters them")
+        cert = CutCertificate(inside, d, a, rate)
+        if best is None or cert.us_per_byte > best.us_per_byte:
+            best = cert
+    return best
+
+
+def transfers_bound(topo: Topology, coll: Collective, r: Rates) -> TransfersCertificate | None:
+    from smtcoll.bounds.demand import address_transfers
+
+    h = address_transfers(coll, topo)
+    if not h:
+        return None
+    everyone = set(range(topo.ranks))
+    ingress = sum((cut_rate(topo, r, [v]) for v in range(topo.ranks)), Fraction(0))
+    egress = sum((cut_rate(topo, r, everyone - {v}) for v in range(topo.ranks)), Fraction(0))
+    rate, side = (ingress, "ingress") if ingress <= egress else (egress, "egress")
+    if not rate:
+        return None
+    return TransfersCertificate(h, addresses(coll), rate, side)
+
+
+def lengths_bound(topo: Topology, coll: Collective, r: Rates) -> LengthsCertificate | None:
+    from smtcoll.bounds.lp import concurrent_flow, unicast_commodities
+
+    a = addresses(coll)
+    coms = unicast_commodities(coll, Fraction(1, a))
+    if not coms:
+        return None
+    sol = concurrent_flow(topo, coms, r.link, r.group)
+    if sol is None:
+        return None
+    return lengths_certificate(topo, coll, r, sol.link_lengths, sol.group_lengths)
+
+
+def lengths_certificate(topo: Topology, coll: Collective, r: Rates, link_lengths: Sequence[Fraction],
+                        group_lengths: Sequence[Fraction]) -> LengthsCertificate:
+    """The bound that lengths prove, computed exactly (Dijkstra over fractions; also the re-check)."""
+    import networkx as nx
+
+    from smtcoll.bounds.lp import unicast_commodities
+
+    if len(link_lengths) != len(topo.links) or len(group_lengths) != len(topo.switches):
+        raise ModelError("certificate", f"expected {len(topo.links)} link and {len(topo.switches)} group lengths")
+    if any(x < 0 for x in (*link_lengths, *group_lengths)):
+        raise ModelError("certificate", "lengths must be >= 0")
+    coms = unicast_commodities(coll, Fraction(1, addresses(coll))) or []
+    length = list(link_lengths)
+    for g, ms in enumerate(r.members):
+        for e in ms:
+            length[e] += group_lengths[g]
+    graph = nx.DiGraph()
+    graph.add_nodes_from(range(topo.ranks))
+    for e, l in enumerate(topo.links):
+        graph.add_edge(l.src, l.dst, w=length[e])
+    demand_distance = Fraction(0)
+    for com in coms:
+        dist = nx.multi_source_dijkstra_path_length(graph, set(com.sources), weight="w")
+        for v, d in sorted(com.demand.items()):
+            if v not in dist:
+                raise ModelError("collective", f"rank {v} cannot be reached")
+            demand_distance += d * dist[v]
+    capacity_length = (sum((c * w for c, w in zip(r.link, link_lengths, strict=True)), Fraction(0))
+                       + sum((c * w for c, w in zip(r.group, group_lengths, strict=True)), Fraction(0)))
+    return LengthsCertificate(tuple(link_lengths), tuple(group_lengths), demand_distance, capacity_length)
+
+
+def _explain(cert: Certificate, topo: Topology, coll: Collective) -> str:
+    if isinstance(cert, CutCertificate):
+        inside = list(cert.inside)
+        what = (f"rank {inside[0]}" if len(inside) == 1 else
+                f"all ranks but {sorted(set(range(topo.ranks)) - set(inside))[0]}" if len(inside) == topo.ranks - 1
+                else f"ranks {_short(inside)}")
+        return (f"cut: {cert.must_enter}/{cert.addresses} of the buffer must enter {what}, at most "
+                f"{float(cert.rate / 1000):g} GB/s in")
+    if isinstance(cert, TransfersCertificate):
+        return (f"transfers: every schedule sends {cert.transfers}/{cert.addresses} buffers in all, through "
+                f"{float(cert.rate / 1000):g} GB/s of total {cert.side}")
+    return (f"flow LP dual: {float(cert.demand_distance):g} buffer-lengths of demand over "
+            f"{float(cert.capacity_length):g} of capacity-length")
+
+
+def _short(ranks: list[int]) -> str:
+    if len(ranks) > 2 and ranks == list(range(ranks[0], ranks[-1] + 1)):
+        return f"{ranks[0]}..{ranks[-1]}"
+    return ",".join(map(str, ranks))
+
+
+def time_bound(topo: Topology, coll: Collective, gbps_per_unit: float = DEFAULT_GBPS_PER_UNIT,
+               alpha_us: float | None = None) -> TimeBound:
+    """The strongest proved T(B) >= us_per_byte * B (cuts, transfers, flow LP dual) and the latency part
+    (distance steps x the least link alpha; links without alpha count `alpha_us`, else 0)."""
+    if topo.ranks != coll.ranks:
+        raise ModelError("collective", f"has {coll.ranks} ranks but the topology has {topo.ranks}")
+    from smtcoll.bounds.distance import distance_bound
+
+    r = rates(topo, gbps_per_unit)
+    cands: list[Certificate] = []
+    for c in (best_cut(topo, coll, r), transfers_bound(topo, coll, r), lengths_bound(topo, coll, r)):
+        if c is not None:
+            cands.append(c)
+    # the largest bound; ties to the simplest certificate (cut, then transfers, then lengths)
+    cert = max(cands, key=lambda c: c.us_per_byte, default=None)
+    steps_b = distance_bound(topo, coll)
+    steps = int(steps_b.value) if steps_b.value is not None else 0
+    alphas = [exact(l.alpha_us) if l.alpha_us is not None else
+              (exact(alpha_us) if alpha_us is not None else Fraction(0)) for l in topo.links]
+    alpha = min(alphas, default=Fraction(0))
+    witness = _explain(cert, topo, coll) if cert is not None else "nothing must move"
+    return TimeBound(topo.name, coll.name, coll.ranks, exact(gbps_per_unit),
+                     cert.us_per_byte if cert is not None else Fraction(0), steps, alpha, cert, witness)

@@ -1,0 +1,92 @@
+"""Throughput constructions: NCCL's own algorithms (the baselines) and bandwidth-optimal schedules.
+
+Every construction returns a `Schedule` that the independent checker accepted (a rejection is a bug of
+ours: `InternalError`, exit 70) and chooses its own chunk factor C. No solver here (import-linter).
+
+- `constructions(topo, coll)`: every construction that applies, the candidates the sweep ranks;
+- `METHODS`: the names usable as `smtcoll synth --method NAME` and from the API (`build`).
+
+Families, one module each: `rings` (the ring search and ring schedules), `nccl` (NCCL's ring, tree and
+direct baselines), `multiring` (all lane-disjoint rings at once). docs/synth.md says what each is, where
+it comes from and when it reaches the bound.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import attrs
+
+from smtcoll.check.schedule import check_schedule
+from smtcoll.errors import InternalError, ModelError
+from smtcoll.model import Collective, Schedule, Topology
+from smtcoll.synth.constructions import multiring, nccl
+from smtcoll.synth.constructions.common import NotApplicable
+
+Builder = Callable[[Topology, Collective], Schedule]
+
+
+@attrs.frozen
+class Construction:
+    """A checked schedule from one construction. `nccl` names the NCCL algorithm it reproduces
+    (`ring`, `tree`, `p2p`) for the baselines, None for smtcoll's own; `chunks` is its C."""
+
+    name: str
+    schedule: Schedule
+    nccl: str | None
+    chunks: int
+
+
+# name -> (builder, NCCL algorithm it reproduces or None)
+_FAMILIES: dict[str, tuple[Builder, str | None]] = {
+    "nccl_ring": (nccl.ring, "ring"),
+    "nccl_direct": (nccl.direct, "p2p"),
+    "multiring": (multiring.multiring, None),
+}
+# `synth --method` names (short) -> family
+METHODS: dict[str, Builder] = {
+    "ring": nccl.ring,
+    "direct": nccl.direct,
+    "multiring": multiring.multiring,
+}
+
+
+def checked(schedule: Schedule, name: str) -> Schedule:
+    """The schedule, once the independent checker accepts it; a rejection is an internal error."""
+    report = check_schedule(schedule)
+    if report.verdict != "ok":
+        first = report.errors[0]
+        raise InternalError(f"internal error: the {name} construction is rejected by the checker "
+                            f"({first.code}: {first.message}); please report this")
+    return schedule
+
+
+def build(method: str, topo: Topology, coll: Collective) -> Schedule:
+    """`synth --method NAME`: the checked schedule of one construction for the base collective `coll`
+    (chunk factor 1: the construction chooses C). A construction that does not apply is a ModelError
+    (exit 2) that says why."""
+    if method not in METHODS:
+        raise ModelError("--method", f"unknown construction {method!r} (choose from {', '.join(sorted(METHODS))})")
+    try:
+        sched = METHODS[method](topo, coll)
+    except NotApplicable as e:
+        raise ModelError("--method", f"{method} does not apply to {coll.name} on {topo.name}: {e}") from None
+    return checked(sched, method)
+
+
+def constructions(topo: Topology, coll: Collective) -> list[Construction]:
+    """Every construction that applies to `coll` (the base collective, chunk factor 1) on `topo`, each
+    checked, in a fixed order (baselines first). Two constructions giving the same schedule are both kept:
+    the baseline under its NCCL name."""
+    out = []
+    for name, (builder, algo) in _FAMILIES.items():
+        try:
+            sched = builder(topo, coll)
+        except NotApplicable:
+            continue
+        sched = checked(sched, name)
+        out.append(Construction(name, sched, algo, sched.collective.chunk_factor))
+    return out
+
+
+__all__ = ["METHODS", "Construction", "NotApplicable", "build", "checked", "constructions"]
