@@ -137,9 +137,9 @@ def compute(payload: dict[str, Any]) -> dict[str, Any]:
     status: str
     try:
         # the frontier within a work budget (deterministic: the same files on an idle and a busy machine);
-        # four times the budget in wall-clock seconds is only the safety stop
+        # the wall clock is only the safety stop, 30 s before the task's own kill (--task-timeout: 2 x + 60)
         request = SynthRequest(strategy="pareto", method="exact", max_steps=o.max_steps, max_chunks=o.max_chunks,
-                               limits=Limits(timeout=min(4 * o.budget, 7 * 24 * 3600.0),
+                               limits=Limits(timeout=min(2 * o.budget + 30, 7 * 24 * 3600.0),
                                              work=max(1, min(10**15, int(o.budget * WORK_PER_SECOND)))))
         result = synthesize(topo, base, request)
         status = result.status
