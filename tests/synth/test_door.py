@@ -45,9 +45,9 @@ def test_the_same_request_gives_the_same_result_from_the_api_the_cli_and_the_swe
     budget = 5.0  # the sweep's budget (seconds), as a work budget: what the sweep asks
     work = int(budget * 3_000_000)
     api = smtcoll.synthesize(topo, coll, strategy="pareto", method="exact", max_chunks=2, budget=work,
-                             timeout=4 * budget)
+                             timeout=2 * budget + 30)
     code, out, _ = cli(capsys, "synth", "-t", "ring:4", "-c", "allgather", "--strategy", "pareto", "--method",
-                       "exact", "--max-chunks", "2", "--budget", work, "--timeout", 4 * budget, "--format", "json")
+                       "exact", "--max-chunks", "2", "--budget", work, "--timeout", 2 * budget + 30, "--format", "json")
     assert code == 0 and _same(json.loads(out)) == _same(api.to_json())
     swept = compute(Task("ring:4", 1, "allgather", topo, coll, Options(SizeRange(1024, 1 << 20), budget=budget,
                                                                        max_chunks=2)).payload())
