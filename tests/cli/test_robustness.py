@@ -185,7 +185,8 @@ def _unknown_after(monkeypatch, calls: int, reason: str = "") -> None:
     def solve(self, *a, **k):
         count["n"] += 1
         if count["n"] > calls:
-            self.record(a[0], a[1], a[2], "timeout", 0.0, "direct")
+            q = a[0]  # the Instance asked
+            self.record(q.steps, q.rounds, q.chunks, "timeout", 0.0, "direct")
             self.limit = reason or "time"
             return Outcome("unknown", None, 0.0, reason=reason)
         return real(self, *a, **k)

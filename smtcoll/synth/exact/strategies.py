@@ -15,13 +15,14 @@ import math
 import time
 from collections.abc import Callable
 from fractions import Fraction
+from typing import Any
 
 from smtcoll.bounds import SearchBounds as Bounds
 from smtcoll.bounds import search_bounds as bounds
 from smtcoll.check.schedule import check_schedule
 from smtcoll.errors import InternalError
 from smtcoll.limits import encoding_fits, encoding_variables
-from smtcoll.model import Collective, Schedule, Step, Topology
+from smtcoll.model import Collective, Instance, Schedule, Step, Topology
 from smtcoll.synth.combining import compose, dual_collective, reverse_schedule
 from smtcoll.synth.exact.symmetry import SymmetricEncoding, applicable
 from smtcoll.synth.greedy import greedy_schedule
@@ -99,7 +100,8 @@ class InstanceSolver:
         self.topo, self.base, self.clock, self.progress = topo, base, clock, progress
         self.attempts: list[Attempt] = []
         self.limit = "time"  # the limit behind the last `unknown`: "time", "budget" or "memory" (limit_text)
-        self._enc: dict[tuple, object] = {}  # Encoding or SymmetricEncoding, by (kind, steps, cap, chunks)
+        # Encoding or SymmetricEncoding, by kind and the instance encoded (rounds: the cap; None: any rounds)
+        self._enc: dict[tuple[str, Instance], Any] = {}
 
     def collective(self, chunks: int) -> Collective:
         return self.base.with_chunks(chunks)
@@ -109,13 +111,16 @@ class InstanceSolver:
             self._groups = applicable(self.topo, coll)
         return self._groups
 
-    def _encoding(self, kind: str, steps: int, rounds: int | None, chunks: int, cap: int | None):
+    def _encoding(self, kind: str, question: Instance, cap: int | None) -> Any:
+        steps, rounds, chunks = question.steps, question.rounds, question.chunks
         # reuse an encoding whose rounds cap covers the question (the rounds are assumptions)
-        for (k, s, c_ap, c), enc in self._enc.items():
-            if k == kind and s == steps and c == chunks and (c_ap is None) == (rounds is None) \
-                    and (c_ap is None or c_ap >= rounds):
+        for (k, encoded), enc in self._enc.items():
+            if k == kind and encoded.steps == steps and encoded.chunks == chunks and \
+                    (encoded.rounds is None) == (rounds is None) and \
+                    (encoded.rounds is None or rounds is None or encoded.rounds >= rounds):
                 return enc
         rounds = None if rounds is None else max(rounds, cap or 0)
+        key = (kind, Instance(steps, rounds, chunks))
         coll = self.collective(chunks)
         self._fits(coll, steps, steps if rounds is None else rounds)
         if kind == "symmetric":
@@ -123,7 +128,7 @@ class InstanceSolver:
             assert group is not None  # "symmetric" is tried only when the group exists (solve)
             enc = SymmetricEncoding(self.topo, coll, group, steps,
                                     steps if rounds is None else rounds, deadline=self.clock.deadline)
-            self._enc[kind, steps, rounds, chunks] = enc
+            self._enc[key] = enc
             return enc
         # z3 is imported only when a question needs the solver (bounds and the greedy answer many alone)
         from smtcoll.synth.exact.encoding import Encoding
@@ -141,15 +146,14 @@ class InstanceSolver:
             phase = None if _single_needers(coll) else "always_true"
             enc = Encoding(self.topo, coll, steps, rounds, unbounded=rounds is None,
                            progress_only=kind == "shortest", phase=phase, deadline=self.clock.deadline)
-        self._enc[kind, steps, rounds, chunks] = enc
+        self._enc[key] = enc
         return enc
 
-    def solve(self, steps: int, rounds: int | None, chunks: int, cap: int | None = None) -> Outcome:
-        """Is there a schedule with `steps` steps, at most `rounds` rounds (None: any) and `chunks`?
+    def solve(self, question: Instance, cap: int | None = None) -> Outcome:
+        """Is there a schedule of `question`: its steps, at most its rounds (None: any) and its chunks?
         `cap`: the most rounds later questions about (steps, chunks) may ask, to encode once."""
+        steps, rounds, chunks = question.steps, question.rounds, question.chunks
         coll = self.collective(chunks)
-        if rounds is not None and rounds < steps:
-            return Outcome("unsat", None, 0.0)
         kinds = ["direct"]
         if coll.is_combining and dual_collective(coll) is not None:
             kinds = ["dual", "direct"]
@@ -166,7 +170,7 @@ class InstanceSolver:
             from smtcoll.synth.exact.encoding import OutOfTime
 
             try:
-                enc = self._encoding(kind, steps, rounds, chunks, cap)
+                enc = self._encoding(kind, question, cap)
                 out = enc.check(rounds, deadline=self.clock.deadline, work=self.clock.work_left())
                 self.clock.spend(out.work)
             except OutOfTime:
@@ -255,7 +259,7 @@ def instance(topo: Topology, base: Collective, steps: int, rounds: int | None, c
                            pruned=[Point(steps, R, chunks, "infeasible", why, claim=(steps, R))],
                            message=f"proved: no schedule with {steps} steps and {R} rounds ({why})",
                            seconds=_secs(clock))
-    out = solver.solve(steps, R, chunks)
+    out = solver.solve(Instance(steps, R, chunks))
     if out.verdict == "sat":
         p = Point(steps, out.found.rounds, chunks, "found", schedule=out.schedule)
         return SynthResult("found", out.schedule, "instance", lb, solver.attempts, [p], seconds=_secs(clock))
@@ -336,7 +340,7 @@ def least_steps(topo: Topology, base: Collective, rounds: int | None = None, chu
         if greedy is not None and len(greedy.steps) == S:
             out = Outcome("sat", greedy, 0.0, greedy.rounds)
         else:
-            out = solver.solve(S, R, chunks)
+            out = solver.solve(Instance(S, R, chunks))
         if out.verdict == "sat":
             sched = out.found
             if start == S:
@@ -429,7 +433,7 @@ def pareto(topo: Topology, base: Collective, max_chunks: int = 6, max_steps: int
         if top < S:
             return SynthResult("infeasible", None, "pareto", lbj, solver.attempts, points, pruned,
                                message=f"proved: no schedule with at most {top} steps", seconds=_secs(clock))
-        out = solver.solve(S, None, 1)
+        out = solver.solve(Instance(S, None, 1))
         if out.verdict == "sat":
             break
         if out.verdict == "unknown":
@@ -473,7 +477,7 @@ def pareto(topo: Topology, base: Collective, max_chunks: int = 6, max_steps: int
             found: Schedule | None = None
             R = 0
             for probe in ([lo, hi] if lo < hi else [hi]):
-                res = solver.solve(S, probe, C, cap=hi if probe == hi else None)
+                res = solver.solve(Instance(S, probe, C), cap=hi if probe == hi else None)
                 if res.verdict == "unknown":
                     return timed_out(f"at {S} steps, {C} chunk(s), {probe} rounds", improved)
                 if res.verdict == "sat":
@@ -485,7 +489,7 @@ def pareto(topo: Topology, base: Collective, max_chunks: int = 6, max_steps: int
                 continue
             # between: fewer rounds for this C until unsat
             while lo <= R - 1:
-                more = solver.solve(S, R - 1, C)
+                more = solver.solve(Instance(S, R - 1, C))
                 if more.verdict == "unknown":
                     better = best is None or Fraction(R, C) < best
                     return timed_out(f"at {S} steps, {C} chunk(s), {R - 1} rounds",
@@ -511,7 +515,7 @@ def pareto(topo: Topology, base: Collective, max_chunks: int = 6, max_steps: int
                     pruned.append(Point(S, R, C, "infeasible", f"bound: rounds >= {max(S, b.rounds(C))}",
                                         claim=(S, R) if b.rounds(C) > R else None))
                     continue
-                res = solver.solve(S, R, C)
+                res = solver.solve(Instance(S, R, C))
                 if res.verdict == "sat":
                     improved = Point(S, res.found.rounds, C, "found", schedule=res.schedule)
                     break
