@@ -268,9 +268,9 @@ def _text(result: SynthResult, topo: str, coll: str, output: Path | None) -> Non
         echo(f"method: {result.method}")
     if result.optimal.get("why") and "steps" in result.optimal:
         echo(f"optimal: {count(result.optimal['steps'], 'step')} ({result.optimal['why']})")
-    elif result.gap:
+    elif result.gap is not None:
         gap = result.gap
-        echo(f"gap to the lower bound: {count(gap['gap_steps'], 'step')}, {count(gap['gap_rounds'], 'round')}")
+        echo(f"gap to the lower bound: {count(gap.gap_steps, 'step')}, {count(gap.gap_rounds, 'round')}")
     if lb["steps"] is None:  # answered before any bound: the reachability witness is the message
         echo(f"{count(len(result.attempts), 'solver call')}, {result.seconds:.2f} s")
         return

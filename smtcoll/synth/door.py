@@ -32,7 +32,7 @@ from smtcoll import limits
 from smtcoll.model import Collective, Topology
 from smtcoll.synth.reach import unreachable_result
 from smtcoll.synth.request import CONSTRUCTIONS, SynthRequest, check_inputs
-from smtcoll.synth.result import Attempt, Point, SynthResult
+from smtcoll.synth.result import Attempt, Gap, Point, SynthResult
 
 if TYPE_CHECKING:
     from smtcoll.synth.exact.strategies import Clock
@@ -156,14 +156,14 @@ def engine_result(topo: Topology, base: Collective, chunks: int) -> tuple[SynthR
         return SynthResult("infeasible", None, "least-steps", search_bounds(topo, coll).to_json(True, chunks), [],
                            message=f"proved: {e}", seconds=time.monotonic() - t0, method="scale"), None
     s, b = scaled.schedule, scaled.bounds
-    gap = scaled.to_json()
+    gap = Gap(scaled.method, len(s.steps), s.rounds, b.least_steps(True, chunks), b.rounds(chunks))
     at_bound = len(s.steps) <= b.least_steps(True, chunks) and s.rounds == len(s.steps)
     optimal = ({"steps": len(s.steps), "proved": True, "why": f"lower bound: {b.steps_why(True, chunks)}"}
                if at_bound else {"steps_at_least": b.least_steps(True, chunks), "steps_at_most": len(s.steps),
                                  "proved": False})
-    message = "" if at_bound else (f"{gap['gap_steps']} step(s) above the lower bound "
-                                   f"({len(s.steps)} vs {b.least_steps(True, chunks)}), "
-                                   f"{gap['gap_rounds']} round(s) above ({s.rounds} vs {b.rounds(chunks)})")
+    message = "" if at_bound else (f"{gap.gap_steps} step(s) above the lower bound "
+                                   f"({gap.steps} vs {gap.steps_bound}), "
+                                   f"{gap.gap_rounds} round(s) above ({gap.rounds} vs {gap.rounds_bound})")
     attempt = Attempt(len(s.steps), s.rounds, chunks, "sat", time.process_time() - c0, "scale")
     # the claim optimality rests on (one step fewer is impossible), for --prove, as the exact search has
     below = len(s.steps) - 1
