@@ -149,7 +149,8 @@ class TransfersCertificate:
     transfers: int
     addresses: int
     rate: Fraction
-    side: str  # "ingress" or "egress": whichever sum of per-rank rates is smaller
+    side: str  # "ingress" or "egress": whichever sum of per-part rates is smaller
+    parts: tuple[tuple[int, ...], ...] | None = None  # None: every rank is a part
 
     kind = "transfers"
 
@@ -159,7 +160,8 @@ class TransfersCertificate:
 
     def to_json(self) -> dict[str, Any]:
         return {"bound": self.kind, "transfers": self.transfers, "addresses": self.addresses,
-                "rate_bytes_per_us": fraction_text(self.rate), "side": self.side}
+                "rate_bytes_per_us": fraction_text(self.rate), "side": self.side,
+                "parts": None if self.parts is None else [list(p) for p in self.parts]}
 
 
 @attrs.frozen
@@ -321,19 +323,45 @@ def best_cut(topo: Topology, coll: Collective, r: Rates) -> CutCertificate | Non
     return best
 
 
-def transfers_bound(topo: Topology, coll: Collective, r: Rates) -> TransfersCertificate | None:
+def partitions(topo: Topology) -> list[tuple[tuple[int, ...], ...] | None]:
+    """Rank partitions the transfers bound tries: single ranks (None), and blocks of consecutive ranks
+    (the nodes of a multi-node machine, numbered node by node, and groups of them)."""
+    p = topo.ranks
+    out: list[tuple[tuple[int, ...], ...] | None] = [None]
+    for m in (2, 4, 8, 16, 32, 64):
+        if m < p and p % m == 0:
+            size = p // m
+            out.append(tuple(tuple(range(i * size, (i + 1) * size)) for i in range(m)))
+    return out
+
+
+def transfers_for(topo: Topology, coll: Collective, r: Rates,
+                  parts: tuple[tuple[int, ...], ...] | None) -> TransfersCertificate | None:
+    """The transfers bound for one partition (None: single ranks), exactly."""
     from smtcoll.bounds.demand import address_transfers
 
-    h = address_transfers(coll, topo)
+    h = address_transfers(coll, topo, parts)
     if not h:
         return None
     everyone = set(range(topo.ranks))
-    ingress = sum((cut_rate(topo, r, [v]) for v in range(topo.ranks)), Fraction(0))
-    egress = sum((cut_rate(topo, r, everyone - {v}) for v in range(topo.ranks)), Fraction(0))
+    sets = [set(p) for p in parts] if parts is not None else [{v} for v in range(topo.ranks)]
+    ingress = sum((cut_rate(topo, r, s) for s in sets), Fraction(0))
+    egress = sum((cut_rate(topo, r, everyone - s) for s in sets), Fraction(0))
     rate, side = (ingress, "ingress") if ingress <= egress else (egress, "egress")
     if not rate:
         return None
-    return TransfersCertificate(h, addresses(coll), rate, side)
+    return TransfersCertificate(h, addresses(coll), rate, side, parts)
+
+
+def transfers_bound(topo: Topology, coll: Collective, r: Rates) -> TransfersCertificate | None:
+    """The best transfers bound over `partitions` (combining collectives: between nodes, the one-way
+    gossip count 2(k-1) over k nodes beats every cut on a ring of nodes)."""
+    best: TransfersCertificate | None = None
+    for parts in partitions(topo) if coll.is_combining else [None]:
+        t = transfers_for(topo, coll, r, parts)
+        if t is not None and (best is None or t.us_per_byte > best.us_per_byte):
+            best = t
+    return best
 
 
 def lengths_bound(topo: Topology, coll: Collective, r: Rates) -> LengthsCertificate | None:
@@ -390,7 +418,8 @@ def _explain(cert: Certificate, topo: Topology, coll: Collective) -> str:
         return (f"cut: {cert.must_enter}/{cert.addresses} of the buffer must enter {what}, at most "
                 f"{float(cert.rate / 1000):g} GB/s in")
     if isinstance(cert, TransfersCertificate):
-        return (f"transfers: every schedule sends {cert.transfers}/{cert.addresses} buffers in all, through "
+        where = "in all" if cert.parts is None else f"between {len(cert.parts)} blocks of {len(cert.parts[0])} ranks"
+        return (f"transfers: every schedule sends {cert.transfers}/{cert.addresses} buffers {where}, through "
                 f"{float(cert.rate / 1000):g} GB/s of total {cert.side}")
     return (f"flow LP dual: {float(cert.demand_distance):g} buffer-lengths of demand over "
             f"{float(cert.capacity_length):g} of capacity-length")

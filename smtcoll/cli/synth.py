@@ -54,8 +54,11 @@ class Method(enum.StrEnum):
     scale = "scale"
     # the constructions (smtcoll.synth.constructions.METHODS; a test keeps the two lists equal)
     ring = "ring"
+    tree = "tree"
     direct = "direct"
     multiring = "multiring"
+    hier = "hier"
+    hier2d = "hier2d"
 
 
 class Strategy(enum.StrEnum):
@@ -117,8 +120,8 @@ def synth(
     method: Annotated[Method, typer.Option(metavar="auto|exact|scale|NAME", help="exact (the SMT search), scale "
                                            "(the large-instance engine: seconds, with its gap to the bound), auto "
                                            "(the engine, then the exact search where it can still improve on it), or "
-                                           "a throughput construction: ring, direct (NCCL's), multiring "
-                                           "(docs/synth.md)")
+                                           "a throughput construction: ring, tree, direct (NCCL's), multiring, hier, "
+                                           "hier2d (docs/synth.md)")
                       ] = Method.auto,
     force: ForceOpt = False,
     fmt: FormatOpt = Format.text,

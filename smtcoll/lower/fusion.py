@@ -7,6 +7,9 @@ from collections import Counter, defaultdict
 
 from smtcoll.lower.ops import Loc, LOp
 from smtcoll.msccl.program import RECV_TYPES
+from smtcoll.msccl.runtime import MAX_STEPS
+
+MAX_FUSED_STEPS = min(MAX_STEPS.values())  # a fused thread block must fit every runtime's step limit
 
 
 def fuse(ops: list[LOp], capacity: int) -> list[LOp]:
@@ -56,7 +59,11 @@ def fuse(ops: list[LOp], capacity: int) -> list[LOp]:
     # pair peers, most fusable forwards first
     send_pair: dict[tuple[int, int], int] = {}  # (rank, send peer) -> receive peer of its thread block
     recv_pair: dict[tuple[int, int], int] = {}
-    for (rank, p, q), _ in sorted(candidates.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+    sends = Counter((op.rank, op.send) for op in ops if op.type == "s")
+    recvs = Counter((op.rank, op.recv) for op in ops if op.type in ("r", "rrc"))
+    for (rank, p, q), pairs in sorted(candidates.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+        if sends[(rank, p)] + recvs[(rank, q)] - len(pairs) > MAX_FUSED_STEPS:
+            continue  # the pair's thread block would hold both connections' operations: more than a runtime runs
         if (rank, p) not in send_pair and (rank, q) not in recv_pair:
             send_pair[(rank, p)], recv_pair[(rank, q)] = q, p
     dropped: set[int] = set()

@@ -157,3 +157,64 @@ def test_cli_synth_with_a_construction(cli, tmp_path: Path) -> None:
     assert cli("verify", str(xml)).returncode == 0
     bad = cli("synth", "-t", "ndv2", "-c", "alltoall", "--method", "ring")
     assert bad.returncode == 2 and "does not apply" in bad.stderr and "Traceback" not in bad.stderr
+
+
+@pytest.mark.parametrize("name, kind, at_least", [("ndv2", "allreduce", 21.0), ("ndv2", "allgather", 19.5),
+                                                  ("ndv2", "reducescatter", 16.5)])
+def test_hierarchical_beats_the_ring_through_one_nic(name: str, kind: str, at_least: float) -> None:
+    """ndv2 x2: the ring crosses the NIC 2(N-1)/N times per buffer (12.5 GB/s bus bandwidth); the
+    hierarchy crosses it once each way (bound 23.4)."""
+    topo = _topo(name, 2)
+    found = {c.name: c for c in constructions(topo, library.collective(kind, 16))}
+    hier = found["hier"].schedule
+    assert _best_busbw(hier, kind) >= at_least > _best_busbw(found["nccl_ring"].schedule, kind)
+    # the lowering's limit: no link carries more than a thread block holds
+    assert max(Counter((x.src, x.dst) for s in hier.steps for x in s.sends).values()) <= 64
+
+
+@pytest.mark.parametrize("kind", ["allreduce", "allgather"])
+def test_two_dimensional_keeps_nic_and_nvswitch_steps_apart(kind: str) -> None:
+    topo = _topo("a100", 2)
+    s = build("hier2d", topo, library.collective(kind, 16))
+    for step in s.steps:
+        crossing = {x.src // 8 != x.dst // 8 for x in step.sends}
+        assert len(crossing) == 1  # a step moves either inside the nodes or across them
+    assert _best_busbw(s, kind) >= 100
+
+
+def test_hierarchies_need_several_nodes() -> None:
+    with pytest.raises(ModelError, match="several nodes"):
+        build("hier", _topo("ndv2"), library.collective("allreduce", 8))
+    with pytest.raises(ModelError, match="no link from local rank"):
+        build("hier2d", _topo("ndv2", 2), library.collective("allreduce", 16))
+
+
+def test_nccl_double_binary_tree_shape() -> None:
+    from smtcoll.synth.constructions.nccl import btree_parent, dtree_parents
+
+    assert [btree_parent(4, r) for r in range(4)] == [None, 2, 0, 2]  # 0 - 2 - {1, 3}, as ncclGetBtree
+    first, second = dtree_parents(4)
+    assert second == [1, 3, 1, None]  # mirrored: 3 - 1 - {0, 2}
+    for n in (2, 3, 5, 8):
+        first, second = dtree_parents(n)
+        for parents in (first, second):
+            assert parents.count(None) == 1
+            for r in range(n):  # every rank reaches the root
+                seen, x = set(), r
+                while parents[x] is not None:
+                    assert x not in seen
+                    seen.add(x)
+                    x = parents[x]
+        inner = [{p for p in t if p is not None} for t in (first, second)]
+        assert not (inner[0] & inner[1]) or n % 2  # even n: no rank is inside both trees
+
+
+@pytest.mark.parametrize("name, nodes", [("ndv2", 1), ("ndv2", 2)])
+def test_nccl_tree_allreduce(name: str, nodes: int) -> None:
+    topo = _topo(name, nodes)
+    c = next(c for c in constructions(topo, library.collective("allreduce", topo.ranks)) if c.name == "nccl_tree")
+    assert c.nccl == "tree"
+    assert max(Counter((x.src, x.dst) for s in c.schedule.steps for x in s.sends).values()) <= 64
+    with tempfile.TemporaryDirectory() as d:
+        summary, _ = lower_to_file(c.schedule, Path(d) / "a.xml", LowerOptions())
+        assert summary["written"]

@@ -20,7 +20,7 @@ import attrs
 from smtcoll.check.schedule import check_schedule
 from smtcoll.errors import InternalError, ModelError
 from smtcoll.model import Collective, Schedule, Topology
-from smtcoll.synth.constructions import multiring, nccl
+from smtcoll.synth.constructions import hier, multiring, nccl
 from smtcoll.synth.constructions.common import NotApplicable
 
 Builder = Callable[[Topology, Collective], Schedule]
@@ -40,14 +40,20 @@ class Construction:
 # name -> (builder, NCCL algorithm it reproduces or None)
 _FAMILIES: dict[str, tuple[Builder, str | None]] = {
     "nccl_ring": (nccl.ring, "ring"),
+    "nccl_tree": (nccl.tree, "tree"),
     "nccl_direct": (nccl.direct, "p2p"),
     "multiring": (multiring.multiring, None),
+    "hier": (hier.hier, None),
+    "hier2d": (hier.hier2d, None),
 }
 # `synth --method` names (short) -> family
 METHODS: dict[str, Builder] = {
     "ring": nccl.ring,
+    "tree": nccl.tree,
     "direct": nccl.direct,
     "multiring": multiring.multiring,
+    "hier": hier.hier,
+    "hier2d": hier.hier2d,
 }
 
 

@@ -1,0 +1,121 @@
+"""Trees per address, scheduled into steps: the engine under the tree-shaped constructions.
+
+A construction gives, for every address, an in-tree (reduce: every rank sends its partial sum to its
+parent once all its children's partials arrived) and/or an out-tree (broadcast: every rank forwards
+the value once it arrived). Reduce sends carry disjoint partial sums (a subtree each), broadcast sends
+carry the whole value, which contains whatever the receiver holds: both are what the checker's
+combining rule accepts (docs/synth.md). `schedule_transfers` then places every transfer in the earliest
+step after its dependencies where its link and switch groups have a lane left (list scheduling in the
+construction's order, one round per step), which pipelines consecutive addresses: a tree's depth costs
+steps once, not once per address. Hand-written: no library schedules a DAG under per-step link and
+switch-group capacities with the step model's "what the sender held when the step began" rule.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import attrs
+
+from smtcoll.model import Send, Step, Topology
+
+Tree = Mapping[int, int]  # child -> parent (in-tree) or rank -> parent it receives from (out-tree)
+
+
+@attrs.frozen
+class Transfer:
+    chunk: int
+    src: int
+    dst: int
+    after: tuple[int, ...] = ()  # indices of transfers that must arrive in an earlier step
+
+
+class Plan:
+    """Transfers in priority order, with their dependencies."""
+
+    def __init__(self) -> None:
+        self.transfers: list[Transfer] = []
+
+    def add(self, chunk: int, src: int, dst: int, after: Sequence[int] = ()) -> int:
+        self.transfers.append(Transfer(chunk, src, dst, tuple(after)))
+        return len(self.transfers) - 1
+
+    def reduce(self, chunk: int, tree: Tree, root: int, after: Mapping[int, Sequence[int]] | None = None) -> list[int]:
+        """Sends of an in-tree toward `root` (tree: child -> parent); returns the transfers into the root.
+        `after[r]`: transfers that must arrive at r before r sends (its value must include them)."""
+        children: dict[int, list[int]] = {}
+        for c, p in tree.items():
+            children.setdefault(p, []).append(c)
+        into: dict[int, list[int]] = {}
+
+        def visit(u: int) -> None:  # post-order: a rank sends after all its children did
+            for c in sorted(children.get(u, [])):
+                visit(c)
+            if u != root:
+                deps = [*into.get(u, []), *((after or {}).get(u, []))]
+                into.setdefault(tree[u], []).append(self.add(chunk, u, tree[u], deps))
+
+        visit(root)
+        return into.get(root, [])
+
+    def broadcast(self, chunk: int, tree: Tree, root: int, after: Sequence[int] = ()) -> dict[int, int]:
+        """Sends of an out-tree from `root` (tree: rank -> the rank it receives from) once `after`
+        arrived at the root; returns rank -> the transfer that brings it the value."""
+        children: dict[int, list[int]] = {}
+        for c, p in tree.items():
+            children.setdefault(p, []).append(c)
+        arrival: dict[int, int] = {}
+        order = [root]
+        for u in order:  # breadth-first: parents before children
+            for c in sorted(children.get(u, [])):
+                deps = [arrival[u]] if u in arrival else list(after)
+                arrival[c] = self.add(chunk, u, c, deps)
+                order.append(c)
+        return arrival
+
+
+def schedule_transfers(topo: Topology, plan: Plan) -> list[Step]:
+    """Each transfer, in order, into the earliest step after its dependencies with a free lane on its
+    link and a free unit in each switch group it crosses; steps of one round."""
+    groups_of: dict[tuple[int, int], list[int]] = {}
+    link_load: list[dict[tuple[int, int], int]] = []
+    group_load: list[dict[int, int]] = []
+    step_of: list[int] = []
+    first_free: dict[tuple[int, int], int] = {}  # per link: every step before it is full
+    for t in plan.transfers:
+        key = (t.src, t.dst)
+        bw = topo.bandwidth(*key)
+        if bw == 0:
+            raise ValueError(f"no link {t.src} -> {t.dst}")  # a construction's bug: caught by its tests
+        if key not in groups_of:
+            groups_of[key] = topo.switches_of(*key)
+        s = max([first_free.get(key, 0), *(step_of[d] + 1 for d in t.after)])
+        while True:
+            while len(link_load) <= s:
+                link_load.append({})
+                group_load.append({})
+            if link_load[s].get(key, 0) < bw and all(group_load[s].get(g, 0) < topo.switches[g].bandwidth
+                                                     for g in groups_of[key]):
+                break
+            s += 1
+        link_load[s][key] = link_load[s].get(key, 0) + 1
+        for g in groups_of[key]:
+            group_load[s][g] = group_load[s].get(g, 0) + 1
+        step_of.append(s)
+        f = first_free.get(key, 0)
+        while f < len(link_load) and link_load[f].get(key, 0) >= bw:
+            f += 1
+        first_free[key] = f
+    per_step: list[list[Send]] = [[] for _ in link_load]
+    for t, s in zip(plan.transfers, step_of):
+        per_step[s].append(Send(t.chunk, t.src, t.dst))
+    return [Step(1, sorted(sends)) for sends in per_step if sends]
+
+
+def busiest_link(plan: Plan) -> int:
+    """The most transfers on one link: the lowering runs a link's sends in one thread block per channel,
+    which holds at most `MAX_STEPS["executor"]` (64) operations."""
+    load: dict[tuple[int, int], int] = {}
+    for t in plan.transfers:
+        load[(t.src, t.dst)] = load.get((t.src, t.dst), 0) + 1
+    return max(load.values(), default=0)
