@@ -165,3 +165,23 @@ def test_the_request_names_every_construction() -> None:
     assert set(CONSTRUCTIONS) == set(METHODS)
     with pytest.raises(errors.ModelError, match="chooses its own chunk count"):
         SynthRequest(method="ring", chunks=2)
+
+
+def test_pareto_auto_seeds_an_incomplete_frontier_with_the_engines_point(monkeypatch) -> None:
+    from smtcoll.synth.exact import strategies
+    from smtcoll.synth.result import Outcome
+
+    def out_of_budget(self, question, cap=None):  # every solver question: the budget is spent
+        self.limit = "budget"
+        self.record(question.steps, question.rounds, question.chunks, "budget", 0.0, "direct")
+        return Outcome("unknown", None, 0.0, reason="budget")
+
+    monkeypatch.setattr(strategies.InstanceSolver, "solve", out_of_budget)
+    topo, coll = specs.resolve_topology("star:6"), specs.resolve_collective("alltoall", 6)
+    auto = synthesize(topo, coll, SynthRequest(strategy="pareto"))
+    # the default budget is not the user's limit: the engine's point answers, exit 0, not proved complete
+    assert auto.status == "found" and auto.stopped_by == "budget" and auto.schedule is not None
+    assert [(p.steps, p.rounds, p.chunks) for p in auto.points] == [(8, 8, 1)]
+    assert auto.optimal["proved"] is False and "engine's point" in auto.message
+    exact = synthesize(topo, coll, SynthRequest(strategy="pareto", method="exact"))
+    assert exact.status == "timeout" and not exact.points  # --method exact: the search's own answer
