@@ -53,6 +53,7 @@ class Method(str, enum.Enum):
     multiring = "multiring"
     hier = "hier"
     hier2d = "hier2d"
+    treepack = "treepack"
 
 
 class Strategy(str, enum.Enum):
@@ -111,7 +112,7 @@ def synth(
                                            "scale (the large-instance engine: seconds, with its gap to the bound), "
                                            "auto (the engine, then the exact search up to 16 ranks), or a "
                                            "throughput construction: ring, tree, direct (NCCL's), multiring, "
-                                           "hier, hier2d (docs/synth.md)")
+                                           "hier, hier2d, treepack (docs/synth.md)")
                       ] = Method.auto,
     force: ForceOpt = False,
     fmt: FormatOpt = Format.text,

@@ -1,0 +1,108 @@
+"""Tree packing: every address gets its own spanning tree, chosen to even out the load on links and
+switch groups, and the list scheduler (`pipeline.py`) pipelines them: ForestColl's idea (Zhao et al.,
+"ForestColl: Efficient Collective Communications on Heterogeneous Network Fabrics", 2024: pack
+spanning out-trees by link capacity) with a greedy packing instead of its exact one.
+
+Each tree grows from its root like Prim's algorithm: among the links from a rank in the tree to a rank
+outside it, the one whose busiest resource (the link, or a switch group it crosses) would be least
+loaded relative to its capacity, ties to the shallower, then the lower ranks. Loads accumulate over the
+addresses, so later trees avoid what earlier ones used: on a switch, where a ring uses every port once
+per step, the trees spread over every port; on mixed machines (MI250, AMD8, tori) they use the lanes the
+rings leave idle. Allgather and Broadcast use out-trees, ReduceScatter and Reduce the in-trees of the
+reversed links, Allreduce an in-tree to the address's owner and an out-tree from it.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from smtcoll.model import Collective, Schedule, Topology
+from smtcoll.msccl.runtime import MAX_STEPS
+from smtcoll.synth.constructions.common import NotApplicable, kind
+from smtcoll.synth.constructions.pipeline import Plan, busiest_link, schedule_transfers
+
+TARGET_ADDRESSES = 64
+
+
+class _Loads:
+    def __init__(self, topo: Topology) -> None:
+        self.topo = topo
+        self.link: dict[tuple[int, int], int] = {}
+        self.group = [0] * len(topo.switches)
+        self.groups_of = {(l.src, l.dst): topo.switches_of(l.src, l.dst) for l in topo.links}
+
+    def cost(self, u: int, v: int) -> Fraction:
+        """The busiest resource of link u -> v, relative to its capacity, if it carried one more chunk."""
+        worst = Fraction(self.link.get((u, v), 0) + 1, self.topo.bandwidth(u, v))
+        for g in self.groups_of[(u, v)]:
+            worst = max(worst, Fraction(self.group[g] + 1, self.topo.switches[g].bandwidth))
+        return worst
+
+    def use(self, u: int, v: int) -> None:
+        self.link[(u, v)] = self.link.get((u, v), 0) + 1
+        for g in self.groups_of[(u, v)]:
+            self.group[g] += 1
+
+
+def spanning_tree(topo: Topology, root: int, loads: _Loads, inward: bool) -> dict[int, int]:
+    """rank -> parent: an out-tree from `root` (inward False) or an in-tree to it, grown greedily."""
+    depth = {root: 0}
+    parent: dict[int, int] = {}
+    while len(depth) < topo.ranks:
+        best = None
+        for u in sorted(depth):
+            for v in (topo.in_neighbors(u) if inward else topo.out_neighbors(u)):
+                if v in depth:
+                    continue
+                link = (v, u) if inward else (u, v)
+                key = (loads.cost(*link), depth[u], u, v)
+                if best is None or key < best:
+                    best = key
+        if best is None:
+            raise NotApplicable(f"some rank cannot {'reach' if inward else 'be reached from'} rank {root}")
+        _, d, u, v = best
+        depth[v] = d + 1
+        parent[v] = u
+        loads.use(*((v, u) if inward else (u, v)))
+    return parent
+
+
+def treepack(topo: Topology, base: Collective) -> Schedule:
+    what = kind(base)
+    if what not in ("allgather", "broadcast", "reducescatter", "reduce", "allreduce"):
+        raise NotApplicable("tree packing covers Allgather, Broadcast, ReduceScatter, Reduce and Allreduce")
+    n = topo.ranks
+    per_buffer = n if what in ("allgather", "reducescatter") else 1
+    c = max(1, TARGET_ADDRESSES // per_buffer)
+    while True:
+        coll = base.with_chunks(c)
+        plan = _plan(what, topo, coll)
+        busiest = busiest_link(plan)
+        if busiest <= MAX_STEPS["executor"] or c == 1:
+            break
+        c = max(1, c * MAX_STEPS["executor"] // busiest)
+    return Schedule(topo, coll, schedule_transfers(topo, plan), name="treepack")
+
+
+def _plan(what: str, topo: Topology, coll: Collective) -> Plan:
+    plan = Plan()
+    loads = _Loads(topo)
+    c = coll.chunk_factor
+    root = coll.root or 0
+    # interleave the roots (address order r*C + j -> j-major) so that every root's trees share the loads
+    addresses = sorted(coll.addresses, key=lambda a: (a % c, a // c))
+    for a in addresses:
+        if what in ("allgather", "reducescatter"):
+            owner = a // c
+        elif what == "allreduce":
+            owner = a % topo.ranks
+        else:
+            owner = root
+        if what in ("allgather", "broadcast"):
+            plan.broadcast(a, spanning_tree(topo, owner, loads, inward=False), owner)
+        elif what in ("reducescatter", "reduce"):
+            plan.reduce(a, spanning_tree(topo, owner, loads, inward=True), owner)
+        else:
+            into = plan.reduce(a, spanning_tree(topo, owner, loads, inward=True), owner)
+            plan.broadcast(a, spanning_tree(topo, owner, loads, inward=False), owner, into)
+    return plan
