@@ -71,7 +71,8 @@ def test_rings_respect_lanes_switches_and_nodes(name: str, nodes: int, count: in
 def test_no_ring_on_a_line() -> None:
     topo = _topo("line:4")
     assert ringlib.find_rings(topo) == ()
-    assert [c.name for c in constructions(topo, library.collective("allgather", 4))] == []
+    # the ring families do not apply; the tree packing does
+    assert [c.name for c in constructions(topo, library.collective("allgather", 4))] == ["treepack"]
 
 
 @pytest.mark.parametrize("kind", ["allgather", "reducescatter", "allreduce"])
@@ -218,3 +219,19 @@ def test_nccl_tree_allreduce(name: str, nodes: int) -> None:
     with tempfile.TemporaryDirectory() as d:
         summary, _ = lower_to_file(c.schedule, Path(d) / "a.xml", LowerOptions())
         assert summary["written"]
+
+
+@pytest.mark.parametrize("name, kind", [("dgx1", "allgather"), ("a100", "reducescatter"), ("mi250", "broadcast"),
+                                        ("torus2d:4x4", "reduce"), ("line:4", "allreduce")])
+def test_tree_packing_spreads_over_the_links(name: str, kind: str) -> None:
+    topo = _topo(name)
+    s = build("treepack", topo, library.collective(kind, topo.ranks))
+    load = Counter((x.src, x.dst) for st in s.steps for x in st.sends)
+    # the busiest resource (a lane, or a switch port where there are switches) carries at most twice the
+    # average share: the trees do not pile up on a few links
+    if topo.switches:
+        shares = [sum(v for (u, w), v in load.items() if u in g.srcs and w in g.dsts) / g.bandwidth
+                  for g in topo.switches]
+    else:
+        shares = [load.get((l.src, l.dst), 0) / l.bandwidth for l in topo.links]
+    assert max(shares) <= 2 * sum(shares) / len(shares) + 1

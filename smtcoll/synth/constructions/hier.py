@@ -1,4 +1,5 @@
-"""Hierarchical collectives across nodes: inside each node along shortest-path trees, across the nodes
+"""Hierarchical collectives across nodes: inside each node along trees that balance the links' loads
+(`treepack.spanning_tree`, at most 2 hops deeper than the shortest path), across the nodes
 through their NICs, pipelined address by address (the list scheduler of `pipeline.py`), so that the NIC
 carries one address per step while the NVLink trees of the next addresses run beside it.
 
@@ -20,7 +21,8 @@ from smtcoll.msccl.runtime import MAX_STEPS
 from smtcoll.synth.constructions import rings as ringlib
 from smtcoll.synth.constructions.common import NotApplicable, kind
 from smtcoll.synth.constructions.pipeline import Plan, busiest_link, schedule_transfers
-from smtcoll.synth.constructions.trees import Gateways, bfs_tree, node_ranks
+from smtcoll.synth.constructions.trees import Gateways, node_ranks
+from smtcoll.synth.constructions.treepack import Loads, spanning_tree
 
 TARGET_ADDRESSES = 64  # addresses per buffer: enough to pipeline trees a few steps deep
 # transfers on one link at most: its thread block (one per peer and channel) holds MAX_STEPS["executor"]
@@ -59,21 +61,22 @@ def hier(topo: Topology, base: Collective) -> Schedule:
 def _plan(what: str, topo: Topology, coll: Collective, members: list[list[int]], gates: Gateways,
           node: list[int]) -> Plan:
     plan = Plan()
+    loads = Loads(topo)
     n, c = len(members), coll.chunk_factor
     if what == "allreduce":
         for a in range(c):
-            _allreduce_address(plan, topo, members, gates, a, a % n, a // n)
+            _allreduce_address(plan, loads, topo, members, gates, a, a % n, a // n)
         return plan
     for a in coll.addresses:
         owner = a // c
         if what == "allgather":
-            _allgather_address(plan, topo, members, gates, node, a, owner, a)
+            _allgather_address(plan, loads, topo, members, gates, node, a, owner, a)
         else:
-            _reducescatter_address(plan, topo, members, gates, node, a, owner, a)
+            _reducescatter_address(plan, loads, topo, members, gates, node, a, owner, a)
     return plan
 
 
-def _allreduce_address(plan: Plan, topo: Topology, members: list[list[int]], gates: Gateways, a: int,
+def _allreduce_address(plan: Plan, loads: Loads, topo: Topology, members: list[list[int]], gates: Gateways, a: int,
                        root_node: int, k: int) -> None:
     n = len(members)
     foreign: dict[int, list[int]] = {}
@@ -81,34 +84,34 @@ def _allreduce_address(plan: Plan, topo: Topology, members: list[list[int]], gat
         if j == root_node:
             continue
         s, g = gates.pick(j, root_node, k)
-        into_s = plan.reduce(a, bfs_tree(topo, members[j], s, a, inward=True), s)
+        into_s = plan.reduce(a, spanning_tree(topo, s, loads, True, members[j], slack=2), s)
         foreign.setdefault(g, []).append(plan.add(a, s, g, into_s))
     r = min(foreign) if foreign else members[root_node][0]
-    into_r = plan.reduce(a, bfs_tree(topo, members[root_node], r, a, inward=True), r, foreign)
+    into_r = plan.reduce(a, spanning_tree(topo, r, loads, True, members[root_node], slack=2), r, foreign)
     done = [*into_r, *foreign.get(r, [])]
-    arrival = plan.broadcast(a, bfs_tree(topo, members[root_node], r, a, inward=False), r, done)
+    arrival = plan.broadcast(a, spanning_tree(topo, r, loads, False, members[root_node], slack=2), r, done)
     for j in range(n):
         if j == root_node:
             continue
         s, g = gates.pick(root_node, j, k)
         deps = [arrival[s]] if s in arrival else done
         into_g = plan.add(a, s, g, deps)
-        plan.broadcast(a, bfs_tree(topo, members[j], g, a, inward=False), g, [into_g])
+        plan.broadcast(a, spanning_tree(topo, g, loads, False, members[j], slack=2), g, [into_g])
 
 
-def _allgather_address(plan: Plan, topo: Topology, members: list[list[int]], gates: Gateways, node: list[int],
+def _allgather_address(plan: Plan, loads: Loads, topo: Topology, members: list[list[int]], gates: Gateways, node: list[int],
                        a: int, owner: int, k: int) -> None:
     i = node[owner]
-    arrival = plan.broadcast(a, bfs_tree(topo, members[i], owner, a, inward=False), owner)
+    arrival = plan.broadcast(a, spanning_tree(topo, owner, loads, False, members[i], slack=2), owner)
     for j in range(len(members)):
         if j == i:
             continue
         s, g = gates.pick(i, j, k)
         into_g = plan.add(a, s, g, [arrival[s]] if s in arrival else [])
-        plan.broadcast(a, bfs_tree(topo, members[j], g, a, inward=False), g, [into_g])
+        plan.broadcast(a, spanning_tree(topo, g, loads, False, members[j], slack=2), g, [into_g])
 
 
-def _reducescatter_address(plan: Plan, topo: Topology, members: list[list[int]], gates: Gateways,
+def _reducescatter_address(plan: Plan, loads: Loads, topo: Topology, members: list[list[int]], gates: Gateways,
                            node: list[int], a: int, owner: int, k: int) -> None:
     i = node[owner]
     foreign: dict[int, list[int]] = {}
@@ -116,9 +119,9 @@ def _reducescatter_address(plan: Plan, topo: Topology, members: list[list[int]],
         if j == i:
             continue
         s, g = gates.pick(j, i, k)
-        into_s = plan.reduce(a, bfs_tree(topo, members[j], s, a, inward=True), s)
+        into_s = plan.reduce(a, spanning_tree(topo, s, loads, True, members[j], slack=2), s)
         foreign.setdefault(g, []).append(plan.add(a, s, g, into_s))
-    plan.reduce(a, bfs_tree(topo, members[i], owner, a, inward=True), owner, foreign)
+    plan.reduce(a, spanning_tree(topo, owner, loads, True, members[i], slack=2), owner, foreign)
 
 
 def node_topology(topo: Topology, ranks: list[int]) -> Topology:

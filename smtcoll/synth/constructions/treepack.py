@@ -14,6 +14,7 @@ reversed links, Allreduce an in-tree to the address's owner and an out-tree from
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from fractions import Fraction
 
 from smtcoll.model import Collective, Schedule, Topology
@@ -24,7 +25,7 @@ from smtcoll.synth.constructions.pipeline import Plan, busiest_link, schedule_tr
 TARGET_ADDRESSES = 64
 
 
-class _Loads:
+class Loads:
     def __init__(self, topo: Topology) -> None:
         self.topo = topo
         self.link: dict[tuple[int, int], int] = {}
@@ -44,15 +45,20 @@ class _Loads:
             self.group[g] += 1
 
 
-def spanning_tree(topo: Topology, root: int, loads: _Loads, inward: bool) -> dict[int, int]:
-    """rank -> parent: an out-tree from `root` (inward False) or an in-tree to it, grown greedily."""
+def spanning_tree(topo: Topology, root: int, loads: Loads, inward: bool,
+                  ranks: Sequence[int] | None = None, slack: int | None = None) -> dict[int, int]:
+    """rank -> parent: an out-tree from `root` (inward False) or an in-tree to it, grown greedily, over
+    `ranks` (default: all) and the links among them; with `slack`, no rank deeper than its distance from
+    the root plus `slack`."""
+    inside = set(range(topo.ranks) if ranks is None else ranks)
+    far = _distances(topo, root, inward, inside) if slack is not None else {}
     depth = {root: 0}
     parent: dict[int, int] = {}
-    while len(depth) < topo.ranks:
+    while len(depth) < len(inside):
         best = None
         for u in sorted(depth):
             for v in (topo.in_neighbors(u) if inward else topo.out_neighbors(u)):
-                if v in depth:
+                if v in depth or v not in inside or (slack is not None and depth[u] + 1 > far[v] + slack):
                     continue
                 link = (v, u) if inward else (u, v)
                 key = (loads.cost(*link), depth[u], u, v)
@@ -86,7 +92,7 @@ def treepack(topo: Topology, base: Collective) -> Schedule:
 
 def _plan(what: str, topo: Topology, coll: Collective) -> Plan:
     plan = Plan()
-    loads = _Loads(topo)
+    loads = Loads(topo)
     c = coll.chunk_factor
     root = coll.root or 0
     # interleave the roots (address order r*C + j -> j-major) so that every root's trees share the loads
@@ -106,3 +112,17 @@ def _plan(what: str, topo: Topology, coll: Collective) -> Plan:
             into = plan.reduce(a, spanning_tree(topo, owner, loads, inward=True), owner)
             plan.broadcast(a, spanning_tree(topo, owner, loads, inward=False), owner, into)
     return plan
+
+
+def _distances(topo: Topology, root: int, inward: bool, inside: set[int]) -> dict[int, int]:
+    dist = {root: 0}
+    frontier = [root]
+    while frontier:
+        nxt = []
+        for u in frontier:
+            for v in (topo.in_neighbors(u) if inward else topo.out_neighbors(u)):
+                if v in inside and v not in dist:
+                    dist[v] = dist[u] + 1
+                    nxt.append(v)
+        frontier = nxt
+    return dist
