@@ -51,7 +51,8 @@ def test_dgx1_splits_into_six_rings_using_every_nvlink() -> None:
 
 
 @pytest.mark.parametrize("name, nodes, count", [("dgx2", 1, 1), ("a100", 1, 1), ("ndv2", 2, 1), ("a100", 2, 1),
-                                                ("dgx2", 2, 1), ("ring:8", 1, 2), ("mi250", 1, 6)])
+                                                ("dgx2", 2, 1), ("ring:8", 1, 2), ("mi250", 1, 6),
+                                                ("mi250", 2, 6)])
 def test_rings_respect_lanes_switches_and_nodes(name: str, nodes: int, count: int) -> None:
     topo = _topo(name, nodes)
     rings = ringlib.find_rings(topo)

@@ -124,24 +124,6 @@ def _reducescatter_address(plan: Plan, loads: Loads, topo: Topology, members: li
     plan.reduce(a, spanning_tree(topo, owner, loads, True, members[i], slack=2), owner, foreign)
 
 
-def node_topology(topo: Topology, ranks: list[int]) -> Topology:
-    """The links and switch groups inside one node, renumbered 0..P-1 (for the ring search)."""
-    import attrs
-
-    from smtcoll.model import SwitchGroup
-
-    index = {r: i for i, r in enumerate(ranks)}
-    links = [attrs.evolve(l, src=index[l.src], dst=index[l.dst]) for l in topo.links
-             if l.src in index and l.dst in index]
-    groups = []
-    for g in topo.switches:
-        srcs = [index[r] for r in g.srcs if r in index]
-        dsts = [index[r] for r in g.dsts if r in index]
-        if srcs and dsts and set(g.srcs) <= set(index) and set(g.dsts) <= set(index):
-            groups.append(SwitchGroup(srcs, dsts, g.bandwidth, g.name))
-    return Topology(f"{topo.name}-node", len(ranks), links, groups)
-
-
 def hier2d(topo: Topology, base: Collective) -> Schedule:
     """Allreduce in two dimensions: ReduceScatter on rings inside every node (the same rings in every
     node), then the segment owners of equal local rank allreduce across the nodes on their own NICs
@@ -169,7 +151,7 @@ def hier2d(topo: Topology, base: Collective) -> Schedule:
                                     f"{(i + 1) % n}")
     sub = 1 if n == 2 or what == "allgather" else n  # pieces per segment for the ring across nodes
     intra_steps = 2 * (p - 1) * sub if what == "allreduce" else (p - 1) * n
-    local = ringlib.find_rings(node_topology(topo, members[0]), per_link=max(1, 64 // intra_steps))
+    local = ringlib.find_rings(ringlib.node_topology(topo, members[0]), per_link=max(1, 64 // intra_steps))
     if not local:
         raise NotApplicable(f"no ring inside a node of {topo.name}")
     k = len(local)
