@@ -18,6 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from smtcoll import library  # noqa: E402
 from smtcoll.proofs import Claim, write_certificate  # noqa: E402
+from smtcoll.proofs.throughput import write_throughput_certificate  # noqa: E402
 
 # (topology, collective, root, chunks C, max steps, max rounds, why it matters). The step budget with
 # an equal round budget is SCCL's least-steps instance (one round per step).
@@ -65,6 +66,15 @@ CLAIMS: list[tuple[str, str, int | None, int, int | None, int | None, str]] = [
     ("mesh2d:4x4", "allgather", None, 1, 7, 7, "least steps 8"),
 ]
 
+# Throughput certificates (`smtcoll bounds --certificate`): T(B) >= us_per_byte * B on the built-in machines,
+# the four collectives of the NCCL comparison; across nodes, the targets of issue 23 and the issue 24 Alltoall.
+THROUGHPUT: list[tuple[str, int, str]] = [
+    *[(m, 1, c) for m in ("dgx1", "ndv2", "dgx2", "a100", "mi250", "amd8")
+      for c in ("allgather", "reducescatter", "allreduce", "alltoall")],
+    ("ndv2", 2, "allgather"), ("ndv2", 2, "reducescatter"), ("ndv2", 2, "allreduce"), ("ndv2", 4, "allreduce"),
+    ("a100", 2, "allgather"), ("a100", 2, "alltoall"),
+]
+
 
 def main(out: Path) -> int:
     out.mkdir(parents=True, exist_ok=True)
@@ -77,6 +87,11 @@ def main(out: Path) -> int:
         path = write_certificate(Claim(steps, rounds), topo, coll, out)
         method = "smt" if path.with_suffix(".smt2").exists() else "bound"
         print(f"{path.name:<48} {method:<6} {time.perf_counter() - start:6.2f} s  {why}", flush=True)
+    for machine, nodes, collective in THROUGHPUT:
+        topo = library.topology(machine, nodes)
+        start = time.perf_counter()
+        path = write_throughput_certificate(topo, library.collective(collective, topo.ranks, None, 1), out)
+        print(f"{path.name:<48} {'time':<6} {time.perf_counter() - start:6.2f} s", flush=True)
     return 0
 
 

@@ -88,7 +88,9 @@ def recheck_throughput(witness: Any, topo: Topology, coll: Collective, gbps_per_
                 raise ModelError("witness", "no link enters the cut")
             return cut.us_per_byte
         if kind == "transfers":
-            t = tp.transfers_bound(topo, coll, r)
+            raw = witness["parts"]
+            parts = None if raw is None else tuple(tuple(int(x) for x in p) for p in raw)
+            t = tp.transfers_for(topo, coll, r, parts)
             if t is None:
                 raise ModelError("witness", "no transfers are needed")
             _same("transfers", witness["transfers"], t.transfers)

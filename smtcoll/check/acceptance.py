@@ -14,7 +14,7 @@ from smtcoll.msccl.program import RUNTIMES, Finding
 
 def accepted_ranks(findings: Iterable[Finding], ngpus: int) -> dict[str, dict[int, bool]]:
     """runtime -> rank -> accepted, for ranks 0..ngpus-1."""
-    out: dict[str, dict[int, bool]] = {r: {rank: True for rank in range(max(ngpus, 1))} for r in RUNTIMES}
+    out: dict[str, dict[int, bool]] = {r: dict.fromkeys(range(max(ngpus, 1)), True) for r in RUNTIMES}
     for f in findings:
         if not f.rejects:
             continue

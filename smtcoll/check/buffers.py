@@ -1,4 +1,5 @@
-"""Buffers and chunk geometry of one run: real sizes, in-place aliasing and initial contents (docs/msccl-format.md, "Buffers and chunk geometry" / "In place and out of place").
+"""Buffers and chunk geometry of one run: real sizes, in-place aliasing and initial contents
+(docs/msccl-format.md, "Buffers and chunk geometry" / "In place and out of place").
 
 All buffers are cut into chunks of the same size, `count * sizeMultiplier / nchunksperloop`. With C =
 nchunksperloop and N = ngpus, input and output hold C chunks, except that the input of allgather (and

@@ -53,13 +53,13 @@ def connect(gpus: Sequence[tuple[int, Sequence[tuple[int, int, int, int, int, li
             ids = [info[k][0] for k in keys]
             out.append(Finding("duplicate-connection", f"thread blocks {', '.join(map(str, ids))} of gpu {conn[0]} all "
                                f"send to gpu {conn[1]} on channel {conn[2]}: they would share one FIFO and its "
-                               "counters (one sending thread block per connection)", tb_where(keys[1])))
+                               "counters (one sending thread block per connection)", where=tb_where(keys[1])))
     for conn, keys in sorted(receivers.items()):
         if len(keys) > 1:
             ids = [info[k][0] for k in keys]
             out.append(Finding("duplicate-connection", f"thread blocks {', '.join(map(str, ids))} of gpu {conn[1]} all "
                                f"receive from gpu {conn[0]} on channel {conn[2]}: they would share one FIFO "
-                               "(one receiving thread block per connection)", tb_where(keys[1])))
+                               "(one receiving thread block per connection)", where=tb_where(keys[1])))
     for conn in sorted(set(senders) | set(receivers)):
         src, dst, chan = conn
         s_tbs, r_tbs = senders.get(conn, []), receivers.get(conn, [])
@@ -75,17 +75,17 @@ def connect(gpus: Sequence[tuple[int, Sequence[tuple[int, int, int, int, int, li
                     else f"the receiving thread block {info[r_tbs[0]][0]} of gpu {dst} has only {len(recvs)}")
             out.append(Finding("unmatched-send", f"{name}: {len(sends)} sends but {len(recvs)} receives ({what}); "
                                "the extra message stays in the FIFO and corrupts the next use",
-                               tb_where(s_tbs[0], step=t.first, line=t.line)))
+                               where=tb_where(s_tbs[0], step=t.first, line=t.line)))
         elif len(recvs) > len(sends):
             t = recvs[len(sends)]
             what = (f"gpu {src} has no thread block sending to gpu {dst} on channel {chan}" if not s_tbs
                     else f"the sending thread block {info[s_tbs[0]][0]} of gpu {src} has only {len(sends)}")
             out.append(Finding("unmatched-recv", f"{name}: {len(recvs)} receives but {len(sends)} sends ({what}); "
-                               "the extra receive waits forever", tb_where(r_tbs[0], step=t.first, line=t.line)))
+                               "the extra receive waits forever", where=tb_where(r_tbs[0], step=t.first, line=t.line)))
         for k, (s, r) in enumerate(zip(sends, recvs)):
             if s.cnt != r.cnt:
                 out.append(Finding("count-mismatch", f"{name}: message {k} is sent with cnt={s.cnt} (gpu {src} tb "
                                    f"{info[s_tbs[0]][0]} step {s.first}, line {s.line}) but received with cnt={r.cnt}",
-                                   tb_where(r_tbs[0], step=r.first, line=r.line)))
+                                   where=tb_where(r_tbs[0], step=r.first, line=r.line)))
                 break
     return Connections(senders, receivers), out

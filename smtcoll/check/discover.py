@@ -19,7 +19,7 @@ import glob
 import json
 import os
 import re
-from typing import Sequence
+from collections.abc import Sequence
 
 SUFFIXES = (".xml", ".json", ".csv")
 SNIFF_BYTES = 64 * 1024  # XML: the root element comes after at most this much prolog

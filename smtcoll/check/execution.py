@@ -3,14 +3,14 @@
 One pipeline iteration is enough (iterations touch disjoint slices of every chunk, docs/msccl-format.md, "Pipelining").
 Every thread block runs its transmissions in order; a transmission first waits for its dependencies
 (flags, see `transmissions.py`), then moves its `cnt` chunks one piece at a time through the FIFO of its
-connections. The worst case of the runtime's splitting is assumed: one FIFO message per chunk.
+connections, in FIFO messages of at most `split` chunks (the runtime's maxAllowedCount, `messages.py`).
 
 Why one simulation decides deadlock for every schedule: each thread block is deterministic and every
 condition it waits for (a flag reaching a value, a message in a FIFO, a free FIFO slot) stays true once
 true until that same thread block acts. The system is therefore confluent: if some order of execution
 blocks forever, every maximal order does. The FIFOs are bounded (capacity in messages: Simple 2, LL and
-LL128 8, docs/msccl-format.md, "Connections"); more capacity can only unblock, so when the bounded run deadlocks the run is
-repeated with unbounded FIFOs to tell the two kinds apart.
+LL128 8, docs/msccl-format.md, "Connections"); more capacity can only unblock, so when the bounded run
+deadlocks the run is repeated with unbounded FIFOs to tell the two kinds apart.
 
 Races are decided by happens-before over all schedules, not by the order this simulation happened to
 take. Happens-before is program order, dependency flags (the flagged transmission's end before the
@@ -30,10 +30,9 @@ import attrs
 
 from smtcoll.check.buffers import Geometry
 from smtcoll.check.transmissions import Transmission
-from smtcoll.msccl.program import Finding
+from smtcoll.findings import Finding
 
 Value = tuple[int, int] | None  # (contributions, contributions counted more than once); None: undefined
-MAX_PER_CODE = 20
 
 
 @attrs.frozen
@@ -88,40 +87,39 @@ def _reduce(a: Value, b: Value) -> Value:
 
 
 class _Findings:
+    """Every finding of the run, uncapped: the taint analysis judges each one (a finding whose value reaches
+    no output becomes a warning), and only then does the report cap them by code *and* severity, so that a
+    summary line keeps the severity of the findings it stands for. Each location is reported at most once,
+    so the list is bounded by the program's size."""
+
     def __init__(self, mode: str) -> None:
         self.out: list[Finding] = []
-        self.counts: dict[str, int] = {}
         self.mode = mode
 
     def add(self, code: str, message: str, **where: object) -> int:
-        """Record a finding; its index in `out`, or -1 when only counted."""
-        n = self.counts.get(code, 0) + 1
-        self.counts[code] = n
-        if n <= MAX_PER_CODE:
-            self.out.append(Finding(code, message, {"mode": self.mode, **where}))
-            return len(self.out) - 1
-        return -1
+        """Record a finding; its index in `out`."""
+        self.out.append(Finding(code, message, where={"mode": self.mode, **where}))
+        return len(self.out) - 1
 
     def close(self) -> list[Finding]:
-        for code, n in sorted(self.counts.items()):
-            if n > MAX_PER_CODE:
-                self.out.append(Finding(code, f"... and {n - MAX_PER_CODE} more {code} finding(s)", {"mode": self.mode}))
         return self.out
 
 
 def execute(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity: int | None,
-            initial: Mapping[int, Value] | None = None, data: bool = True, per_chunk: bool = False,
+            initial: Mapping[int, Value] | None = None, data: bool = True, split: int | None = None,
             timing: dict[tuple[int, int], tuple[float, float]] | None = None,
             rng: random.Random | None = None, seeds: dict[tuple[int, int], int] | None = None,
             outputs: frozenset[int] = frozenset()) -> ExecutionResult:
     """Run the program; `capacity` is the FIFO size in messages (None: unbounded), a message being one
-    step's transfer, or one chunk of it with `per_chunk` (the worst case of large buffers, where every chunk
-    of a step fills half the Simple FIFO). With `data`, also track values, accesses and races (otherwise
+    step's transfer, or with `split` (the runtime's maxAllowedCount at some buffer size, `messages.py`) each
+    piece of at most `split` chunks of it: split=1 is the worst case of large buffers, where every chunk of
+    a step fills half the Simple FIFO. With `data`, also track values, accesses and races (otherwise
     only progress, for the deadlock checks). `timing` maps a link (src, dst) to (latency, time per chunk)
     for the alpha-beta estimate: a link carries one chunk at a time, in the order of this run. With `rng`,
     thread blocks are interleaved at random, one chunk at a time (for testing that results do not depend
     on the order when no race is reported)."""
     geo = geometry
+    per_message = split if split is not None else 1 << 30  # chunks per FIFO message (cnt < 2^16)
     report = _Findings(geo.mode)
     by_rank: dict[int, dict[int, _Tb]] = {}
     states: list[_Tb] = []
@@ -246,17 +244,19 @@ def execute(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity
             rank, name = geo.name(loc)
             loc_bits[loc] = new_bit(-2, "read-before-write")
             seed(loc_bits[loc], (st.uid, st.pc))
-            taint_findings[loc_bits[loc]] = (report.add("read-before-write", f"tb {st.tb_id} step {tr.first} reads {name} on gpu {rank} before anything "
-                                            "was written there (uninitialized data)",
-                       gpu=rank, tb=st.tb_id, step=tr.first, line=tr.line), "read-before-write")
+            index = report.add("read-before-write", f"tb {st.tb_id} step {tr.first} reads {name} on gpu {rank} before "
+                               "anything was written there (uninitialized data)",
+                               gpu=rank, tb=st.tb_id, step=tr.first, line=tr.line)
+            taint_findings[loc_bits[loc]] = (index, "read-before-write")
         return v
 
     def dup_check(st: _Tb, tr: Transmission, prior: int, after: Value) -> None:
         if after is not None and after[1] & ~prior:
             seed(new_bit(-2, "double-count"), (st.uid, st.pc))
-            taint_findings[-1] = (report.add("double-count", f"tb {st.tb_id} step {tr.first} on gpu {st.rank} adds contributions that are "
-                                       "already part of the value (a reduction counted twice)",
-                       gpu=st.rank, tb=st.tb_id, step=tr.first, line=tr.line), "double-count")
+            index = report.add("double-count", f"tb {st.tb_id} step {tr.first} on gpu {st.rank} adds contributions "
+                               "that are already part of the value (a reduction counted twice)",
+                               gpu=st.rank, tb=st.tb_id, step=tr.first, line=tr.line)
+            taint_findings[-1] = (index, "double-count")
 
     def run(st: _Tb) -> None:
         nonlocal done_trans, messages
@@ -300,7 +300,8 @@ def execute(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity
                         st.blocked = "sends on a channel without a connection"
                         return
                     fout = fifos.setdefault(st.send_conn, deque())
-                    if capacity is not None and (per_chunk or st.piece == 0) and in_flight.get(st.send_conn, 0) >= capacity:
+                    full = capacity is not None and in_flight.get(st.send_conn, 0) >= capacity
+                    if full and st.piece % per_message == 0:
                         st.blocked = (f"waits for a free FIFO slot to gpu {st.send_conn[1]} on channel "
                                       f"{st.send_conn[2]} (capacity {capacity})")
                         send_waiters.setdefault(st.send_conn, []).append(st)
@@ -313,7 +314,7 @@ def execute(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity
                     st.know |= k
                     if arrival > st.time:
                         st.time = arrival
-                    if last or per_chunk:
+                    if last:  # the last piece of its message frees the message's slots
                         in_flight[st.recv_conn] -= 1
                         wake(send_waiters, st.recv_conn)
                 outgoing: Value = None
@@ -345,8 +346,8 @@ def execute(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity
                         depart = max(st.time, link_free.get(link, 0.0))
                         link_free[link] = st.time = depart + per
                         arrival = depart + per + alpha
-                    fout.append((outgoing, k, st.piece == tr.cnt, arrival, tout))
-                    if per_chunk or st.piece == 1:
+                    fout.append((outgoing, k, st.piece == tr.cnt or st.piece % per_message == 0, arrival, tout))
+                    if (st.piece - 1) % per_message == 0:
                         in_flight[st.send_conn] = in_flight.get(st.send_conn, 0) + 1
                     messages += 1
                     wake(recv_waiters, st.send_conn)
@@ -404,7 +405,10 @@ def _first_flag(flags: list, deps: int) -> tuple[int, float] | None:
     return None
 
 
-def _accesses(st: _Tb, tr: Transmission, geo: Geometry, report: _Findings) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
+Access = tuple[tuple[int, ...], tuple[int, ...]]  # (locations read, locations written) of one piece
+
+
+def _accesses(st: _Tb, tr: Transmission, geo: Geometry, report: _Findings) -> list[Access]:
     """(reads, writes) locations of each piece; out-of-bounds offsets are reported here."""
     t = tr.type
     reads_src = t in ("s", "rrs", "rrc", "rrcs", "cpy", "re")
@@ -418,8 +422,8 @@ def _accesses(st: _Tb, tr: Transmission, geo: Geometry, report: _Findings) -> li
             for off in offs:
                 if off < 0 or off + tr.cnt > size:
                     report.add("out-of-bounds", f"tb {st.tb_id} step {tr.first} on gpu {rank} touches {buf}[{off}.."
-                                                f"{off + tr.cnt - 1}] but the {geo.mode} {buf} buffer has {size} chunk(s) "
-                                                f"for coll={geo.coll} (nchunksperloop={geo.chunks})",
+                                                f"{off + tr.cnt - 1}] but the {geo.mode} {buf} buffer has {size} "
+                                                f"chunk(s) for coll={geo.coll} (nchunksperloop={geo.chunks})",
                                gpu=rank, tb=st.tb_id, step=tr.first, line=tr.line)
     pieces = []
     for c in range(tr.cnt):
@@ -431,7 +435,7 @@ def _accesses(st: _Tb, tr: Transmission, geo: Geometry, report: _Findings) -> li
             dst = geo.loc(rank, tr.dstbuf, tr.dstoff + c)
             writes = (dst,)
             if t == "re":
-                reads = (dst,) + reads
+                reads = (dst, *reads)
         pieces.append((reads, writes))
     return pieces
 

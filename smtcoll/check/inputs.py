@@ -15,11 +15,12 @@ from smtcoll.model.timed import BoundFn
 
 
 def check_input_file(path: str, fmt: str = "auto", topology: Topology | None = None,
-                     bound: BoundFn | None = None) -> Report:
+                     bound: BoundFn | None = None, max_bytes: int | None = None) -> Report:
     """Unreadable input gives an `unusable` report. `topology` replaces the file's own (step schedules,
-    TACCL) or supplies the one the format lacks (TE-CCL, ForestColl, transfer logs)."""
+    TACCL) or supplies the one the format lacks (TE-CCL, ForestColl, transfer logs); `max_bytes` is
+    the size limit (`verify --max-bytes`; default the schedule readers' MAX_SCHEDULE_BYTES)."""
     try:
-        found, schedule = read_input(path, fmt, topology)
+        found, schedule = read_input(path, fmt, topology, max_bytes)
     except SmtcollError as e:
         return Report(path, violations=[Violation("unusable", str(e), "error")], unusable=True,
                       format=None if fmt == "auto" else fmt)

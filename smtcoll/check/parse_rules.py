@@ -1,4 +1,5 @@
-"""The parse-time rules of both MSCCL runtimes (docs/msccl-format.md, "Elements" / "Buffers and chunk geometry" / "In place and out of place" / "Step types" / "Dependencies"), per runtime.
+"""The parse-time rules of both MSCCL runtimes (docs/msccl-format.md, "Elements" / "Buffers and chunk geometry" /
+"In place and out of place" / "Step types" / "Dependencies"), per runtime.
 
 Each rule yields a `Finding` whose `rejects` names the runtimes that refuse the file (`parse-rule`), or,
 for what the runtimes accept but then execute wrongly (channel 32, peers out of range, `depid` > 127,
@@ -8,11 +9,25 @@ offsets beyond `int16_t`), an error with its own code and no rejection.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
-from smtcoll.msccl.program import (BUFFERS, RECV_TYPES, SEND_TYPES, STEP_ATTRS, STEP_TYPES, Finding, Program,
-                                   ThreadBlock)
-from smtcoll.msccl.runtime import (EXEC, LEGACY, MAX_CHANNELS, MAX_COUNT, MAX_DEPID, MAX_INT16, MAX_NODES,
-                                   MAX_REDUCE_FUSION, MAX_STEPS, MAX_SUBS, MAX_TBS, MAX_TBS_PER_CHANNEL, PROTOCOLS)
+from smtcoll.msccl.program import BUFFERS, RECV_TYPES, SEND_TYPES, STEP_ATTRS, STEP_TYPES, Finding, Program, ThreadBlock
+from smtcoll.msccl.runtime import (
+    EXEC,
+    LEGACY,
+    MAX_CHANNELS,
+    MAX_COUNT,
+    MAX_DEPID,
+    MAX_INT16,
+    MAX_NODES,
+    MAX_REDUCE_FUSION,
+    MAX_STEPS,
+    MAX_SUBS,
+    MAX_TBS,
+    MAX_TBS_PER_CHANNEL,
+    PROTOCOLS,
+)
+from smtcoll.vocabulary import Severity
 
 BOTH = frozenset({EXEC, LEGACY})
 ONLY_EXEC, ONLY_LEGACY = frozenset({EXEC}), frozenset({LEGACY})
@@ -30,11 +45,11 @@ CHECK_DST = frozenset({"r", "rcs", "rrcs", "cpy", "re"})
 
 
 def _f(message: str, rejects: frozenset[str], code: str = "parse-rule", **where: object) -> Finding:
-    return Finding(code, message, where, rejects)
+    return Finding(code, message, where=where, rejects=rejects)
 
 
-def _err(code: str, message: str, severity: str = "error", **where: object) -> Finding:
-    return Finding(code, message, where, frozenset(), severity)
+def _err(code: str, message: str, severity: Severity = "error", **where: object) -> Finding:
+    return Finding(code, message, where=where, rejects=frozenset(), severity=severity)
 
 
 def is_complete(program: Program) -> bool:
@@ -131,7 +146,7 @@ def _gpu_rules(p: Program) -> Iterator[Finding]:
     mul_in = ngpus if p.coll == "allgather" else 1
     mul_out = ngpus if p.coll in ("reduce_scatter", "reducescatter") else 1
     for g in p.gpus:
-        where = {"gpu": g.id, "line": g.line}
+        where: dict[str, Any] = {"gpu": g.id, "line": g.line}
         missing = [n for n, v in (("id", g.id), ("i_chunks", g.i_chunks), ("o_chunks", g.o_chunks),
                                   ("s_chunks", g.s_chunks)) if v is None]
         if missing:
@@ -172,7 +187,7 @@ def _tb_rules(p: Program, gpu: int | None, tbs: tuple[ThreadBlock, ...],
     over: set[tuple[int, str]] = set()
     sizes = dict(zip(BUFFERS, declared))
     for tb in tbs:
-        where = {"gpu": gpu, "tb": tb.id, "line": tb.line}
+        where: dict[str, Any] = {"gpu": gpu, "tb": tb.id, "line": tb.line}
         missing = [n for n, v in (("id", tb.id), ("send", tb.send), ("recv", tb.recv), ("chan", tb.chan)) if v is None]
         if missing:
             yield _f(f"<tb> lacks {', '.join(missing)}", BOTH, **where)
@@ -180,7 +195,8 @@ def _tb_rules(p: Program, gpu: int | None, tbs: tuple[ThreadBlock, ...],
             rejects = frozenset(r for r in (EXEC, LEGACY) if not 0 <= tb.id < MAX_TBS[r])
             if rejects:
                 yield _f(f"thread block id {tb.id} is outside the range of the {' and '.join(sorted(rejects))} "
-                         f"runtime (0..{MAX_TBS[LEGACY] - 1} legacy, 0..{MAX_TBS[EXEC] - 1} executor)", rejects, **where)
+                         f"runtime (0..{MAX_TBS[LEGACY] - 1} legacy, 0..{MAX_TBS[EXEC] - 1} executor)", rejects,
+                         **where)
             elif tb.id in ids:
                 yield _f(f"thread block id {tb.id} is used twice on gpu {gpu} (lines {ids[tb.id]} and {tb.line})",
                          BOTH, **where)
@@ -210,10 +226,12 @@ def _tb_rules(p: Program, gpu: int | None, tbs: tuple[ThreadBlock, ...],
         has_send = any(op.type in SEND_TYPES for op in tb.steps)
         has_recv = any(op.type in RECV_TYPES for op in tb.steps)
         if tb.chan is not None:
-            for kind, count, has, peer in (("send", senders, has_send, tb.send), ("recv", receivers, has_recv, tb.recv)):
+            roles = (("send", senders, has_send, tb.send), ("recv", receivers, has_recv, tb.recv))
+            for kind, count, has, peer in roles:
                 if has and count.get(tb.chan, 0) >= MAX_TBS_PER_CHANNEL and (tb.chan, kind) not in over:
-                    yield _f(f"more than {MAX_TBS_PER_CHANNEL} thread blocks with a {kind} peer on channel {tb.chan} of "
-                             f"gpu {gpu} (MSCCL_MAX_NUM_THREAD_BLOCKS_PER_CHANNEL): too many {kind}s per channel",
+                    yield _f(f"more than {MAX_TBS_PER_CHANNEL} thread blocks with a {kind} peer on channel "
+                             f"{tb.chan} of gpu {gpu} (MSCCL_MAX_NUM_THREAD_BLOCKS_PER_CHANNEL): too many {kind}s "
+                             "per channel",
                              BOTH, **where)
                     over.add((tb.chan, kind))  # the runtime stops at the first; report it once
                 if peer is not None and peer >= 0:
@@ -236,7 +254,7 @@ def _step_rules(gpu: int | None, tb: ThreadBlock, sizes: dict[str, int | None],
     fusing: tuple[str | None, int | None, str | None] | None = None  # (dstbuf, dstoff, srcbuf) of an open fusion
     reductions = 0  # the parser's numReductions counts every `re` of the thread block
     for index, op in enumerate(tb.steps):
-        where = {"gpu": gpu, "tb": tb.id, "step": index, "line": op.line}
+        where: dict[str, Any] = {"gpu": gpu, "tb": tb.id, "step": index, "line": op.line}
         missing = [a for a, v in zip(STEP_ATTRS, (op.s, op.type, op.srcbuf, op.srcoff, op.dstbuf, op.dstoff, op.cnt,
                                                   op.depid, op.deps, op.hasdep)) if v is None]
         if missing:
@@ -345,7 +363,7 @@ def _fusion_rules(gpu: int | None, tb: ThreadBlock, fused: list[tuple[int, int, 
     srcs[MSCCL_MAX_REDUCE_FUSION + 1] past its end. With Simple, a 16-source fusion loses the destination's
     own value: the kernel appends the destination as a 17th source and the reduction stops at 16."""
     for n, first, line in fused:
-        where = {"gpu": gpu, "tb": tb.id, "step": first, "line": line}
+        where: dict[str, Any] = {"gpu": gpu, "tb": tb.id, "step": first, "line": line}
         if n > MAX_REDUCE_FUSION:
             yield _err("fusion-overflow", f"{n} consecutive re steps into the same chunk are fused into one "
                        f"reduction (the parser only cuts a chain when the thread block's running count of reductions "

@@ -1,4 +1,5 @@
-"""What the output buffers must hold at the end, per collective (docs/msccl-format.md, "Buffers and chunk geometry"), with exact multiplicities.
+"""What the output buffers must hold at the end, per collective (docs/msccl-format.md, "Buffers and chunk
+geometry"), with exact multiplicities.
 
 A value is the set of input chunks (contributions) summed into it plus the set of those counted more
 than once; the postcondition of every output chunk is an exact set with nothing counted twice. With

@@ -14,29 +14,30 @@ from typing import Any
 
 import attrs
 
-from smtcoll.check import buffers, postconditions, topology_cost
+from smtcoll.check import buffers, messages, postconditions, topology_cost
 from smtcoll.check.connections import connect
 from smtcoll.check.execution import TbInput, execute
 from smtcoll.check.parse_rules import BOTH, is_complete, is_executable, parse_rule_findings
 from smtcoll.check.report import Report, Violation
 from smtcoll.check.transmissions import Transmission, lower
 from smtcoll.errors import InputError, SmtcollError
+from smtcoll.findings import MAX_LISTED, capped, summary
 from smtcoll.model import Collective, Topology
-from smtcoll.specs import resolve_collective
 from smtcoll.msccl.program import RUNTIMES, Finding, Program
 from smtcoll.msccl.reader import Limits, ReadResult, read_program
 from smtcoll.msccl.runtime import FIFO_MESSAGES, LEGACY_DEFAULT_MAX_BYTES
+from smtcoll.specs import resolve_collective
+from smtcoll.vocabulary import Severity
 
 MAX_RANKS = 4096  # the runtimes' readers cannot hold more <gpu> elements in one parse anyway
 MAX_CHUNKS = 1 << 16  # offsets are int16_t: no program can touch more chunks of a buffer
 MAX_LOCATIONS = 1 << 22
-MAX_LISTED = 20
 MAX_ROOT_WORK = 1 << 22  # ngpus x (output chunks of every rank) when every root is checked
 
 
-def check_program_file(path: str | os.PathLike[str], *, runtime: str = "any", collective: Collective | str | None = None,
-                       root: int | None = None, topology: Topology | None = None,
-                       max_bytes: int | None = None, limits: Limits | None = None,
+def check_program_file(path: str | os.PathLike[str], *, runtime: str = "any",
+                       collective: Collective | str | None = None, root: int | None = None,
+                       topology: Topology | None = None, max_bytes: int | None = None, limits: Limits | None = None,
                        chunks: int | None = None, strict: bool = False) -> Report:
     """Read and check one XML file; unusable input gives an `unusable` report, never an exception.
     `chunks`: chunks per input of a `.toml` collective spec (default: 1, split to fit the buffers)."""
@@ -92,21 +93,21 @@ def check_program(result: ReadResult, file: str, *, runtime: str = "any", collec
     if collective is not None and not isinstance(collective, str):
         if collective.ranks != p.ngpus:
             findings.append(Finding("collective-mismatch", f"--collective has {collective.ranks} ranks but the "
-                                    f"program has ngpus={p.ngpus}", {"line": p.line}))
+                                    f"program has ngpus={p.ngpus}", where={"line": p.line}))
             collective = None
         else:
             if chunks is None:
                 collective = _fit(collective, p)
             mismatch = _buffer_mismatch(collective, p, chunks)
             if mismatch:
-                findings.append(Finding("collective-mismatch", mismatch, {"line": p.line}))
+                findings.append(Finding("collective-mismatch", mismatch, where={"line": p.line}))
                 collective = None
     if not is_complete(p) or not is_executable(p):
         # never an `ok` without the semantic checks: an error unless the reasons above are errors already
         refused = any(f.rejects >= selected or (not f.rejects and f.severity == "error") for f in findings)
         findings.append(Finding("not-checked", "the program lacks required attributes or has values out of the "
                                 "runtimes' ranges (see above): the semantic checks (deadlock, races, postcondition) "
-                                "were not run", {"line": p.line}, severity="info" if refused else "error"))
+                                "were not run", where={"line": p.line}, severity="info" if refused else "error"))
     elif _sizes_ok(p, findings):
         findings += _semantics(p, selected, collective, root, topology, metrics, strict)
     return _report(file, p, findings, selected, metrics, coll_name)
@@ -168,7 +169,7 @@ def _sizes_ok(p: Program, findings: list[Finding]) -> bool:
     if p.ngpus > MAX_RANKS or p.nchunksperloop > MAX_CHUNKS or p.ngpus * p.nchunksperloop > MAX_LOCATIONS:
         findings.append(Finding("limit", f"ngpus={p.ngpus}, nchunksperloop={p.nchunksperloop}: too large for a "
                                 "program the runtimes can hold (at most 4096 XML nodes per rank, int16_t offsets); "
-                                "not checked further", {"line": p.line}))
+                                "not checked further", where={"line": p.line}))
         return False
     return True
 
@@ -196,7 +197,7 @@ def _semantics(p: Program, selected: frozenset[str], collective: Collective | st
     missing = [r for r in range(p.ngpus) if r not in ranks]
     if missing:
         out.append(Finding("missing-gpu", f"rank(s) {_few(missing)} have no <gpu> element: they run no thread block",
-                           {"line": p.line}, severity="info"))
+                           where={"line": p.line}, severity="info"))
     _, conn_findings = connect(per_rank, p.nchannels)
     out += conn_findings
     out += _dependency_findings(tbs)
@@ -219,16 +220,17 @@ def _semantics(p: Program, selected: frozenset[str], collective: Collective | st
         elif geo_coll not in postconditions.ROOTED and p.nchunksperloop % p.ngpus and (
                 geo_coll in buffers.SPLIT_INPUT | buffers.SPLIT_OUTPUT | {"alltoall"}):
             out.append(Finding("postcondition", f"nchunksperloop={p.nchunksperloop} is not a multiple of ngpus="
-                               f"{p.ngpus}: {geo_coll} cannot be cut into equal per-rank shares", {"line": p.line}))
+                               f"{p.ngpus}: {geo_coll} cannot be cut into equal per-rank shares",
+                               where={"line": p.line}))
             why_unchecked = "-"
     if why_unchecked and why_unchecked != "-":
-        out.append(Finding("postcondition-unchecked", why_unchecked, {"line": p.line}, severity="warning"))
+        out.append(Finding("postcondition-unchecked", why_unchecked, where={"line": p.line}, severity="warning"))
 
     load_timing = None
     if topology is not None:
         if topology.ranks != p.ngpus:
             out.append(Finding("topology", f"topology {topology.name!r} has {topology.ranks} ranks, the program "
-                               f"{p.ngpus}", {"line": p.line}))
+                               f"{p.ngpus}", where={"line": p.line}))
         else:
             link_findings, load = topology_cost.link_load(tbs, topology, p.nchannels)
             out += link_findings
@@ -243,7 +245,7 @@ def _semantics(p: Program, selected: frozenset[str], collective: Collective | st
         all_roots = False
         why_unchecked = (f"{geo_coll} without --root: {p.ngpus} roots are too many to check each; give --root "
                          "to check its postcondition (only the structural checks were run)")
-        out.append(Finding("postcondition-unchecked", why_unchecked, {"line": p.line}, severity="warning"))
+        out.append(Finding("postcondition-unchecked", why_unchecked, where={"line": p.line}, severity="warning"))
     good_roots = set(range(p.ngpus)) if all_roots else set()
     root_failures: list[Finding] = []
     capacity = FIFO_MESSAGES.get(p.proto or "", 2)
@@ -271,10 +273,8 @@ def _semantics(p: Program, selected: frozenset[str], collective: Collective | st
             else:
                 run_findings.append(_deadlock(run.blocked, geo.mode, capacity, p.proto))
         else:
-            if first == 0 and any(tr.cnt > 1 for t in tbs for tr in t.trans):
-                worst = execute(tbs, geo, p.nchannels, capacity, initial, data=False, per_chunk=True)
-                if worst.deadlock:
-                    run_findings.append(_per_chunk_deadlock(p, geo.mode, worst.blocked, capacity))
+            if first == 0:
+                run_findings += _split_deadlocks(p, tbs, geo, capacity, initial)
         if not run.deadlock and first == 0 and load_timing is not None:
             timed = execute(tbs, geo, p.nchannels, capacity, initial, data=False, timing=load_timing[0])
             unit = load_timing[1]
@@ -289,15 +289,14 @@ def _semantics(p: Program, selected: frozenset[str], collective: Collective | st
                 if post:
                     good_roots.discard(r)
                     if r == 0:
-                        root_failures += [Finding(code, f"root 0: {message}", {"mode": geo.mode, "gpu": rank})
+                        root_failures += [Finding(code, f"root 0: {message}", where={"mode": geo.mode, "gpu": rank})
                                           for code, message, rank in post]
         elif not run.deadlock and exp is not None:
             post, wrong = postconditions.check(geo, exp, run.memory, MAX_LISTED)
             for code, message, rank in post:
-                run_findings.append(Finding(code, message, {"mode": geo.mode, "gpu": rank}))
-            if wrong > MAX_LISTED:
-                run_findings.append(Finding("postcondition", f"... and {wrong - MAX_LISTED} more wrong output "
-                                            "chunks", {"mode": geo.mode}))
+                run_findings.append(Finding(code, message, where={"mode": geo.mode, "gpu": rank}))
+            if wrong > len(post):  # the rest were counted, not listed (messages cost time on 2^22 chunks)
+                run_findings.append(summary("postcondition", "error", wrong - len(post)))
         for f in run_findings:
             key = (f.code, f.message)
             if f.code == "deadlock" and any(k[0] == "deadlock" for k in seen):
@@ -309,10 +308,10 @@ def _semantics(p: Program, selected: frozenset[str], collective: Collective | st
         if good_roots:
             out.append(Finding("postcondition-roots", f"no --root given: the output is correct as a {geo_coll} with "
                                f"root {_few(sorted(good_roots))} (every root was checked; give --root to pin one)",
-                               {"line": p.line}, severity="info"))
+                               where={"line": p.line}, severity="info"))
         else:
             out.append(Finding("postcondition", f"no --root given, and the output is not a correct {geo_coll} for any "
-                               f"of the {p.ngpus} possible roots (the listing shows root 0)", {"line": p.line}))
+                               f"of the {p.ngpus} possible roots (the listing shows root 0)", where={"line": p.line}))
             out += root_failures
     return out
 
@@ -334,70 +333,100 @@ def _judge_by_output(run: Any, findings: list[Finding], tbs: list[TbInput], geo:
             continue
         f = findings[index]
         findings[index] = Finding(DEAD[code], f"{f.message}; the value it touches never reaches an output chunk in "
-                                  "any execution, so the result is right", f.where,
+                                  "any execution, so the result is right", where=f.where,
                                   severity="error" if strict else "warning")
 
 
-# Default NCCL buffer sizes per protocol (NCCL_BUFFSIZE, NCCL_LL_BUFFSIZE, NCCL_LL128_BUFFSIZE can change them)
-BUFFSIZE = {"Simple": 1 << 22, "LL": 8 * 512 * 8 * 16, "LL128": 120 * 640 * 8 * 8}
-NCCL_STEPS = 8
-SLOW_CHUNKSTEPS = frozenset({"broadcast", "reduce"})  # BROADCAST_/REDUCE_CHUNKSTEPS = 1, the others NCCL_STEPS/2
-
-
 def per_chunk_threshold(p: Program) -> int | None:
-    """The buffer size above which the executor sends every chunk of a multi-chunk step as its own message:
-    `maxAllowedCount = max(1, chunkEffectiveSize / ceil(nBytes / nchunksperloop))` is 1 exactly when
-    nBytes > nchunksperloop * floor(chunkEffectiveSize / 2) (msccl_setup.cc, mscclSetupCount)."""
-    if p.proto not in BUFFSIZE or not p.nchunksperloop:
+    """The buffer size above which every chunk of a multi-chunk step is its own message (maxAllowedCount
+    = 1: nBytes > nchunksperloop * floor(chunkEffectiveSize / 2), `messages.py`)."""
+    effective = messages.effective_chunk_size(p.proto, p.coll)
+    if effective is None or not p.nchunksperloop:
         return None
-    step = BUFFSIZE[p.proto] // NCCL_STEPS
-    if p.proto == "Simple":
-        effective = step * (1 if p.coll in SLOW_CHUNKSTEPS else NCCL_STEPS // 2)
-    elif p.proto == "LL":
-        effective = step // 2
-    else:
-        effective = (step // 16) * 15  # LL128: 15 data elements per 16-element line
     return p.nchunksperloop * (effective // 2)
 
 
-def _per_chunk_deadlock(p: Program, mode: str, blocked: list[tuple[int, int, int, int, str]],
-                        capacity: int) -> Finding:
-    """A deadlock that happens only when chunks are their own messages: an error when every size the file is
-    selected for is in that regime (minBytes above the threshold), else a warning naming the sizes."""
-    f = _deadlock(blocked, mode, capacity, p.proto, per_chunk=True)
-    threshold = per_chunk_threshold(p)
+def _size_range(p: Program) -> tuple[int, int | None]:
+    """The buffer sizes the file is selected for: minBytes..maxBytes; the legacy runtime's default maxBytes
+    when the file has none; no upper end for the executor's maxBytes=0."""
     low = p.min_bytes or 0
     high = p.max_bytes if p.max_bytes is not None else LEGACY_DEFAULT_MAX_BYTES
-    unbounded = p.dialect == "executor" and high == 0
-    if threshold is None:
-        return Finding("fifo-capacity", f.message, f.where, severity="warning")
-    if low > threshold:
-        return Finding("deadlock", f"{f.message}. minBytes={low} puts every size the file is selected for in that "
-                       f"regime (nBytes > {threshold} with the default NCCL buffer sizes): it deadlocks at every "
-                       "size it runs", f.where)
-    if not unbounded and high <= threshold + 1:
-        return Finding("fifo-capacity", f"{f.message}. Not at the sizes the file is selected for (maxBytes={high} "
-                       f"<= {threshold + 1}, with the default NCCL buffer sizes)", f.where, severity="info")
-    top = "with no upper limit" if unbounded else f"up to maxBytes={high}"
-    return Finding("fifo-capacity", f"{f.message}. It deadlocks for buffers over {threshold} bytes ({top}), with "
-                   "the default NCCL buffer sizes", f.where, severity="warning")
+    return low, (None if p.dialect == "executor" and high == 0 else high)
+
+
+def _split_deadlocks(p: Program, tbs: list[TbInput], geo: buffers.Geometry, capacity: int,
+                     initial: Any) -> list[Finding]:
+    """Deadlocks of the message counts the runtime uses at the sizes the file is selected for: one run per
+    distinct way the program's transmissions split (maxAllowedCount below the largest cnt; above it every
+    transmission is one message, the main run). A deadlock at every selectable size is an error; at only
+    some of them a warning naming those sizes (`fifo-capacity`: the file works at the others, and real
+    MSCCLang programs such as recursive doubling-halving deadlock only in a band of sizes). When none is,
+    the per-chunk regime of larger buffers (maxAllowedCount = 1) is tried too, and a deadlock there is a
+    note (`fifo-capacity`, info): the file is not selected for those sizes."""
+    nchannels = p.nchannels
+    assert nchannels is not None  # checked before the semantic checks
+    counts = sorted({tr.cnt for t in tbs for tr in t.trans if tr.sends or tr.receives})
+    effective = messages.effective_chunk_size(p.proto, p.coll)
+    if not counts or counts[-1] <= 1 or effective is None or not p.nchunksperloop:
+        return []
+    low, high = _size_range(p)
+    tried: dict[tuple[int, ...], Any] = {}
+
+    def deadlocks(split: int) -> Any:
+        """The run that deadlocks at this split, or None; one run per distinct message count of the cnts."""
+        key = tuple(messages.messages(c, split) for c in counts)
+        if key not in tried:
+            run = execute(tbs, geo, nchannels, capacity, initial, data=False, split=split)
+            tried[key] = run if run.deadlock else None
+        return tried[key]
+
+    selected = messages.regimes(effective, p.nchunksperloop, low, high)
+    bad: list[tuple[messages.Regime, Any]] = []
+    for regime in selected:
+        if regime.count < counts[-1]:  # at or above the largest cnt every transmission is one message: the main run
+            run = deadlocks(regime.count)
+            if run is not None:
+                bad.append((regime, run))
+    if bad:
+        regime, run = bad[0]
+        f = _deadlock(run.blocked, geo.mode, capacity, p.proto, split=regime.count)
+        sizes = ", ".join(f"{r.sizes()} (maxAllowedCount {r.count})" for r, _ in bad)
+        if len(bad) == len(selected):
+            return [Finding("deadlock", f"{f.message}. It deadlocks at every size the file is selected for: {sizes}, "
+                            "with the default NCCL buffer sizes", where=f.where)]
+        return [Finding("fifo-capacity", f"{f.message}. It deadlocks for buffers of {sizes}, with the default NCCL "
+                        "buffer sizes; it completes at the other sizes the file is selected for", where=f.where,
+                        severity="warning")]
+    threshold = per_chunk_threshold(p)
+    run = deadlocks(1)
+    if run is None or threshold is None:
+        return []
+    f = _deadlock(run.blocked, geo.mode, capacity, p.proto, split=1)
+    top = f"maxBytes={high}" if high is not None else "no upper limit"
+    return [Finding("fifo-capacity", f"{f.message}. Not at the sizes the file is selected for (minBytes={low}, "
+                    f"{top}; every chunk is its own message only over {threshold} bytes, with the default NCCL "
+                    "buffer sizes)", where=f.where, severity="info")]
 
 
 def _deadlock(blocked: list[tuple[int, int, int, int, str]], mode: str, capacity: int | None,
-              proto: str | None, per_chunk: bool = False) -> Finding:
+              proto: str | None, split: int | None = None) -> Finding:
     first = blocked[0]
     listing = "; ".join(f"gpu {r} tb {t} step {s} (line {ln}) {why}" for r, t, s, ln, why in blocked[:6])
     more = f"; and {len(blocked) - 6} more" if len(blocked) > 6 else ""
-    if per_chunk:
+    if split == 1:
         kind = (f"when every chunk of a multi-chunk step is its own FIFO message (large buffers) and the {proto} "
-                f"FIFO holds {capacity} of them; with smaller buffers (one message per step) it completes")
+                f"FIFO holds {capacity} of them")
+    elif split is not None:
+        kind = (f"when a multi-chunk step is sent as messages of at most {split} chunks and the {proto} FIFO "
+                f"holds {capacity} of them")
     elif capacity is None:
         kind = "with unbounded FIFOs (it never completes whatever the order)"
     else:
         kind = (f"with the bounded FIFOs of the {proto} protocol ({capacity} messages per connection); it completes "
                 "only with unbounded FIFOs")
-    return Finding("deadlock", f"{'possible ' if per_chunk else ''}deadlock {kind}: {len(blocked)} thread block(s) blocked: {listing}{more}",
-                   {"gpu": first[0], "tb": first[1], "step": first[2], "line": first[3]})
+    possible = "possible " if split is not None else ""
+    return Finding("deadlock", f"{possible}deadlock {kind}: {len(blocked)} thread block(s) blocked: {listing}{more}",
+                   where={"gpu": first[0], "tb": first[1], "step": first[2], "line": first[3]})
 
 
 def _dependency_findings(tbs: list[TbInput]) -> list[Finding]:
@@ -411,17 +440,18 @@ def _dependency_findings(tbs: list[TbInput]) -> list[Finding]:
                 where = {"gpu": t.rank, "tb": t.tb_id, "step": tr.first, "line": tr.line}
                 target = by_rank[t.rank].get(depid)
                 if target is None:
-                    out.append(Finding("dependency", f"depid={depid}: gpu {t.rank} has no thread block {depid}", where))
+                    out.append(Finding("dependency", f"depid={depid}: gpu {t.rank} has no thread block {depid}",
+                                       where=where))
                     continue
                 hit = next((x for x in target if x.hasdep and x.counter >= deps), None)
                 if hit is None:
                     out.append(Finding("dependency", f"waits for tb {depid} to reach step {deps}, but no transmission "
                                        f"of tb {depid} at or after it sets its flag (hasdep=1): it waits forever",
-                                       where))
+                                       where=where))
                 elif hit.last != deps:
                     out.append(Finding("dependency", f"(depid={depid}, deps={deps}) is released by tb {depid} step "
                                        f"{hit.last} (line {hit.line}), the first flagged step whose runtime step "
-                                       f"counter ({hit.counter}) reaches {deps}", where, severity="info"))
+                                       f"counter ({hit.counter}) reaches {deps}", where=where, severity="info"))
     return out
 
 
@@ -446,9 +476,9 @@ def _report(file: str, p: Program, findings: list[Finding], selected: frozenset[
             coll_name: str | None) -> Report:
     accepted: dict[str, bool] = {r: not any(r in f.rejects for f in findings) for r in RUNTIMES}
     violations: list[Violation] = []
-    counts: dict[tuple[str, str], int] = {}
     lines = _element_lines(p)
     for f in findings:
+        severity: Severity
         where = {k: v for k, v in f.where.items() if v is not None}
         if "line" not in where:  # a finding about a gpu or thread block points at its element
             line = lines.get((where.get("gpu"), where.get("tb")), lines.get((where.get("gpu"), None)))
@@ -469,19 +499,14 @@ def _report(file: str, p: Program, findings: list[Finding], selected: frozenset[
             severity, message = "info", f"({where['runtime']} only) {f.message}"
         else:
             severity, message = f.severity, f.message
-        key = (f.code, severity)
-        counts[key] = counts.get(key, 0) + 1
-        if counts[key] <= MAX_LISTED:
-            violations.append(Violation(f.code, message, severity, where))  # type: ignore[arg-type]
+        violations.append(attrs.evolve(f, message=message, severity=severity, where=where, rejects=frozenset()))
     order = {"error": 0, "warning": 1, "info": 2}
     violations.sort(key=lambda v: order[v.severity])  # stable: the checks' own order within a severity
-    for (code, severity), n in sorted(counts.items()):
-        if n > MAX_LISTED:  # the summary goes right after the last listed finding of its kind
-            last = max(i for i, v in enumerate(violations) if v.code == code and v.severity == severity)
-            violations.insert(last + 1, Violation(code, f"... and {n - MAX_LISTED} more {code} finding(s)",
-                                                  severity))  # type: ignore[arg-type]
-    if not any(accepted[r] for r in selected):
-        if not any(v.severity == "error" and v.code == "parse-rule" for v in violations):
+    # one cap per (code, severity), after the taint analysis and the runtimes changed severities: a summary
+    # line has the severity of the findings it stands for
+    violations = capped(violations, MAX_LISTED)
+    if not any(accepted[r] for r in selected) and not any(
+            v.severity == "error" and v.code == "parse-rule" for v in violations):
             refused = ", ".join(sorted(selected))
             violations.insert(0, Violation("parse-rule", f"no runtime accepts this file (refused by: {refused}); "
                                            "see the warnings", "error", {"line": p.line}))

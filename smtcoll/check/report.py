@@ -13,9 +13,10 @@ from typing import Any
 
 import attrs
 
-from smtcoll.vocabulary import Severity, Verdict
+from smtcoll.findings import Finding
+from smtcoll.vocabulary import Verdict
 
-# Typed converters (a plain `converter=tuple` loses the element type for the type checker).
+
 def _violations(items: Iterable[Violation]) -> tuple[Violation, ...]:
     return tuple(items)
 
@@ -24,28 +25,8 @@ def _where(items: Mapping[str, Any]) -> dict[str, Any]:
     return dict(items)
 
 
-# Order of the keys of a place, as they are printed.
-PLACE_KEYS = ("mode", "gpu", "tb", "step", "send", "line")
-
-
-@attrs.frozen
-class Violation:
-    """One finding. `code` is a stable kebab-case identifier (e.g. `deadlock`, `race`,
-    `postcondition`); `where` is the place: any of mode, gpu, tb, step, send, line."""
-
-    code: str
-    message: str
-    severity: Severity = "error"
-    where: dict[str, Any] = attrs.field(factory=dict, converter=_where)
-
-    def place(self) -> str:
-        parts = [f"{k} {self.where[k]}" for k in PLACE_KEYS if k in self.where]
-        parts += [f"{k} {v}" for k, v in sorted(self.where.items()) if k not in PLACE_KEYS]
-        return ", ".join(parts)
-
-    def to_json(self) -> dict[str, Any]:
-        return {"code": self.code, "severity": self.severity, "message": self.message,
-                "where": {k: self.where[k] for k in sorted(self.where)}}
+# One finding type for every check (smtcoll/findings.py); a report calls them violations.
+Violation = Finding
 
 
 @attrs.frozen

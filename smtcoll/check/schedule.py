@@ -1,11 +1,7 @@
 """Checking a step schedule by simulation, independently of how it was made.
 
 Values are sets of contributions (chunk ids) per (rank, address). A send moves the sender's value as it
-was when the step began. At the receiver, for a combining collective, an incoming value is
-- added, when it shares no contribution with the receiver's value (a reduction, `rrc` in MSCCL);
-- taken instead of the receiver's value, when it already contains all of it (a copy, `r` in MSCCL:
-  the broadcast half of reduce-then-broadcast);
-- otherwise a double count: some contribution would be summed twice.
+was when the step began; the receiver combines it by the one arrival rule of `arrival.py`.
 Postconditions are exact: a rank must end with precisely the contributions its postcondition names.
 """
 
@@ -15,24 +11,22 @@ import operator
 from collections import Counter
 from collections.abc import Callable
 
+from smtcoll.check.arrival import EMPTY, arrive
 from smtcoll.check.report import Report, Violation
 from smtcoll.errors import SmtcollError
+from smtcoll.findings import Capped
 from smtcoll.formats import load_schedule
 from smtcoll.model import Schedule, Topology
 
-MAX_LISTED = 20  # violations of one kind listed individually before they are summarized
 WHOLE_STEPS = True  # check a clean step of a copy collective at once (tests compare with the send-by-send walk)
 
 
 def check_schedule(schedule: Schedule, file: str = "<schedule>") -> Report:
     topo, coll = schedule.topology, schedule.collective
-    out: list[Violation] = []
-    counts: Counter[str] = Counter()
+    out = Capped()
 
     def report(code: str, message: str, **where: int) -> None:
-        counts[code] += 1
-        if counts[code] <= MAX_LISTED:
-            out.append(Violation(code, message, "error", where))
+        out.add(Violation(code, message, "error", where))
 
     # A million sends are checked here for a 1024-rank Allgather: the loops below use plain dicts and sets
     # of ints and skip work that cannot change a verdict (see the comments), but keep every check.
@@ -41,7 +35,7 @@ def check_schedule(schedule: Schedule, file: str = "<schedule>") -> Report:
     bandwidth = {(link.src, link.dst): link.bandwidth for link in topo.links}
     if not combining and not topo.switches:
         _check_copies(schedule, report)
-        return _finish(schedule, file, out, counts)
+        return _finish(schedule, file, out)
     value: dict[tuple[int, int], frozenset[int]] = {}
     for r, c in coll.pre:
         key = (r, coll.address[c])
@@ -88,24 +82,13 @@ def check_schedule(schedule: Schedule, file: str = "<schedule>") -> Report:
             if n > cap:
                 report("switch-bandwidth", f"switch group {group.name or g} carries {n} chunks in a step of "
                                            f"{step.rounds} round(s); its capacity is {cap}", step=i)
-        if not combining:
-            # a copy: the receiver keeps what it holds, else takes the first arrival (nothing to report)
-            for key, arrivals in incoming.items():
-                if key not in value:
-                    value[key] = arrivals[0][1]
-            continue
         for (dst, a), arrivals in sorted(incoming.items()):
-            current = value.get((dst, a), frozenset())
+            current = value.get((dst, a), EMPTY)
             for j, v in arrivals:
-                if v >= current:
-                    current = v
-                elif not (v & current):
-                    current = current | v
-                else:
-                    twice = sorted(v & current)
-                    report("double-count", f"rank {dst} would sum contribution(s) {_few(twice)} to address {a} "
-                                           "twice", step=i, send=j)
-                    current = current | v
+                current, twice = arrive(combining, current, v)
+                if twice:
+                    report("double-count", f"rank {dst} would sum contribution(s) {_few(sorted(twice))} to address "
+                                           f"{a} twice", step=i, send=j)
             value[(dst, a)] = current
 
     if not combining:
@@ -124,20 +107,17 @@ def check_schedule(schedule: Schedule, file: str = "<schedule>") -> Report:
                 why = "; ".join(x for x in (f"missing contribution(s) {_few(missing_c)}" if missing_c else "",
                                             f"extra contribution(s) {_few(extra)}" if extra else "") if x)
                 report("postcondition", f"rank {r} ends with the wrong value at address {a}: {why}")
-    return _finish(schedule, file, out, counts)
+    return _finish(schedule, file, out)
 
 
-def _finish(schedule: Schedule, file: str, out: list[Violation], counts: Counter[str]) -> Report:
+def _finish(schedule: Schedule, file: str, out: Capped) -> Report:
     topo, coll = schedule.topology, schedule.collective
-    for code, n in sorted(counts.items()):
-        if n > MAX_LISTED:
-            out.append(Violation(code, f"... and {n - MAX_LISTED} more {code} violation(s)", "error"))
 
     sends = sum(len(s.sends) for s in schedule.steps)
     metrics = {"steps": len(schedule.steps), "rounds": schedule.rounds, "chunks": coll.chunk_factor,
                "rounds_per_chunk": round(schedule.rounds / coll.chunk_factor, 6), "sends": sends,
                "topology": topo.name}
-    return Report(file, coll.name, coll.ranks, None, out, metrics)
+    return Report(file, coll.name, coll.ranks, None, out.findings(), metrics)
 
 
 def _check_copies(schedule: Schedule, report: Callable[..., None]) -> None:

@@ -5,8 +5,8 @@
 2. Causality in time (`not-held`): replaying arrivals and departures in time order (an arrival at t comes
    before a departure at t), a rank sends a chunk only when it holds it at the send's *start*. With
    `conserve_volume` a relay can forward no more volume than it has received so far.
-3. Values are sets of contributions, as for step schedules (`smtcoll/check/schedule.py`): for a combining
-   collective an incoming value is added, taken, or is a `double-count`.
+3. Values are sets of contributions, combined by the arrival rule of step schedules (`arrival.py`): for a
+   combining collective an incoming value is added, taken, or is a `double-count`.
 4. The postcondition on *every* rank of the collective (`postcondition`), not only ranks the file names.
 5. Capacity in the format's cost model: every `Limit` of the schedule over the `Use`s of its transfers
    (`bandwidth`).
@@ -20,47 +20,37 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections import Counter, defaultdict
+from fractions import Fraction
 from itertools import accumulate
 from typing import Any
 
+from smtcoll.check.arrival import EMPTY, arrive
 from smtcoll.check.report import Report, Violation
+from smtcoll.findings import Capped
 from smtcoll.model import Topology
-from smtcoll.model.timed import BoundFn, Limit, Quantity, TimedSchedule, group_gbps
+from smtcoll.model.timed import BoundFn, Limit, Quantity, Time, TimedSchedule, group_gbps
+from smtcoll.vocabulary import Severity
 
-MAX_LISTED = 20
 CLAIM_TOLERANCE = 0.01  # a claim within 1% of the verified time is accepted
 EPS = 1e-9
 VOLUME_EPS = 1e-6
 
 
-class _Out:
-    def __init__(self) -> None:
-        self.violations: list[Violation] = []
-        self.counts: Counter[str] = Counter()
-
-    def add(self, code: str, message: str, where: dict[str, Any] | None = None, severity: str = "error") -> None:
-        self.counts[code] += 1
-        if self.counts[code] <= MAX_LISTED:
-            self.violations.append(Violation(code, message, severity, where or {}))  # type: ignore[arg-type]
-
-    def finish(self) -> list[Violation]:
-        for code, n in sorted(self.counts.items()):
-            if n > MAX_LISTED:
-                sev = next(v.severity for v in self.violations if v.code == code)
-                self.violations.append(Violation(code, f"... and {n - MAX_LISTED} more {code} finding(s)", sev))
-        return self.violations
+class _Out(Capped):
+    def report(self, code: str, message: str, where: dict[str, Any] | None = None,
+                severity: Severity = "error") -> None:
+        self.add(Violation(code, message, severity, where or {}))
 
 
-def _fmt(x: float) -> str:
-    return f"{x:.6g}"
+def _fmt(x: float | Fraction) -> str:
+    return f"{float(x):.6g}"
 
 
 def check_timed(ts: TimedSchedule, file: str = "<schedule>", bound: BoundFn | None = None) -> Report:
     """`bound` gives the lower bound shown next to the times (the CLI passes `smtcoll bounds`' time bound)."""
     coll, topo = ts.collective, ts.topology
     out = _Out()
-    for f in ts.findings:
-        out.add(f.code, f.message, f.where, f.severity)
+    out.extend(ts.findings)
     unit = ts.unit
     addresses = set(coll.addresses)
     valid: list[int] = []
@@ -68,31 +58,31 @@ def check_timed(ts: TimedSchedule, file: str = "<schedule>", bound: BoundFn | No
     for i, t in enumerate(ts.transfers):
         w = t.place
         if not (0 <= t.src < coll.ranks and 0 <= t.dst < coll.ranks):
-            out.add("unknown-rank", f"transfer {t.src} -> {t.dst}: rank out of range (the topology has "
+            out.report("unknown-rank", f"transfer {t.src} -> {t.dst}: rank out of range (the topology has "
                                     f"{coll.ranks} ranks)", w)
             continue
         if t.src == t.dst:
-            out.add("self-send", f"rank {t.src} sends chunk {t.chunk} to itself", w)
+            out.report("self-send", f"rank {t.src} sends chunk {t.chunk} to itself", w)
             continue
         if t.chunk not in addresses:
-            out.add("unknown-address", f"chunk {t.chunk} does not exist in collective {coll.name!r} (it has "
+            out.report("unknown-address", f"chunk {t.chunk} does not exist in collective {coll.name!r} (it has "
                                        f"{len(addresses)} addresses)", w)
             continue
         if not t.end >= t.start:
-            out.add("bad-time", f"transfer of chunk {t.chunk} {t.src} -> {t.dst} ends ({_fmt(t.end)} {unit}) before "
+            out.report("bad-time", f"transfer of chunk {t.chunk} {t.src} -> {t.dst} ends ({_fmt(t.end)} {unit}) before "
                                 f"it starts ({_fmt(t.start)} {unit})", w)
             continue
         for a, b in t.links:
             if not topo.has_link(a, b):
-                out.add("missing-link", f"transfer of chunk {t.chunk} {t.src} -> {t.dst} uses link {a} -> {b}, "
+                out.report("missing-link", f"transfer of chunk {t.chunk} {t.src} -> {t.dst} uses link {a} -> {b}, "
                                         f"which topology {topo.name!r} does not have", w)
                 missing.add((a, b))
         valid.append(i)
 
     done = _replay(ts, valid, out)
     _postcondition(ts, done, out)
-    for limit, (code, message, where) in _capacity(ts, valid):
-        out.add(code, message, where)
+    for _limit, (code, message, where) in _capacity(ts, valid):
+        out.report(code, message, where)
 
     time = _times(ts, done, out, bound)
     sends = len(ts.transfers)
@@ -102,12 +92,12 @@ def check_timed(ts: TimedSchedule, file: str = "<schedule>", bound: BoundFn | No
     busiest = _busiest(ts, valid)
     if busiest:
         metrics["links"] = busiest
-    return Report(file, coll.name, coll.ranks, None, out.finish(), metrics, format=ts.format, time=time)
+    return Report(file, coll.name, coll.ranks, None, out.findings(), metrics, format=ts.format, time=time)
 
 
 # --- causality, values ------------------------------------------------------------------------------
 
-def _replay(ts: TimedSchedule, valid: list[int], out: _Out) -> dict[tuple[int, int], float]:
+def _replay(ts: TimedSchedule, valid: list[int], out: _Out) -> dict[tuple[int, int], Time]:
     """Replay in time order; returns when each (rank, address) the postcondition needs first holds its
     required value (only those that do)."""
     coll = ts.collective
@@ -118,10 +108,10 @@ def _replay(ts: TimedSchedule, valid: list[int], out: _Out) -> dict[tuple[int, i
         events.append((t.start, 1, i))
         events.append((t.end, 0 if t.end > t.start else 2, i))
     events.sort()
-    done: dict[tuple[int, int], float] = {}
+    done: dict[tuple[int, int], Time] = {}
     if ts.conserve_volume:
-        have: dict[tuple[int, int], float] = defaultdict(float)
-        got: dict[tuple[int, int], float] = defaultdict(float)
+        have: dict[tuple[int, int], Time] = defaultdict(float)
+        got: dict[tuple[int, int], Time] = defaultdict(float)
         group = max(1, ts.volume_group)
         for r, c in coll.pre:
             have[(r, coll.address[c] // group)] += 1.0
@@ -131,8 +121,9 @@ def _replay(ts: TimedSchedule, valid: list[int], out: _Out) -> dict[tuple[int, i
             if kind == 1:
                 have[key] -= t.volume
                 if have[key] < -VOLUME_EPS:
-                    what = f"chunk {t.chunk}" if group == 1 else f"chunks {key[1] * group}..{key[1] * group + group - 1}"
-                    out.add("not-held", f"rank {t.src} sends volume {_fmt(t.volume)} of chunk {t.chunk} at "
+                    first = key[1] * group
+                    what = f"chunk {t.chunk}" if group == 1 else f"chunks {first}..{first + group - 1}"
+                    out.report("not-held", f"rank {t.src} sends volume {_fmt(t.volume)} of chunk {t.chunk} at "
                                         f"{_fmt(t.start)} {ts.unit} but holds only {_fmt(have[key] + t.volume)} of "
                                         f"{what} by then", t.place)
                     have[key] = 0.0
@@ -156,7 +147,7 @@ def _replay(ts: TimedSchedule, valid: list[int], out: _Out) -> dict[tuple[int, i
     for key, req in need.items():
         if _satisfies(coll.is_combining, value.get(key, frozenset()), req):
             done[key] = 0.0
-    first_hold: dict[tuple[int, int], float] = {}
+    first_hold: dict[tuple[int, int], Time] = {}
     for i in valid:
         t = ts.transfers[i]
         k = (t.dst, t.chunk)
@@ -170,7 +161,7 @@ def _replay(ts: TimedSchedule, valid: list[int], out: _Out) -> dict[tuple[int, i
                 later = first_hold.get((t.src, t.chunk))
                 when = f"; it arrives there only at {_fmt(later)} {ts.unit}" if later is not None else \
                     "; it never arrives there"
-                out.add("not-held", f"rank {t.src} sends chunk {t.chunk} to rank {t.dst} at {_fmt(t.start)} "
+                out.report("not-held", f"rank {t.src} sends chunk {t.chunk} to rank {t.dst} at {_fmt(t.start)} "
                                     f"{ts.unit} before it holds it{when}", t.place)
                 continue
             carried[i] = held
@@ -179,16 +170,11 @@ def _replay(ts: TimedSchedule, valid: list[int], out: _Out) -> dict[tuple[int, i
         if v is None:
             continue
         key = (t.dst, t.chunk)
-        current = value.get(key, frozenset())
-        if not coll.is_combining or v >= current:
-            current = v if coll.is_combining else (current or v)
-        elif not (v & current):
-            current = current | v
-        else:
-            out.add("double-count", f"rank {t.dst} would sum contribution(s) {sorted(v & current)[:8]} to address "
-                                    f"{t.chunk} twice (transfer from rank {t.src} ending at {_fmt(t.end)} "
-                                    f"{ts.unit})", t.place)
-            current = current | v
+        current, twice = arrive(coll.is_combining, value.get(key, EMPTY), v)
+        if twice:
+            out.report("double-count", f"rank {t.dst} would sum contribution(s) {sorted(twice)[:8]} to address "
+                                       f"{t.chunk} twice (transfer from rank {t.src} ending at {_fmt(t.end)} "
+                                       f"{ts.unit})", t.place)
         value[key] = current
         if key in need and key not in done and _satisfies(coll.is_combining, current, need[key]):
             done[key] = time
@@ -208,26 +194,26 @@ def _satisfies(combining: bool, have: frozenset[int], need: frozenset[int]) -> b
     return have == need if combining else bool(have & need)
 
 
-def _postcondition(ts: TimedSchedule, done: dict[tuple[int, int], float], out: _Out) -> None:
+def _postcondition(ts: TimedSchedule, done: dict[tuple[int, int], Time], out: _Out) -> None:
     coll = ts.collective
     for (r, a), need in sorted(_required(ts).items()):
         if (r, a) in done:
             continue
         what = f"chunk {min(need)}" + (f" (address {a})" if a != min(need) else "")
         if coll.is_combining:
-            out.add("postcondition", f"rank {r} never holds the complete value at address {a} "
+            out.report("postcondition", f"rank {r} never holds the complete value at address {a} "
                                      f"(contributions {sorted(need)[:8]})", {"gpu": r})
         elif ts.conserve_volume:
-            out.add("postcondition", f"rank {r} never receives the whole of {what}", {"gpu": r})
+            out.report("postcondition", f"rank {r} never receives the whole of {what}", {"gpu": r})
         else:
-            out.add("postcondition", f"rank {r} never receives {what}", {"gpu": r})
+            out.report("postcondition", f"rank {r} never receives {what}", {"gpu": r})
 
 
 # --- capacity ------------------------------------------------------------------------------------
 
 def _capacity(ts: TimedSchedule, valid: list[int]) -> list[tuple[Limit, tuple[str, str, dict]]]:
     limits = {lim.resource: lim for lim in ts.limits}
-    uses: dict[str, list[tuple[float, float, float, int]]] = defaultdict(list)
+    uses: dict[str, list[tuple[Time, Time, float, int]]] = defaultdict(list)
     for i in valid:
         for u in ts.transfers[i].uses:
             if u.resource in limits:
@@ -259,7 +245,7 @@ def _capacity(ts: TimedSchedule, valid: list[int]) -> list[tuple[Limit, tuple[st
         for time, kind, amount, i in events:
             level += amount
             if kind == 1 and level > lim.capacity + VOLUME_EPS:
-                found.append((lim, ("bandwidth", f"{res} carries {_fmt(level)} transfers at once at {_fmt(time)} "
+                found.append((lim, ("bandwidth", f"{res} carries {_fmt(level)} {lim.measure} at once at {_fmt(time)} "
                                                  f"{ts.unit}; its capacity is {_fmt(lim.capacity)} ({lim.why})",
                                     ts.transfers[i].place)))
                 break
@@ -277,7 +263,7 @@ def _busiest(ts: TimedSchedule, valid: list[int]) -> list[dict[str, Any]]:
 
 # --- times ---------------------------------------------------------------------------------------
 
-def _times(ts: TimedSchedule, done: dict[tuple[int, int], float], out: _Out,
+def _times(ts: TimedSchedule, done: dict[tuple[int, int], Time], out: _Out,
            bound: BoundFn | None) -> dict[str, Any]:
     verified = None
     if done:
@@ -293,10 +279,10 @@ def _times(ts: TimedSchedule, done: dict[tuple[int, int], float], out: _Out,
                            claimed.note or f"{_fmt(claimed.value)} {ts.unit}")
     if claimed is not None and verified is not None and claimed.unit == verified.unit:
         if claimed.value < verified.value * (1 - CLAIM_TOLERANCE):
-            out.add("optimistic-claim", f"the file claims {_fmt(claimed.value)} {claimed.unit}, but its transfers "
+            out.report("optimistic-claim", f"the file claims {_fmt(claimed.value)} {claimed.unit}, but its transfers "
                                         f"take {_fmt(verified.value)} {verified.unit} in {ts.model}")
         elif claimed.value > verified.value * (1 + CLAIM_TOLERANCE):
-            out.add("pessimistic-claim", f"the file claims {_fmt(claimed.value)} {claimed.unit}; its transfers "
+            out.report("pessimistic-claim", f"the file claims {_fmt(claimed.value)} {claimed.unit}; its transfers "
                                          f"take {_fmt(verified.value)} {verified.unit} in {ts.model}", None, "info")
     ab = alpha_beta_replay(ts)
     return {"claimed": claimed.to_json() if claimed else None, "verified": verified.to_json() if verified else None,

@@ -22,7 +22,8 @@ from smtcoll.msccl.program import Finding
 DEFAULT_CHUNK_BYTES = 1 << 20  # the chunk size the microsecond estimate is given for
 
 
-def link_load(tbs: Sequence[TbInput], topo: Topology, nchannels: int) -> tuple[list[Finding], dict[tuple[int, int], list[int]]]:
+def link_load(tbs: Sequence[TbInput], topo: Topology,
+              nchannels: int) -> tuple[list[Finding], dict[tuple[int, int], list[int]]]:
     """Findings for connections without a link, and (chunks, messages) sent over each link."""
     findings: list[Finding] = []
     load: dict[tuple[int, int], list[int]] = {}
@@ -36,9 +37,9 @@ def link_load(tbs: Sequence[TbInput], topo: Topology, nchannels: int) -> tuple[l
             continue
         if not topo.has_link(*link) and link not in missing:
             missing.add(link)
-            findings.append(Finding("missing-link", f"gpu {t.rank} sends to gpu {t.send} but topology {topo.name!r} has "
-                                    f"no link {t.rank} -> {t.send}", {"gpu": t.rank, "tb": t.tb_id,
-                                                                       "line": sends[0].line}))
+            findings.append(Finding("missing-link", f"gpu {t.rank} sends to gpu {t.send} but topology "
+                                    f"{topo.name!r} has no link {t.rank} -> {t.send}",
+                                    where={"gpu": t.rank, "tb": t.tb_id, "line": sends[0].line}))
         entry = load.setdefault(link, [0, 0])
         entry[0] += sum(tr.cnt for tr in sends)
         entry[1] += len(sends)

@@ -67,9 +67,9 @@ def lower(tb: ThreadBlock) -> list[Transmission]:
             t["srcoffs"] = t["srcoffs"] + (op.srcoff,)
             t.update(cnt=op.cnt, hasdep=bool(op.hasdep), last=index)
         else:
-            out.append(dict(type=op.type, srcbuf=op.srcbuf, srcoffs=(op.srcoff,), dstbuf=op.dstbuf, dstoff=op.dstoff,
-                            cnt=op.cnt, deps=tuple(deps[pointer:]), hasdep=bool(op.hasdep), first=index, last=index,
-                            line=op.line))
+            out.append({"type": op.type, "srcbuf": op.srcbuf, "srcoffs": (op.srcoff,), "dstbuf": op.dstbuf,
+                        "dstoff": op.dstoff, "cnt": op.cnt, "deps": tuple(deps[pointer:]), "hasdep": bool(op.hasdep),
+                        "first": index, "last": index, "line": op.line})
             pointer = len(deps)
         if op.type == "re":
             reductions += 1

@@ -69,7 +69,7 @@ def bounds_command(
     out_addrs = max(len({coll.address[c] for c in s}) for s in coll.post_sets)
     sync_size = None if nbytes is None else max(1, nbytes * out_addrs // addresses(coll))
     result = lower_bounds(topo, coll, sync_size, gbps_per_unit, alpha_us, lp)
-    tb = time_bound(topo, coll, gbps_per_unit or DEFAULT_GBPS_PER_UNIT, alpha_us)
+    tb = time_bound(topo, coll, gbps_per_unit or DEFAULT_GBPS_PER_UNIT, alpha_us, lp=lp)
     cert_path = None
     if certificate is not None:
         from smtcoll.proofs.throughput import write_throughput_certificate
@@ -87,29 +87,29 @@ def bounds_command(
     rows = [(b.name + ":", _value(b), _explain(b)) for b in (
         result.steps, result.rounds, result.receive, result.cut, result.lp, result.rounds_per_chunk, result.throughput,
         result.time)]
+    rows += _time_bound_rows(tb, nbytes)
     # fixed-width columns as wide as their longest entry: aligned whatever the terminal width
     w0, w1 = (max(len(r[i]) for r in rows) for i in (0, 1))
     for name, value, why in rows:
         typer.echo(f"  {name:<{w0}}  {value:<{w1}}  {why}".rstrip())
-    typer.echo("physical time bound (links at their GB/s; T(B) >= max(latency, us_per_byte x B)):")
-    for line in _time_bound_lines(tb, nbytes):
-        typer.echo(f"  {line}")
     if cert_path is not None:
         typer.echo(f"certificate written: {cert_path} (re-check: smtcoll proof check {cert_path})")
 
 
-def _time_bound_lines(tb: TimeBound, nbytes: int | None) -> list[str]:
+def _time_bound_rows(tb: TimeBound, nbytes: int | None) -> list[tuple[str, str, str]]:
+    """The physical time bound (links at their own GB/s, running at once): T(B) >= max(latency, x B)."""
     if not tb.us_per_byte:
-        return [tb.witness]
+        return [("bus_bandwidth:", "-", tb.witness)]
     bw = 1 / tb.us_per_byte / 1000
-    lines = [f"us_per_byte >= {tb.us_per_byte} (at most {float(bw):.4g} GB/s algorithm bandwidth, "
-             f"{float(bw * tb.bus_factor):.4g} GB/s bus bandwidth); {tb.witness}",
-             f"latency >= {tb.steps} step(s) x {float(tb.alpha_us):g} us = {float(tb.latency_us):g} us"]
+    rows = [("bus_bandwidth:", f"<= {float(bw * tb.bus_factor):.6g} GB/s",
+             f"T(B) >= {tb.us_per_byte} us/byte x B, {float(bw):.6g} GB/s algorithm bandwidth; {tb.witness}"),
+            ("latency:", f">= {float(tb.latency_us):g} us", f"{count(tb.steps, 'step')} x {float(tb.alpha_us):g} us")]
     if nbytes is not None:
         bus = tb.busbw_gbps(nbytes)
-        lines.append(f"at {nbytes} bytes: time >= {float(tb.at(nbytes)):.6g} us, bus bandwidth <= "
-                     f"{'-' if bus is None else f'{float(bus):.6g}'} GB/s")
-    return lines
+        rows.append(("time_at_size:", f">= {float(tb.at(nbytes)):.6g} us",
+                     f"{nbytes} bytes: max(latency, us/byte x B); bus bandwidth <= "
+                     f"{'-' if bus is None else f'{float(bus):.6g}'} GB/s"))
+    return rows
 
 
 def _value(b: Bound) -> str:
@@ -141,7 +141,7 @@ def _explain(b: Bound) -> str:
                 f"{w['capacity_out']} {w['unit']}: N * {w['capacity_out']} / {w['shares_that_must_leave']}")
     if b.name == "time":
         return (f"{w['steps']} x {w['alpha_us']} us + {count(w['rounds'], 'round')} x {w['round_us']} us "
-                f"({w['chunk_bytes']} B per chunk at {w['gbps_per_unit']} GB/s)")
+                f"({w['chunk_bytes']} B per chunk at {w['gbps_per_unit']} GB/s; step by step, this C)")
     return b.note
 
 

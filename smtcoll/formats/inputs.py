@@ -22,12 +22,16 @@ INPUT_FORMATS = ("auto", "msccl-xml", "schedule-json", "teccl-json", "taccl-json
                  "transfers-csv", "forestcoll-xml")
 
 
-def read_text(path: str, limit: int = schedules.MAX_SCHEDULE_BYTES) -> str:
+def read_text(path: str, limit: int | None = None) -> str:
+    """The file's text, refused above `limit` bytes (default MAX_SCHEDULE_BYTES; `smtcoll verify
+    --max-bytes` passes its own, so the option its message names is the one that lifts it)."""
     p = Path(path)
+    limit = schedules.MAX_SCHEDULE_BYTES if limit is None else limit
     try:
         size = p.stat().st_size
         if size > limit:
-            raise InputError(path, f"file is {size} bytes; the limit is {limit}")
+            raise InputError(path, f"file is {size} bytes: over the limit of {limit}; if the file is genuine, "
+                                   "raise it (smtcoll verify --max-bytes N)")
         return p.read_bytes().decode("utf-8-sig")
     except OSError as e:
         raise InputError(path, f"cannot read: {e.strerror or e}") from None
@@ -79,9 +83,11 @@ def _json(text: str, name: str) -> Any:
         raise InputError(name, "not valid JSON: nested too deeply") from None
 
 
-def read_input(path: str, fmt: str = "auto", topology: Topology | None = None) -> tuple[str, Schedule | TimedSchedule]:
-    """(format, schedule) of a file that is not MSCCL XML; errors name the file and the place."""
-    text = read_text(path)
+def read_input(path: str, fmt: str = "auto", topology: Topology | None = None,
+               max_bytes: int | None = None) -> tuple[str, Schedule | TimedSchedule]:
+    """(format, schedule) of a file that is not MSCCL XML; errors name the file and the place.
+    `max_bytes`: the size limit (default MAX_SCHEDULE_BYTES)."""
+    text = read_text(path, max_bytes)
     if fmt == "auto":
         fmt = detect(path, text)
     try:

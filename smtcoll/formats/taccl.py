@@ -20,7 +20,7 @@ from typing import Any
 
 from smtcoll.errors import ModelError
 from smtcoll.model import Collective, Link, SwitchGroup, Topology
-from smtcoll.model.timed import Limit, Quantity, TimedSchedule, Transfer, Use
+from smtcoll.model.timed import Limit, Quantity, Time, TimedSchedule, Transfer, Use, exact
 
 FORMAT = "taccl-json"
 SCALE_TIME = 10  # TACCL writes start times and rounds x 10
@@ -122,7 +122,8 @@ def read_taccl(data: dict, collective: Collective, topology: Topology | None, na
     steps = data.get("steps")
     if not isinstance(steps, list):
         raise TacclError("steps", "expected an array of steps")
-    raw: list[tuple[int, int, int, float, int, dict[str, Any]]] = []
+    raw: list[tuple[int, int, int, Time, int, dict[str, Any]]] = []
+    alpha_x, beta_x = exact(alpha), exact(beta)
     claim = 0
     for i, step in enumerate(steps):
         if not isinstance(step, dict) or not isinstance(step.get("sends"), list):
@@ -133,24 +134,24 @@ def read_taccl(data: dict, collective: Collective, topology: Topology | None, na
             if not isinstance(x, list) or len(x) not in (5, 6):
                 raise TacclError(w, f"expected [chunk, src, dst, t, link] (and an operator), got {str(x)[:80]}")
             c, s, d = (_int(v, w) for v in x[:3])
-            start = _cost(x[3], f"{w}[3]") / SCALE_TIME
+            start = exact(_cost(x[3], f"{w}[3]")) / SCALE_TIME  # exact: a send may start as its chunk arrives
             raw.append((c, s, d, start, _int(x[4], f"{w}[4]"), {"step": i, "send": j}))
     batch = Counter((s, d, t) for _, s, d, t, _, _ in raw if (s, d) in ib)
-    index: Counter[tuple[int, int, float]] = Counter()
+    index: Counter[tuple[int, int, Time]] = Counter()
     transfers: list[Transfer] = []
     limits: dict[str, Limit] = {}
     for c, s, d, t, _link, place in raw:
         address = collective.address[c] if 0 <= c < collective.chunks else c
+        end: Time
         if (s, d) in ib:
             k, pos = batch[(s, d, t)], index[(s, d, t)]
             index[(s, d, t)] += 1
-            busy = (t + pos * beta, t + (pos + 1) * beta)
-            end = t + alpha + k * beta
+            busy = (t + pos * beta_x, t + (pos + 1) * beta_x)
+            end = t + alpha_x + k * beta_x
             uses = [Use(f"IB link {s}->{d}", *busy), Use(f"IB send side of gpu {s}", *busy),
                     Use(f"IB receive side of gpu {d}", *busy)]
         else:
-            invbw = local.get((s, d), 0.0)
-            end = t + invbw
+            end = t + exact(local.get((s, d), 0.0))
             uses = [Use(f"link {s}->{d}", t, end)] if (s, d) in local else []
         for u in uses:
             limits.setdefault(u.resource, Limit(u.resource, 1, "concurrent", 1, "TACCL: one chunk at a time (beta "

@@ -78,27 +78,61 @@ def _ceil(x: float) -> int:
     return math.ceil(x - 1e-6)  # 0.35e-6 / 5e-9 is 70.00000000000001 in floating point
 
 
+# TE-CCL's input generator (teccl/examples/json_gen.py, `generate_topology_helper`): the epoch is
+# `epoch_multiplier` chunk times over the fastest link (`Fast`, epoch_type 1) or the slowest (`Slow`, 2)
+# (teccl/solvers/base_formulation.py, `set_epoch_duration`), the multiplier being 4 for Fast runs whose
+# output is at most 4 KB, 2 for Slow runs of at most 1 KB, else 1; the chunk is the output over the devices.
+MULTIPLIERS = (1, 2, 4)
+_KB_GB = 1e-6  # TE-CCL counts in decimal units: 1 KB = 1e-6 GB
+
+
+def generator_multiplier(kind: str, output_gb: float) -> int:
+    """TE-CCL's generator's epoch multiplier for a run over the `fast` or `slow` link of this output size."""
+    if kind == "fast":
+        return 4 if output_gb <= 4 * _KB_GB * (1 + 1e-9) else 1
+    return 2 if output_gb <= _KB_GB * (1 + 1e-9) else 1
+
+
 def _chunk_gb(data: dict, output_gb: float, ranks: int, topology: Topology, tau: float,
               findings: list[Finding]) -> float:
-    """The chunk size in GB. `5-Algo_Bandwidth` x finish time is GPUs x chunk for the GPU count TE-CCL's
-    input named, normally the ranks; some inputs named half of them (DGX2 `Fast_Early_Stop`). TE-CCL set
-    the epoch before its alpha adjustment (`2-Expected_Epoch_Duration`) to 1 or 2 chunks over the fastest
-    or slowest link, so the candidate that also fits the epoch is taken."""
+    """The chunk size in GB: `5-Algo_Bandwidth` x `4-Collective_Finish_Time` (the output) over the GPUs of
+    TE-CCL's input, normally the ranks; some inputs named half of them (DGX2 `Fast_Early_Stop`). The file's
+    `2-Expected_Epoch_Duration` (the epoch before TE-CCL's alpha adjustment) is m chunk times over the
+    fastest or the slowest link, m in 1, 2, 4: the readings (GPUs, link, m) that fit it decide the chunk
+    size when they agree; when they do not, the ones that follow TE-CCL's generator do; when these still
+    disagree (or none of them fits), the smallest size is taken, the reading under which the links carry
+    the most, with a warning naming the others."""
     expected = data.get("2-Expected_Epoch_Duration", tau)
     speeds = [lk.gbps for lk in topology.links if lk.gbps]
     if not isinstance(expected, int | float) or isinstance(expected, bool) or expected <= 0 or not speeds:
         return output_gb / ranks
-    fits = [expected * c / m for c in (max(speeds), min(speeds)) for m in (1, 2)]
-    for gpus in (ranks, ranks // 2):
-        size = output_gb / max(1, gpus)
-        if any(abs(size - f) <= 1e-6 * f for f in fits):
-            if gpus != ranks:
-                findings.append(Finding("chunk-size", f"5-Algo_Bandwidth counts {gpus} GPUs, not {ranks}: the chunk "
-                                                      f"size that fits the epoch is {size * 1e9:.6g} B", "info"))
-            return size
-    findings.append(Finding("chunk-size", f"the chunk size {output_gb / ranks * 1e9:.6g} B from 5-Algo_Bandwidth does "
-                                          "not fit 2-Expected_Epoch_Duration over any link speed", "warning"))
-    return output_gb / ranks
+    fits = []
+    for gpus in sorted({ranks, max(1, ranks // 2)}, reverse=True):
+        size = output_gb / gpus
+        for kind, speed in (("fast", max(speeds)), ("slow", min(speeds))):
+            for m in MULTIPLIERS:
+                if abs(m * size / speed - expected) <= 1e-6 * expected:
+                    fits.append((gpus, kind, m, size))
+    if not fits:
+        findings.append(Finding("chunk-size", f"the chunk size {output_gb / ranks * 1e9:.6g} B from 5-Algo_Bandwidth "
+                                              "does not fit 2-Expected_Epoch_Duration over any link speed", "warning"))
+        return output_gb / ranks
+    generator = [f for f in fits if f[2] == generator_multiplier(f[1], output_gb)]
+    if len({f[3] for f in fits}) > 1 and generator:
+        fits = generator
+    sizes = sorted({f[3] for f in fits})
+    # the reading named: the generator's where it gives this size
+    gpus, kind, m, size = next(f for f in [*generator, *fits] if f[3] == sizes[0])
+    reading = (f"2-Expected_Epoch_Duration is {m} chunk time(s) over the {kind}est link, 5-Algo_Bandwidth counts "
+               f"{gpus} GPUs")
+    if len(sizes) > 1:
+        others = ", ".join(f"{s * 1e9:.6g} B" for s in sizes[1:])
+        findings.append(Finding("chunk-size", f"the file's numbers fit more than one chunk size: {size * 1e9:.6g} B "
+                                              f"({reading}) and {others}; the smallest is taken (the links carry the "
+                                              "most chunks per epoch with it)", "warning"))
+    elif gpus != ranks or m != 1:
+        findings.append(Finding("chunk-size", f"chunk size {size * 1e9:.6g} B: {reading}", "info"))
+    return size
 
 
 def read_teccl(data: dict, topology: Topology | None, name: str = "") -> TimedSchedule:

@@ -8,7 +8,11 @@ then a header row `chunk,src,dst,start,end` and one row per transfer.
 `chunk` is the collective's chunk id (for a combining collective, the sender's value at that chunk's
 address moves). Cost model: a transfer occupies its link for [start, end); a link carries at most as
 many transfers at once as its bandwidth (chunks per round: 1 unless the topology says more), and a
-switch group as many as its bandwidth.
+switch group as many as its bandwidth. With `chunk_bytes`, a time unit (ns, us, ms, s) and link speeds
+(`gbps`), a transfer moves chunk_bytes at chunk_bytes / (end - start): at any instant the rates of the
+transfers on a link add up to at most its speed, and those through a switch group (a shared NIC or
+switch) to at most the group's (`group_gbps`: its bandwidth times its fastest link's per-unit speed).
+The link's latency is not charged: [start, end) is the time the transfer occupies the link.
 """
 
 from __future__ import annotations
@@ -22,8 +26,8 @@ from typing import Any
 
 from smtcoll import specs
 from smtcoll.errors import ModelError, SmtcollError
-from smtcoll.model import Topology
-from smtcoll.model.timed import Limit, Quantity, TimedSchedule, Transfer, Use
+from smtcoll.model import Link, Topology
+from smtcoll.model.timed import Limit, Quantity, TimedSchedule, Transfer, Use, group_gbps
 
 FORMAT = "smtcoll.transfers"
 VERSION = 1
@@ -61,6 +65,26 @@ def _number(v: Any, where: str) -> float:
     if not isinstance(v, int | float) or isinstance(v, bool) or not math.isfinite(v):
         raise LogError(where, f"expected a number, got {v!r}"[:100])
     return float(v)
+
+
+def _speed_uses(topology: Topology, link: Link, start: float, end: float, speed: float,
+                limits: dict[str, Limit]) -> list[Use]:
+    """The transfer's rate (GB/s) on its link and on the switch groups it crosses, where they have a speed."""
+    duration = end - start
+    if duration < 0:
+        return []  # reported as `bad-time`
+    rate = speed / duration if duration > 0 else math.inf
+    out = []
+    where = [(f"speed of link {link.src}->{link.dst}", link.gbps)]
+    for g in topology.switches_of(link.src, link.dst):
+        grp = topology.switches[g]
+        where.append((f"speed of switch group {grp.name or g}", group_gbps(topology, grp)))
+    for res, gbps in where:
+        if gbps:
+            limits.setdefault(res, Limit(res, gbps, "concurrent", 1, f"{gbps:g} GB/s; a transfer moves chunk_bytes "
+                                         "in end - start", "GB/s"))
+            out.append(Use(res, start, end, rate))
+    return out
 
 
 def _integer(v: Any, where: str) -> int:
@@ -150,6 +174,8 @@ def read_transfer_log(data: dict, topology: Topology | None, name: str = "") -> 
         raise LogError("transfers", f"expected a list of at most {MAX_TRANSFERS} transfers")
     transfers: list[Transfer] = []
     limits: dict[str, Limit] = {}
+    # GB/s that moving one chunk in one time unit takes (no physical time unit or no chunk size: not checked)
+    speed = chunk_bytes / (US_PER[unit] * 1e3) if chunk_bytes and unit in US_PER else None
     for i, item in enumerate(rows):
         row, place = item if isinstance(item, tuple) else (item, {"transfer": i})
         w = f"line {place['line']}" if "line" in place else f"transfers[{i}]"
@@ -168,6 +194,8 @@ def read_transfer_log(data: dict, topology: Topology | None, name: str = "") -> 
             raise LogError(f"{w}: chunk", f"= {c}: collective {coll.name!r} has chunks 0..{coll.chunks - 1}")
         uses = []
         link = topology.link(s, d)
+        if link is not None and speed is not None:
+            uses += _speed_uses(topology, link, start, end, speed, limits)
         if link is not None:
             res = f"link {s}->{d}"
             limits.setdefault(res, Limit(res, link.bandwidth, "concurrent", 1,

@@ -17,17 +17,29 @@ from smtcoll.files import write_text
 from smtcoll.lower.options import LowerOptions
 from smtcoll.lower.pipeline import Lowered, lower
 from smtcoll.model import Schedule
+from smtcoll.msccl.reader import Limits
 from smtcoll.msccl.writer import write_program
 
 
 def verify_lowered(lowered: Lowered, path: str | os.PathLike[str]) -> tuple[bool, Report]:
     """Check the written file with the independent checker: it must verify and every runtime it was
-    written for must accept it."""
+    written for must accept it. The reader's limits guard against hostile files; for the program the
+    lowering itself wrote they are raised to its size (so a large schedule's program is checked, not
+    refused: its runtime limits are still checked as for any file)."""
     runtime = "any" if len(lowered.runtimes) > 1 else lowered.runtimes[0]
     report = check_program_file(path, runtime=runtime, collective=lowered.verify_collective,  # type: ignore[arg-type]
-                                root=lowered.layout.root)
+                                root=lowered.layout.root, limits=own_limits(lowered, os.path.getsize(path)))
     accepted = report.runtimes is not None and all(report.runtimes.get(r) for r in lowered.runtimes)
     return report.verdict == "ok" and accepted, report
+
+
+def own_limits(lowered: Lowered, size: int) -> Limits:
+    """The reader's default limits, each raised to what this program needs."""
+    p, d = lowered.program, Limits()
+    return Limits(max_bytes=max(d.max_bytes, size), max_ranks=max(d.max_ranks, p.ngpus or 0),
+                  max_chunks=max(d.max_chunks, (p.ngpus or 0) * (p.nchunksperloop or 0)),
+                  max_tbs=max(d.max_tbs, sum(len(g.tbs) for g in p.gpus)), max_steps=max(d.max_steps, p.steps),
+                  max_pieces=max(d.max_pieces, sum(s.cnt or 0 for g in p.gpus for t in g.tbs for s in t.steps)))
 
 
 def write_atomically(path: Path, text: str) -> None:

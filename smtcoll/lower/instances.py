@@ -6,9 +6,10 @@ from __future__ import annotations
 from smtcoll.lower.ops import Loc, LOp
 
 
-def replicate(ops: list[LOp], count: int) -> list[LOp]:
-    """Replicate the base operations for every instance; chunk index x becomes x*count + k."""
-    if count == 1:
+def replicate(ops: list[LOp], count: int, fresh: bool = False) -> list[LOp]:
+    """Replicate the base operations for every instance; chunk index x becomes x*count + k. `fresh`:
+    new operations even for one instance (the base stays untouched by the later stages)."""
+    if count == 1 and not fresh:
         return ops
     out: list[LOp] = []
     copies: dict[tuple[int, int], LOp] = {}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 import attrs
 
 from smtcoll.check.schedule import check_schedule
@@ -11,12 +13,21 @@ from smtcoll.lower.instances import replicate
 from smtcoll.lower.layout import Layout, recognize
 from smtcoll.lower.ops import LOp
 from smtcoll.lower.options import SPELLING, CannotLower, LowerOptions, RejectedSchedule, check_options, runtimes_for
+from smtcoll.lower.spread import spread
 from smtcoll.lower.storage import Aliasing, allocate_scratch, plan
 from smtcoll.lower.threadblocks import Tb, assign_tbs
 from smtcoll.lower.transfers import transfers
 from smtcoll.model import Schedule
 from smtcoll.msccl.program import Gpu, Op, Program, ThreadBlock
-from smtcoll.msccl.runtime import FIFO_MESSAGES, FUSED_TYPES, LEGACY_DEFAULT_MAX_BYTES, MAX_DEPID, MAX_STEPS, MAX_TBS
+from smtcoll.msccl.runtime import (
+    FIFO_MESSAGES,
+    FUSED_TYPES,
+    LEGACY_DEFAULT_MAX_BYTES,
+    MAX_CHANNELS,
+    MAX_DEPID,
+    MAX_STEPS,
+    MAX_TBS,
+)
 from smtcoll.msccl.writer import safe_name
 
 
@@ -49,18 +60,34 @@ def lower(schedule: Schedule, options: LowerOptions = LowerOptions()) -> Lowered
     modes = {"outofplace": [False], "inplace": [True], "both": [False, True]}[options.mode]
     items = transfers(schedule)
     base = plan(schedule, layout, items, modes)
-    if options.fuse:
-        base = fuse(base, FIFO_MESSAGES[options.protocol])
-    base, scratch = allocate_scratch(base)
-    ops = replicate(base, count)
-    by_rank = assign_tbs(ops)
+    limits = {"steps": min(MAX_STEPS[t] for t in targets), "tbs": min(MAX_TBS[t] for t in targets)}
     alias = Aliasing(_scaled(layout, count))
-    dependencies(ops, alias, modes)
-
+    longest = _busiest_connection(base)
+    segments = 1
+    # a fused thread block holds the messages of two connections: fusion only where that fits
+    if 2 * longest <= limits["steps"] or count >= MAX_CHANNELS:
+        if options.fuse:
+            base = fuse(base, FIFO_MESSAGES[options.protocol])
+        base, scratch = allocate_scratch(base)
+        by_rank = _threadblocks(base, count, 1, alias, modes)
+        if _longest(by_rank) > limits["steps"] and count < MAX_CHANNELS:  # the nops made it too long
+            base, scratch = allocate_scratch(plan(schedule, layout, items, modes))
+            segments = 2
+    else:
+        base, scratch = allocate_scratch(base)
+        # a first guess with room for the nops that more thread blocks bring, then one more at a time
+        segments = max(2, -(-longest // max(1, limits["steps"] * 3 // 4)))
+    if segments > 1:
+        # too long for one thread block per connection: spread each connection over more channels
+        # (unfused: a fused thread block pairs two connections), the fewest that fit
+        for tried in range(min(segments, MAX_CHANNELS // count), MAX_CHANNELS // count + 1):
+            segments = tried
+            by_rank = _threadblocks(base, count, segments, alias, modes)
+            if _longest(by_rank) <= limits["steps"]:
+                break
     legacy_only = targets == ("legacy",)
     executor_spelling, legacy_spelling = SPELLING[layout.kind]
     gpus = []
-    limits = {"steps": min(MAX_STEPS[t] for t in targets), "tbs": min(MAX_TBS[t] for t in targets)}
     max_steps = 0
     for rank in range(coll.ranks):
         tbs = by_rank.get(rank, [])
@@ -77,7 +104,9 @@ def lower(schedule: Schedule, options: LowerOptions = LowerOptions()) -> Lowered
                 has = dict(zip(("executor", "legacy"), SPELLING[layout.kind]))
                 wider = [t for t in MAX_STEPS if MAX_STEPS[t] >= len(steps) and has[t]]
                 hint = f" (--runtime {wider[0]} allows {MAX_STEPS[wider[0]]})" if wider else ""
-                raise CannotLower(f"rank {rank} thread block {i} needs {len(steps)} steps; the "
+                spread_note = (f" even with each connection spread over {segments} channels" if segments > 1
+                               else "")
+                raise CannotLower(f"rank {rank} thread block {i} needs {len(steps)} steps{spread_note}; the "
                                   f"{' and '.join(tight)} runtime allows {limits['steps']} per thread block{hint}")
             if i > MAX_DEPID and any(op.hasdep for op in mine):
                 raise CannotLower(f"rank {rank}: thread block {i} is a dependency target but depid is an int8_t "
@@ -93,7 +122,7 @@ def lower(schedule: Schedule, options: LowerOptions = LowerOptions()) -> Lowered
     min_bytes = options.min_bytes if options.min_bytes is not None or not executor else 0
     name = safe_name(options.name or schedule.name or f"{layout.kind}_{coll.ranks}")
     program = Program(
-        name, options.protocol, count, layout.nchunks * count, coll.ranks,
+        name, options.protocol, count * segments, layout.nchunks * count, coll.ranks,
         legacy_spelling if legacy_only else executor_spelling,
         int(in_place), (int(options.mode in ("outofplace", "both")) if executor else None),
         min_bytes, max_bytes, None, None, gpus,
@@ -106,6 +135,35 @@ def lower(schedule: Schedule, options: LowerOptions = LowerOptions()) -> Lowered
              "nops": sum(1 for g in gpus for t in g.tbs for s in t.steps if s.type == "nop"),
              "fused": sum(1 for g in gpus for t in g.tbs for s in t.steps if s.type in FUSED_TYPES)}
     return Lowered(program, layout, targets, verify_collective, stats)
+
+
+def _threadblocks(base: list[LOp], count: int, segments: int, alias: Aliasing, modes: list[bool]
+                  ) -> dict[int, list[tuple[Tb, list[LOp]]]]:
+    """Fresh operations for `count` instances, spread over `segments` channels each, on thread blocks
+    with their dependencies."""
+    ops = replicate(base, count, fresh=True)
+    spread(ops, segments)
+    by_rank = assign_tbs(ops)
+    dependencies(ops, alias, modes)
+    return by_rank
+
+
+def _longest(by_rank: dict[int, list[tuple[Tb, list[LOp]]]]) -> int:
+    """The most `<step>` elements of one thread block: its operations and the nops before those that
+    wait for more than one thread block."""
+    return max((len(mine) + sum(max(0, len(op.deps) - 1) for op in mine)
+                for tbs in by_rank.values() for _, mine in tbs), default=0)
+
+
+def _busiest_connection(base: list[LOp]) -> int:
+    """The most messages one rank sends to, or receives from, one peer (unfused: one thread block each)."""
+    counts: Counter[tuple[int, int, int]] = Counter()
+    for op in base:
+        if op.type == "s":
+            counts[(op.rank, 0, op.send)] += 1
+        elif op.recv >= 0:
+            counts[(op.rank, 1, op.recv)] += 1
+    return max(counts.values(), default=0)
 
 
 def _scaled(layout: Layout, count: int) -> Layout:

@@ -7,11 +7,14 @@ format's own time unit and cost model; `smtcoll/check/timed.py` judges it.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Mapping
+from fractions import Fraction
 from typing import Any, Literal
 
 import attrs
 
+from smtcoll.findings import Finding
 from smtcoll.model.collective import Collective
 from smtcoll.model.topology import SwitchGroup, Topology
 
@@ -24,14 +27,34 @@ def _tuple(items: Iterable) -> tuple:
     return tuple(items)
 
 
+# A time: a number read from the file compares exactly as it is (parsing keeps the order and equality of
+# decimal texts); a time a reader computes (a sum of delays) is a Fraction of the file's decimals, `exact`.
+Time = Fraction | float | int
+
+
+def exact(x: float | int | Fraction | str) -> Time:
+    """A file's number as an exact fraction. A float's `repr` is the shortest text that reads back as the
+    same float, which is the file's own decimal text for every number written with at most 15 significant
+    digits: times computed as float sums are different roundings of the same value, so a send starting
+    exactly when its chunk arrives (826.8 = 826.8) was refused. Not finite: left a float for the checks to
+    report (`bad-time`)."""
+    if isinstance(x, float):
+        return Fraction(repr(x)) if math.isfinite(x) else x
+    return Fraction(x)
+
+
+def _fraction_free(v: float | Fraction) -> float:
+    return float(v) if isinstance(v, Fraction) else v
+
+
 @attrs.frozen
 class Use:
     """A transfer's claim on a shared resource of the format's cost model (a link, a switch port, a NIC
     side) for [start, end), in the schedule's time unit."""
 
     resource: str
-    start: float
-    end: float
+    start: Time
+    end: Time
     amount: float = 1.0
 
 
@@ -46,6 +69,7 @@ class Limit:
     kind: Literal["concurrent", "window"] = "concurrent"
     window: int = 1
     why: str = ""
+    measure: str = "transfers"  # what the amounts count (`GB/s`: a speed, the sum of the transfers' rates)
 
 
 @attrs.frozen
@@ -57,8 +81,8 @@ class Transfer:
     chunk: int
     src: int
     dst: int
-    start: float
-    end: float
+    start: Time
+    end: Time
     place: dict[str, Any] = attrs.field(factory=dict, converter=_dict)
     volume: float = 1.0
     hops: tuple[tuple[int, int], ...] = attrs.field(default=(), converter=_tuple)
@@ -73,7 +97,7 @@ class Transfer:
 class Quantity:
     """A time (or a throughput) with its unit and the model it was computed in."""
 
-    value: float
+    value: float = attrs.field(converter=_fraction_free)  # JSON holds floats, never fractions
     unit: str
     model: str
     note: str = ""
@@ -83,16 +107,6 @@ class Quantity:
         if self.note:
             out["note"] = self.note
         return out
-
-
-@attrs.frozen
-class Finding:
-    """Something a reader found while reading (a claim that contradicts the file, a flow it cannot place)."""
-
-    code: str
-    message: str
-    severity: Literal["error", "warning", "info"] = "error"
-    where: dict[str, Any] = attrs.field(factory=dict, converter=_dict)
 
 
 @attrs.frozen

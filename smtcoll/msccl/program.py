@@ -7,10 +7,11 @@ the value the runtimes would read (`strtol(s, NULL, 0)` truncated to `int`); a m
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable
 
 import attrs
+
+from smtcoll.findings import Finding  # noqa: F401  (one finding type: the reader's findings)
 
 # The runtimes' vocabulary lives in `runtime.py`; these names stay importable from here.
 from smtcoll.msccl.runtime import (  # noqa: F401
@@ -41,28 +42,6 @@ def _gpus(items: Iterable[Gpu]) -> tuple[Gpu, ...]:
 
 def _strs(items: Iterable[str]) -> tuple[str, ...]:
     return tuple(items)
-
-
-def _str_set(items: Iterable[str]) -> frozenset[str]:
-    return frozenset(items)
-
-
-def _where(items: Mapping[str, Any]) -> dict[str, Any]:
-    return dict(items)
-
-
-@attrs.frozen
-class Finding:
-    """A fact found while reading or checking the rules of the runtimes.
-
-    `rejects` names the runtimes that refuse the file because of it (empty: no runtime refuses it, and
-    `severity` says how bad it is for the algorithm itself)."""
-
-    code: str
-    message: str
-    where: dict[str, Any] = attrs.field(factory=dict, converter=_where)
-    rejects: frozenset[str] = attrs.field(default=frozenset(), converter=_str_set)
-    severity: str = "error"
 
 
 @attrs.frozen

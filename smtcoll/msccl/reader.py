@@ -140,7 +140,7 @@ def lexical_findings(text: str) -> list[Finding]:
         if kind in seen:  # the reader stops at the first error; report each kind once
             return
         seen.add(kind)
-        out.append(Finding("parse-rule", message, {"line": text.count("\n", 0, pos) + 1}, BOTH))
+        out.append(Finding("parse-rule", message, where={"line": text.count("\n", 0, pos) + 1}, rejects=BOTH))
 
     last = 0
     tag_ok = _TAG_OK.fullmatch
@@ -224,7 +224,7 @@ class _Builder(xml.sax.ContentHandler):
         if dropped:
             self.findings.append(Finding(
                 "attribute-dropped", f"<{tag}> has {len(pairs) + dropped} attributes; the runtimes keep the first "
-                f"{MAX_ATTRS} and silently drop the other {dropped}", {**where, "line": line}, severity="warning"))
+                f"{MAX_ATTRS} and silently drop the other {dropped}", where={**where, "line": line}, severity="warning"))
         out: dict[str, Any] = {"line": line}
         names: list[str] = []
         seen: set[str] = set()
@@ -234,7 +234,7 @@ class _Builder(xml.sax.ContentHandler):
                 if name:
                     self.findings.append(Finding(
                         "attribute-repeated", f"<{tag}> gives {name[:40]} twice; the runtimes read the first "
-                        f"({out[name]!r}) and ignore the later one", {**where, "line": line}, severity="warning"))
+                        f"({out[name]!r}) and ignore the later one", where={**where, "line": line}, severity="warning"))
                 continue
             seen.add(name)
             names.append(name)
@@ -254,11 +254,11 @@ class _Builder(xml.sax.ContentHandler):
         if kind in ("garbage", "overflow"):
             self.findings.append(Finding(
                 "bad-integer", f"<{tag}> {name}={raw[:40]!r} is not an integer the runtimes can hold; they read "
-                f"it as {value} (strtol into a C integer)", where))
+                f"it as {value} (strtol into a C integer)", where=where))
         else:
             self.findings.append(Finding(
                 "integer-format", f"<{tag}> {name}={raw!r} is read as {kind}: the runtimes see {value}",
-                where, severity="warning"))
+                where=where, severity="warning"))
 
     def startElement(self, name: str, attributes: Any) -> None:  # noqa: N802 (SAX API)
         line = self._line()
@@ -300,7 +300,7 @@ class _Builder(xml.sax.ContentHandler):
                 inside = f" inside <{parent}>" if parent else ""
                 self.findings.append(Finding(
                     "ignored-element", f"<{name[:40]}>{inside} is not part of the format; the runtimes skip it",
-                    {"line": line}, severity="info"))
+                    where={"line": line}, severity="info"))
 
     def _count(self, name: str, line: int) -> None:
         n = self.counts[name] = self.counts[name] + 1
@@ -381,18 +381,18 @@ def read_program_bytes(data: bytes, path: str = "<xml>", limits: Limits | None =
             message, line = wellformed
             findings.insert(0, Finding("not-well-formed", f"the file is not well-formed XML ({message}); the "
                                        "runtimes load it as checked here, other tools may read it differently "
-                                       "or not at all", {"line": line}, severity="warning"))
+                                       "or not at all", where={"line": line}, severity="warning"))
         _check_pieces(program, limits, path)
         return ReadResult(program, findings, len(data))
     # the runtimes' reader loads no program: say why, and check what an XML library reads
     if doc.error is not None:
         e = doc.error
         what = "crashes the runtimes' reader (SIGSEGV)" if e.kind == "crashed" else "the runtimes' readers refuse it"
-        refusal = Finding("parse-rule", f"{e.message}: {what}", {"line": e.line}, BOTH)
+        refusal = Finding("parse-rule", f"{e.message}: {what}", where={"line": e.line}, rejects=BOTH)
     else:
         refusal = Finding("parse-rule", "the runtimes' readers find no <algo> element at the top (unknown or "
                           "misplaced elements are skipped with their contents) and crash (NULL algo node)",
-                          {"line": 1}, BOTH)
+                          where={"line": 1}, rejects=BOTH)
     if wellformed is not None:
         message, line = wellformed
         raise InputError(path, f"not well-formed XML ({message}), and {refusal.message}", line)
@@ -465,7 +465,7 @@ def _from_document(doc: Document, path: str, limits: Limits) -> tuple[list[Findi
     if len(doc.algos) > 1:
         findings.append(Finding("duplicate-algo", f"{len(doc.algos)} <algo> elements: the runtimes read all of them "
                                 f"and use the first (line {algo.line}); the others are ignored",
-                                {"line": doc.algos[1].line}, severity="warning"))
+                                where={"line": doc.algos[1].line}, severity="warning"))
     a = builder.element("algo", algo, {})
     _check_algo_limits(a, limits, path)
     raw_gpus: list[dict[str, Any]] = []
@@ -477,7 +477,7 @@ def _from_document(doc: Document, path: str, limits: Limits) -> tuple[list[Findi
         raw_gpus.append(g)
         if gpu.get("id") is None:
             findings.append(Finding("parse-rule", f"<gpu> (line {gpu.line}) has no id: every rank's reader stops "
-                                    "there (Attribute id of node gpu not found)", {"line": gpu.line}, BOTH))
+                                    "there (Attribute id of node gpu not found)", where={"line": gpu.line}, rejects=BOTH))
         for tb in load.tbs:
             builder._count("tb", tb.line)
             t = builder.element("tb", tb, {"gpu": g.get("id")})
@@ -494,7 +494,7 @@ def _from_document(doc: Document, path: str, limits: Limits) -> tuple[list[Findi
             e = load.error
             what = "crashes the runtime's reader (SIGSEGV)" if e.kind == "crashed" else "the reader refuses it"
             findings.append(Finding("parse-rule", f"{e.message}: {what} on rank {g.get('id')}",
-                                    {"gpu": g.get("id"), "line": e.line}, BOTH))
+                                    where={"gpu": g.get("id"), "line": e.line}, rejects=BOTH))
     findings += _skipped_findings(skipped)
     findings += _meta_findings(doc, algo)
     return findings, _program(a, raw_gpus)
@@ -523,10 +523,10 @@ def _skipped_findings(skipped: list[tuple[str, str, int]]) -> list[Finding]:
         if name in _KNOWN_PATH:
             out.append(Finding("ignored-element", f"<{shown}>{inside} (line {line}) is misplaced (a <{name}> belongs "
                                f"in <{_KNOWN_PATH[name]}>): the runtimes skip it with everything it contains",
-                               {"line": line}, severity="warning"))
+                               where={"line": line}, severity="warning"))
         else:
             out.append(Finding("ignored-element", f"<{shown}>{inside} is not part of the format; the runtimes skip "
-                               "it with everything it contains", {"line": line}, severity="info"))
+                               "it with everything it contains", where={"line": line}, severity="info"))
     return out
 
 
@@ -546,8 +546,8 @@ def _meta_findings(doc: Document, algo: Element) -> list[Finding]:
             return []
         why = f"unknown coll {coll[:40]!r}"
     return [Finding("parse-rule", f"the executor reads the first element of the file (<{first.name[:40]}>, line "
-                    f"{first.line}) for its metadata and refuses it: {why}", {"line": first.line},
-                    frozenset({"executor"}))]
+                    f"{first.line}) for its metadata and refuses it: {why}", where={"line": first.line},
+                    rejects=frozenset({"executor"}))]
 
 
 def read_program(path: str | os.PathLike[str], max_bytes: int | None = None,

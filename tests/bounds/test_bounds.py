@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
 from helpers.random_schedules import accepted_schedules
+from hypothesis import HealthCheck, given, settings
 
 from smtcoll import library
 from smtcoll.bounds import check_witness, lower_bounds, min_rounds, min_steps, throughput_bound

@@ -26,7 +26,8 @@ def allgather_with(extra: dict[int, str], scratch: int = 2) -> str:
         peer = 1 - r
         return gpu(r, 1, 2, scratch,
                    tb(0, -1, -1, 0, step(0, "cpy", "i", 0, "o", r, hasdep=1)),
-                   tb(1, peer, peer, 0, step(0, "s", "o", r, "o", r, depid=0, deps=0), step(1, "r", "o", peer, "o", peer)),
+                   tb(1, peer, peer, 0, step(0, "s", "o", r, "o", r, depid=0, deps=0),
+                      step(1, "r", "o", peer, "o", peer)),
                    *([extra[r]] if r in extra else []))
     return algo(rank(0), rank(1))
 
@@ -50,7 +51,8 @@ def test_uninitialized_read_that_reaches_an_output_is_an_error(tmp_path: Path) -
             first = [step(0, "cpy", "i", 0, "o", 0), step(1, "re", "s", 1, "o", 0, depid=2, deps=0, hasdep=1)]
             extra = [tb(2, -1, -1, 0, step(0, "cpy", "s", 0, "s", 1, hasdep=1))]
         return gpu(r, 1, 2, 2, tb(0, -1, -1, 0, *first),
-                   tb(1, peer, peer, 0, step(0, "s", "o", r, "o", r, depid=0, deps=0), step(1, "r", "o", peer, "o", peer)),
+                   tb(1, peer, peer, 0, step(0, "s", "o", r, "o", r, depid=0, deps=0),
+                      step(1, "r", "o", peer, "o", peer)),
                    *extra)
     r = check(tmp_path, algo(rank(0), rank(1)))
     assert r.verdict == "error" and "read-before-write" in codes(r) and "deadlock" not in codes(r)
@@ -106,3 +108,29 @@ def test_strict_option_makes_dead_findings_fail_the_command(tmp_path: Path, cli)
     assert cli("verify", str(path)).returncode == 0
     strict = cli("verify", "--strict", str(path))
     assert strict.returncode == 1 and "dead-read" in strict.stdout
+
+
+def test_many_dead_reads_keep_their_severity_in_the_summary(tmp_path: Path) -> None:
+    # 30 dead reads of never-written scratch (more than the report lists): the summary line stands for
+    # warnings, so it is a warning, and the file is ok (issue 20, class 1)
+    dead = 30
+    text = allgather_with({0: tb(2, -1, -1, 0, *(step(k, "cpy", "s", k, "s", dead + k) for k in range(dead)))},
+                          scratch=2 * dead)
+    r = check(tmp_path, text)
+    dead_reads = [v for v in r.violations if v.code == "dead-read"]
+    assert r.verdict == "ok", [v.to_json() for v in r.errors]
+    assert {v.severity for v in dead_reads} == {"warning"}
+    assert dead_reads[-1].message == f"... and {dead - 20} more dead-read finding(s)"
+
+
+def test_summaries_count_errors_and_warnings_apart(tmp_path: Path) -> None:
+    # 25 dead reads (warnings) and 25 reads whose garbage reaches an output (errors): one summary each
+    n = 25
+    live = tb(3, -1, -1, 0, *(step(k, "re", "s", 100 + k, "o", 0) for k in range(n)))
+    text = allgather_with({0: tb(2, -1, -1, 0, *(step(k, "cpy", "s", k, "s", 50 + k) for k in range(n)))
+                           + "\n" + live}, scratch=200)
+    r = check(tmp_path, text)
+    summaries = {(v.code, v.severity): v.message for v in r.violations if v.message.startswith("... and")}
+    assert summaries[("dead-read", "warning")] == f"... and {n - 20} more dead-read finding(s)"
+    assert summaries[("read-before-write", "error")] == f"... and {n - 20} more read-before-write finding(s)"
+    assert r.verdict == "error"

@@ -108,3 +108,24 @@ def test_bad_schedule_files(tmp_path, cli, text, message):
     path.write_text(text)
     with pytest.raises(InputError, match=message):
         load_schedule(path)
+
+
+def test_sends_are_one_line_per_step():
+    text = dumps_schedule(ring_allgather())
+    assert '"sends": [[0, 0, 1], [1, 1, 2], [2, 2, 3], [3, 3, 0]]' in text
+    assert len(text.splitlines()) < 120  # indent=1 wrote a line per number
+
+
+def test_verify_max_bytes_lifts_the_schedule_size_cap(tmp_path, monkeypatch):
+    from smtcoll.check.files import check_file
+    from smtcoll.formats import schedules
+    from smtcoll.msccl.reader import Limits
+
+    path = tmp_path / "s.json"
+    path.write_text(dumps_schedule(ring_allgather()))
+    size = path.stat().st_size
+    monkeypatch.setattr(schedules, "MAX_SCHEDULE_BYTES", size - 1)  # as a file over 64 MiB is by default
+    over = check_file(str(path), "any", None, None, None, Limits(max_bytes=size - 1))
+    assert over.unusable and "--max-bytes" in over.violations[0].message
+    # the option its message names lifts it: the schedule readers' own cap no longer applies
+    assert check_file(str(path), "any", None, None, None, Limits(max_bytes=size)).verdict == "ok"

@@ -351,14 +351,176 @@ def test_teccl_slow_link_window(tmp_path):
                            "7-Flows": flows, "Solver_Time": 0.0})
 
     f = tmp_path / "t.json"
-    f.write_text(teccl(["Chunk 0 from 0 traveled over 0->1 in epoch 0", "Chunk 0 from 1 traveled over 1->0 in epoch 0"], 2))
+    both = ["Chunk 0 from 0 traveled over 0->1 in epoch 0", "Chunk 0 from 1 traveled over 1->0 in epoch 0"]
+    f.write_text(teccl(both, 2))
     code_ok = check_input_file(str(f), topology=specs.resolve_topology(str(topo)))
     assert code_ok.verdict == "ok" and code_ok.time["verified"]["value"] == 2e6, code_ok.violations
-    f.write_text(teccl(["Chunk 0 from 0 traveled over 0->1 in epoch 0", "Chunk 0 from 1 traveled over 1->0 in epoch 0"], 1))
+    f.write_text(teccl(both, 1))
     rep = check_input_file(str(f), topology=specs.resolve_topology(str(topo)))
     assert [v.code for v in rep.errors] == ["optimistic-claim"]
     f.write_text(teccl(["Chunk 0 from 0 traveled over 0->1 in epoch 0", "Chunk 1 from 0 traveled over 0->1 in epoch 1",
-                        "Chunk 0 from 1 traveled over 1->0 in epoch 0", "Chunk 1 from 1 traveled over 1->0 in epoch 1"], 3))
+                        "Chunk 0 from 1 traveled over 1->0 in epoch 0",
+                        "Chunk 1 from 1 traveled over 1->0 in epoch 1"], 3))
     rep = check_input_file(str(f), topology=specs.resolve_topology(str(topo)))
     bad = [v for v in rep.errors if v.code == "bandwidth"]
     assert len(bad) == 1 and "1->0" in bad[0].message and "window of 2" in bad[0].message
+
+
+def _taccl_split(data: dict, factor: int) -> dict:
+    """The same TACCL algorithm with every chunk in `factor` pieces, as TACCL writes it: its collective is
+    built with the chunk factor, so the chunk list, input_map and output_map name the pieces (chunk c
+    becomes c*factor + j), `instance.chunks` = factor, and each send becomes `factor` sends of the pieces,
+    one after the other on the same link (times scaled so that the pieces fit where the chunk went)."""
+    from smtcoll.formats import schedules, taccl
+    ts = taccl.read_taccl(data, schedules.sccl_collective(data), None)
+    out = json.loads(json.dumps(data))
+    out["instance"]["chunks"] = factor
+    out["collective"]["chunks"] = [dict(ch, addr=c * factor + j) for c, ch in enumerate(data["collective"]["chunks"])
+                                   for j in range(factor)]
+    for key in ("input_map", "output_map"):
+        out[key] = {r: [c * factor + j for c in cs for j in range(factor)] for r, cs in data[key].items()}
+    k = 0
+    for step in out["steps"]:
+        step["rounds"] *= factor
+        sends = []
+        for c, s, d, t, link, *rest in step["sends"]:
+            tr = ts.transfers[k]
+            k += 1
+            dur = float((tr.end - tr.start) * taccl.SCALE_TIME)
+            sends += [[c * factor + j, s, d, factor * t + j * dur, link, *rest] for j in range(factor)]
+        step["sends"] = sends
+    return out
+
+
+def test_taccl_chunk_list_is_already_split(tmp_path):
+    # TACCL lists the split chunks: reading them must not split them again (issue 20, class 4)
+    data = json.loads((EXAMPLES / "taccl-allgather-2x2.sccl.json").read_text())
+    f = tmp_path / "split_taccl.sccl.json"
+    f.write_text(json.dumps(_taccl_split(data, 2)))
+    r = check_input_file(str(f))
+    assert r.verdict == "ok", [v.to_json() for v in r.errors]
+    assert r.metrics["transfers"] == 2 * sum(len(s["sends"]) for s in data["steps"])
+
+
+@needs_corpus(CORPUS / "sccl-json")
+def test_sccl_chunk_list_is_split_by_the_instance(tmp_path):
+    # SCCL (msccl-tools) lists the base chunks; its sends and maps name the split addresses
+    from smtcoll.formats.schedules import parse_schedule
+    src = CORPUS / "sccl-json" / "Allgather.n4-Ring.n4-steps2.rounds3.chunks2.msccl.json"
+    s = parse_schedule(src.read_text())
+    assert s.collective.chunks == 8 and s.collective.chunk_factor == 2
+
+
+def test_taccl_send_exactly_at_arrival_is_held(tmp_path):
+    # TACCL's rule: a send starts at t / 10 and an IB send arrives alpha + k beta later. With t = 1,
+    # alpha = beta = 0.1, the chunk arrives at 0.1 + 0.1 + 0.1 = 0.3 exactly, and the next send starts at
+    # 3 / 10 = 0.3: held (as floats the sum is 0.30000000000000004 > 0.3; issue 20, class 6)
+    data = json.loads((EXAMPLES / "taccl-allgather-2x2.sccl.json").read_text())
+    data["topology"].update(node_invbws=[[0, 0.1], [0.1, 0]], remote_alpha=0.1, remote_beta=0.1)
+    first, second = data["steps"]
+    first["rounds"], second["rounds"] = 3, 1
+    for send in first["sends"]:
+        send[3] = 1
+    for send in second["sends"]:
+        send[3] = 3
+    f = tmp_path / "exact_taccl.sccl.json"
+    f.write_text(json.dumps(data))
+    r = check_input_file(str(f))
+    assert r.verdict == "ok", [v.to_json() for v in r.errors]
+    assert r.time["verified"]["value"] == 0.4
+    # a little earlier is before the arrival: refused
+    for send in second["sends"]:
+        send[3] = 2.99
+    f.write_text(json.dumps(data))
+    assert "not-held" in {v.code for v in check_input_file(str(f)).errors}
+
+
+def _speed_log(tmp_path, duration: str, extra: str = "", links: str = "") -> Path:
+    """An allgather on two ranks joined by 50 GB/s links: 1 MB chunks need 20 us each."""
+    topo = tmp_path / "pair.toml"
+    topo.write_text('[topology]\nname = "pair"\nranks = 2\ngbps = 50.0\n'
+                    + (links or 'links = [{src = 0, dst = 1}, {src = 1, dst = 0}]\n'))
+    f = tmp_path / "speed.csv"
+    f.write_text(f"# collective: allgather\n# topology: {topo.name}\n# unit: us\n# chunk_bytes: 1000000\n"
+                 f"chunk,src,dst,start,end\n0,0,1,0,{duration}\n1,1,0,0,{duration}\n{extra}")
+    return f
+
+
+def test_transfer_faster_than_its_link_is_a_bandwidth_error(tmp_path):
+    # 1 MB over 50 GB/s takes 20 us: in 10 us it would need 100 GB/s (issue 20, class 3)
+    rep = check_input_file(str(_speed_log(tmp_path, "10")))
+    fast = [v for v in rep.errors if v.code == "bandwidth"]
+    assert fast and "100 GB/s" in fast[0].message and fast[0].where == {"line": 6}
+    # exactly at the link's speed, or slower: fine
+    assert check_input_file(str(_speed_log(tmp_path, "20"))).verdict == "ok"
+    assert check_input_file(str(_speed_log(tmp_path, "25.5"))).verdict == "ok"
+    # in ms: 0.01 ms = 10 us, too fast again
+    f = _speed_log(tmp_path, "0.01")
+    f.write_text(f.read_text().replace("# unit: us", "# unit: ms"))
+    assert "bandwidth" in {v.code for v in check_input_file(str(f)).errors}
+
+
+def test_transfers_sharing_a_link_share_its_speed(tmp_path):
+    # a link of bandwidth 2 carries two transfers at once, but both together at most at its 100 GB/s
+    # (50 GB/s per unit of bandwidth)
+    links = 'links = [{src = 0, dst = 1, bandwidth = 2}, {src = 1, dst = 0}]\n'
+    slow = _speed_log(tmp_path, "20", "0,0,1,0,20\n", links)
+    assert check_input_file(str(slow)).verdict == "ok"
+    fast = _speed_log(tmp_path, "20", "0,0,1,0,15\n", links)
+    assert "bandwidth" in {v.code for v in check_input_file(str(fast)).errors}
+
+
+def _teccl_fast_run(tmp_path, output_gb: float, multiplier: int) -> tuple[Path, object]:
+    """A TE-CCL AllGather on two GPUs joined by 100 GB/s links, made as TE-CCL's input generator makes its
+    runs (teccl/examples/json_gen.py): chunk = output / GPUs, epoch = `multiplier` chunk times over the
+    fastest link. Each GPU sends its 3 chunks in epoch 0; the link carries `multiplier` per epoch."""
+    topo = tmp_path / "pair100.toml"
+    topo.write_text('[topology]\nname = "pair100"\nranks = 2\ngbps = 100.0\nlinks = [{src = 0, dst = 1}, '
+                    '{src = 1, dst = 0}]\n')
+    chunk = output_gb / 2
+    tau = multiplier * chunk / 100.0
+    flows = [f"Chunk {c} from {s} traveled over {s}->{1 - s} in epoch 0" for s in (0, 1) for c in range(3)]
+    f = tmp_path / "fast.json"
+    f.write_text(json.dumps({"1-Epoch_Duration": tau, "2-Expected_Epoch_Duration": tau, "3-Epochs_Required": 1,
+                             "4-Collective_Finish_Time": tau, "5-Algo_Bandwidth": output_gb / tau,
+                             "7-Flows": flows, "Solver_Time": 0.0}))
+    return f, specs.resolve_topology(str(topo))
+
+
+def test_teccl_fast_small_runs_use_epoch_multiplier_4(tmp_path):
+    # 4 KB Fast run: the generator's epoch is 4 chunk times. The numbers also fit "2 chunk times of a chunk
+    # twice as large" (half the GPUs), under which the link would carry only 2 chunks per epoch: the
+    # generator's rule decides (issue 20, class 5)
+    f, topo = _teccl_fast_run(tmp_path, 4e-6, 4)
+    rep = check_input_file(str(f), topology=topo)
+    assert rep.verdict == "ok", [v.to_json() for v in rep.errors]
+    assert rep.metrics["chunk_bytes"] == pytest.approx(2000)
+    # a 16 KB Fast run has multiplier 1: the same numbers scaled are 4 chunk times, which the generator
+    # never writes for it; the readings disagree, so the smaller chunk is taken with a warning
+    f, topo = _teccl_fast_run(tmp_path, 16e-6, 4)
+    rep = check_input_file(str(f), topology=topo)
+    assert rep.verdict == "ok" and rep.metrics["chunk_bytes"] == pytest.approx(8000)
+    assert any(v.code == "chunk-size" and v.severity == "warning" for v in rep.violations)
+
+
+def test_teccl_generator_multiplier_follows_json_gen():
+    from smtcoll.formats.teccl import generator_multiplier
+    assert [generator_multiplier("fast", kb * 1e-6) for kb in (1, 4, 16)] == [4, 4, 1]
+    assert [generator_multiplier("slow", kb * 1e-6) for kb in (1, 4)] == [2, 1]
+
+
+def test_a_shared_switch_group_bounds_the_sum_of_rates(tmp_path):
+    # ranks 0 and 1 reach rank 2 through one switch group (a shared NIC) of 2 x 50 GB/s; each link runs at
+    # 100 GB/s. Two 1 MB transfers at once: at 62.5 GB/s each (16 us) the links hold them but the group
+    # (125 > 100 GB/s) does not; at 50 GB/s each (20 us) both do
+    topo = tmp_path / "nic.toml"
+    topo.write_text('[topology]\nname = "nic"\nranks = 3\ngbps = 50.0\n'
+                    'links = [{src = 0, dst = 2, bandwidth = 2}, {src = 1, dst = 2, bandwidth = 2}]\n'
+                    '[[topology.switches]]\nsrcs = [0, 1]\ndsts = [2]\nbandwidth = 2\nname = "nic2"\n')
+    for duration, fast in (("16", True), ("20", False)):
+        f = tmp_path / f"nic{duration}.csv"
+        f.write_text(f"# collective: allgather\n# topology: nic.toml\n# unit: us\n# chunk_bytes: 1000000\n"
+                     f"chunk,src,dst,start,end\n0,0,2,0,{duration}\n1,1,2,0,{duration}\n")
+        speed = [v for v in check_input_file(str(f)).errors if v.code == "bandwidth"]
+        assert bool(speed) == fast, speed
+        assert all("switch group nic2" in v.message and "GB/s" in v.message for v in speed)

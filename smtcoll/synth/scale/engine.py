@@ -2,14 +2,17 @@
 
 Which method (docs/synth.md):
 - non-combining collectives: the translate construction where the topology is a ring, torus,
-  hypercube or fully connected and the collective is Allgather- or Alltoall-shaped; otherwise, or when
-  it misses the bound, the link-chunk greedy (and for up to 32 ranks also the older greedy), the best
+  hypercube or fully connected and the collective is Allgather- or Alltoall-shaped; for Alltoall-shaped
+  ones the LP-routed paths of `routing` (any topology); otherwise, or when these miss the bound, the
+  link-chunk greedy (and for up to 32 ranks also the older greedy), the best
   schedule kept;
 - ReduceScatter, Reduce (combining, with a non-combining dual): the reversal of a tree-shaped schedule
   of the dual on the reversed topology (every method above gives each rank each chunk once);
-- Allreduce: on hypercubes with one address, recursive doubling; otherwise reduce each address to one
-  rank (ReduceScatter when the addresses split evenly over the ranks, else the most central ranks)
-  through the dual, then broadcast it (Allgather-shaped when split evenly).
+- Allreduce: on hypercubes with one address, recursive doubling; otherwise the fewest steps of: reduce
+  each address to one rank (ReduceScatter when the addresses split evenly over the ranks, else the most
+  central ranks) through the dual, then broadcast it (Allgather-shaped when split evenly); and, with one
+  address, the overlapping constructions of `allreduce` (recursive doubling over xor partners where
+  those are links, four arcs per cycle on rings and tori).
 Every schedule is checked by `smtcoll.check` before it is returned; a rejected one is an internal error.
 """
 
@@ -22,7 +25,7 @@ from smtcoll.check.schedule import check_schedule
 from smtcoll.errors import SmtcollError
 from smtcoll.model import Collective, Schedule, Send, Step, Topology
 from smtcoll.synth.combining import dual_collective, reverse_schedule
-from smtcoll.synth.scale import greedy, translate
+from smtcoll.synth.scale import allreduce, greedy, routing, translate
 
 OLD_GREEDY_UP_TO = 32  # ranks: the per-chunk Python greedy of synth/greedy.py is slow beyond
 
@@ -79,6 +82,11 @@ def _plain(topo: Topology, coll: Collective, b: SearchBounds | None) -> tuple[Sc
         if len(t[0].steps) <= target:
             return t
     limit = 4 * topo.ranks * coll.chunks + 8
+    r = routing.routed_alltoall(topo, coll, limit)
+    if r is not None:
+        found.append((r, "LP-routed paths (HiGHS), store and forward"))
+        if len(r.steps) <= target:
+            return found[-1]
     g = greedy.greedy_schedule(topo, coll, limit)
     if g is not None:
         found.append((g, "greedy (link-chunk matching per step)"))
@@ -101,11 +109,24 @@ def _reduction(topo: Topology, coll: Collective, dual: tuple[Collective, tuple[i
 
 
 def _allreduce(topo: Topology, coll: Collective) -> tuple[Schedule, str]:
-    addrs = coll.addresses
-    p = topo.ranks
     doubling = _recursive_doubling(topo, coll)
     if doubling is not None:
         return doubling, "recursive doubling (hypercube)"
+    phased = _phases(topo, coll)
+    # the overlapping constructions (one address): kept when the checker accepts them and they beat
+    # the phases (a construction whose as-soon-as-possible order breaks its data flow is dropped)
+    found = [phased]
+    for make, method in ((allreduce.doubling_allreduce, "recursive doubling (xor partners)"),
+                         (allreduce.torus_allreduce, "four arcs per cycle, overlapping (ring, torus)")):
+        s = make(topo, coll)
+        if s is not None and check_schedule(s).verdict == "ok":
+            found.append((s, method))
+    return min(found, key=lambda x: (len(x[0].steps), x[0].rounds))
+
+
+def _phases(topo: Topology, coll: Collective) -> tuple[Schedule, str]:
+    addrs = coll.addresses
+    p = topo.ranks
     if len(addrs) % p == 0:
         per = len(addrs) // p
         dest = {a: i // per for i, a in enumerate(addrs)}

@@ -1,0 +1,269 @@
+"""Allreduce whose reduce and broadcast phases overlap: schedules within 1.5x of the distance bound.
+
+One address (C = 1) leaves no room for reduce-scatter + allgather, and "reduce to the centre, then
+broadcast" costs twice the radius. Two constructions do better, both as a plan of sends whose order
+is data flow only, scheduled as soon as possible (`_asap`):
+
+- **Recursive doubling** on any topology that has the links r <-> r xor 2^i (hypercubes, and machines
+  whose ranks pair up that way, like a100 x 2): log2(P) steps, each rank exchanging its partial sum.
+- **Four arcs on a cycle**, composed over the dimensions of a torus: cut the cycle into arcs B0..B3;
+  B0 reduces towards its end and B1 towards its start, and the two ends exchange (B2, B3 likewise);
+  the pair sums travel to the outer ends of the pairs as copies (every rank on the way holds a part of
+  them), where B1|B2 and B3|B0 exchange: those four ranks hold the total, which spreads as copies.
+  That is the hypercube(2) pattern of recursive doubling on four super-nodes: about 3n/4 steps on a
+  ring of n, 1.5x its distance bound n/2. On a torus every rank runs the cycle of its first dimension,
+  then, from its own row total on, the cycle of the next: the phases overlap across ranks.
+
+Every value a send carries is the sender's value when the step begins (the checker's semantics): a
+send is scheduled after every send into its sender that the plan created before it, so the plan's
+order is the data flow. The engine checks the result like any other schedule.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import attrs
+
+from smtcoll.model import Collective, Schedule, Send, Step, Topology
+from smtcoll.synth.scale import translate
+
+
+@attrs.frozen
+class _Plan:
+    """Sends (src, dst) in data-flow order: each waits for every earlier send into its src."""
+
+    ranks: int
+    sends: list[tuple[int, int]] = attrs.field(factory=list)
+    into: list[list[int]] = attrs.field(factory=list)  # rank -> indices of sends into it, in plan order
+    deps: list[tuple[int, ...]] = attrs.field(factory=list)
+    after: list[tuple[int, ...]] = attrs.field(factory=list)  # earlier sends into dst: arrive first
+    phase: list[int] = attrs.field(factory=lambda: [0])  # index of the first send of the current phase
+
+
+    def __attrs_post_init__(self) -> None:
+        self.into.extend([] for _ in range(self.ranks))
+
+    def start_phase(self) -> None:
+        self.phase[0] = len(self.sends)
+
+    def send(self, src: int, dst: int, together: bool = False) -> None:
+        """Strictly after the earlier sends into dst (a copy must not overtake what it contains);
+        `together`: only after those of earlier phases (the values of this phase's together-sends
+        into dst are disjoint: reductions from both sides)."""
+        self.deps.append(tuple(self.into[src]))
+        first = self.phase[0]
+        self.after.append(tuple(i for i in self.into[dst] if i < first) if together else tuple(self.into[dst]))
+        self.into[dst].append(len(self.sends))
+        self.sends.append((src, dst))
+
+    def exchange(self, u: int, v: int) -> None:
+        """u and v send each other their values as they are now (disjoint: each adds the other's)."""
+        du, dv = tuple(self.into[u]), tuple(self.into[v])
+        for a, b, d, later in ((u, v, du, dv), (v, u, dv, du)):
+            self.deps.append(d)
+            self.after.append(later)
+            self.into[b].append(len(self.sends))
+            self.sends.append((a, b))
+
+    def chain(self, ranks: list[int], together: bool = False) -> None:
+        for a, b in zip(ranks, ranks[1:], strict=False):
+            self.send(a, b, together)
+
+
+def _asap(topo: Topology, plan: _Plan) -> list[list[tuple[int, int]]] | None:
+    """Steps of one round: each send at the first step after its dependencies arrived at its source
+    (and after the earlier sends into its destination, and not before the earlier sends out of its
+    destination: those carry the value the plan gave them) at which its link (and its switch groups) still
+    have room. None when a send uses a pair that is not a link."""
+    step_of: list[int] = []
+    last_out = [0] * topo.ranks  # a send into v must not arrive before v sent what the plan had it send
+    load: dict[tuple[int, int, int], int] = {}
+    gload: dict[tuple[int, int], int] = {}
+    out: list[list[tuple[int, int]]] = []
+    for (u, v), deps, after in zip(plan.sends, plan.deps, plan.after, strict=True):
+        bw = topo.bandwidth(u, v)
+        if bw <= 0:
+            return None
+        groups = topo.switches_of(u, v)
+        s = max((step_of[d] + 1 for d in (*deps, *after)), default=last_out[v])
+        s = max(s, last_out[v])
+        while load.get((s, u, v), 0) >= bw or any(gload.get((s, g), 0) >= topo.switches[g].bandwidth for g in groups):
+            s += 1
+        load[(s, u, v)] = load.get((s, u, v), 0) + 1
+        for g in groups:
+            gload[(s, g)] = gload.get((s, g), 0) + 1
+        step_of.append(s)
+        last_out[u] = max(last_out[u], s)
+        while len(out) <= s:
+            out.append([])
+        out[s].append((u, v))
+    return out
+
+
+def _four_arcs(plan: _Plan, cyc: list[int], sizes: tuple[int, int, int, int]) -> None:
+    """The four-arc plan on the cycle `cyc` (ranks in cycle order, both directions links)."""
+    n = len(cyc)
+    a = sizes[0]
+    b = a + sizes[1]
+    c = b + sizes[2]
+    at = lambda i: cyc[i % n]  # noqa: E731
+    # level 1: B0 = [0, a) reduces rightwards to a-1, B1 = [a, b) leftwards to a; B2, B3 likewise
+    plan.chain([at(i) for i in range(0, a)])
+    plan.chain([at(i) for i in range(b - 1, a - 1, -1)])
+    plan.chain([at(i) for i in range(b, c)])
+    plan.chain([at(i) for i in range(n - 1, c - 1, -1)])
+    plan.exchange(at(a - 1), at(a))
+    plan.exchange(at(c - 1), at(c))
+    # the pair sums travel, as copies, to the outer ends of the pairs
+    plan.chain([at(i) for i in range(a - 1, -1, -1)])
+    plan.chain([at(i) for i in range(a, b)])
+    plan.chain([at(i) for i in range(c - 1, b - 1, -1)])
+    plan.chain([at(i) for i in range(c, n)])
+    # level 2: B1|B2 at (b-1, b) and B3|B0 at (n-1, 0); those four ranks hold the total
+    plan.exchange(at(b - 1), at(b))
+    plan.exchange(at(n - 1), at(0))
+    # the total spreads as copies from 0 and b-1 over [0, b), from b and n-1 over [b, n)
+    for lo, hi in ((0, b - 1), (b, n - 1)):
+        mid = (lo + hi) // 2
+        plan.chain([at(i) for i in range(lo, mid + 1)])
+        plan.chain([at(i) for i in range(hi, mid, -1)])
+
+
+def _two_arcs(plan: _Plan, cyc: list[int], h: int) -> None:
+    """The two-arc plan: arcs [0, h) and [h, n) reduce to their centres from both sides at once, the
+    sums travel as copies to both ends of each arc, the ends exchange across (h-1, h) and (n-1, 0),
+    and the total spreads inwards: the exact search's shape on ring:6 (4 steps), about 3n/4 steps."""
+    n = len(cyc)
+    at = lambda i: cyc[i % n]  # noqa: E731
+    for lo, hi in ((0, h - 1), (h, n - 1)):
+        mid = (lo + hi) // 2
+        plan.chain([at(i) for i in range(lo, mid + 1)], together=True)
+        plan.chain([at(i) for i in range(hi, mid - 1, -1)], together=True)
+    for lo, hi in ((0, h - 1), (h, n - 1)):
+        mid = (lo + hi) // 2
+        plan.chain([at(i) for i in range(mid, lo - 1, -1)])
+        plan.chain([at(i) for i in range(mid, hi + 1)])
+    plan.exchange(at(h - 1), at(h))
+    plan.exchange(at(n - 1), at(0))
+    for lo, hi in ((0, h - 1), (h, n - 1)):
+        mid = (lo + hi) // 2
+        plan.chain([at(i) for i in range(lo, mid + 1)])
+        plan.chain([at(i) for i in range(hi, mid, -1)])
+
+
+Shape = tuple[str, tuple[int, ...]]
+
+
+def _cycle(plan: _Plan, cyc: list[int], shape: Shape) -> None:
+    n = len(cyc)
+    plan.start_phase()
+    if n <= 3:  # every pair adjacent: everyone sends its own value to every other rank at once
+        for u in cyc:
+            for v in cyc:
+                if u != v:
+                    plan.send(u, v, together=True)
+    elif shape[0] == "four":
+        _four_arcs(plan, cyc, shape[1])  # type: ignore[arg-type]
+    else:
+        _two_arcs(plan, cyc, shape[1][0])
+
+
+def _shapes(n: int) -> list[Shape]:
+    """The plans to try on a cycle of n: every split into four arcs of q or q+1 ranks (q = n // 4),
+    and the two near-halves."""
+    if n <= 3:
+        return [("all", ())]
+    q = n // 4
+    four: list[Shape] = [("four", t) for t in itertools.product((q, q + 1), repeat=4) if sum(t) == n]
+    return four + [("two", (h,)) for h in sorted({n // 2, (n + 1) // 2})]
+
+
+def torus_allreduce(topo: Topology, coll: Collective) -> Schedule | None:
+    """The best cycle plan of each dimension of a ring or torus, one dimension after the other (each
+    rank starts the next from its own total of the previous: the phases overlap across ranks)."""
+    if len(coll.addresses) != 1 or not _every_rank_all(coll):
+        return None
+    g = translate.group_of(topo)
+    if g is None or len(g.dims) > 3 or topo.name.startswith(("hypercube", "fully-connected")):
+        return None
+    dirs = set(g.directions)
+    for k, n in enumerate(g.dims):
+        unit = tuple(1 if i == k else 0 for i in range(len(g.dims)))
+        minus = tuple((n - 1) if i == k else 0 for i in range(len(g.dims)))
+        if n > 1 and (unit not in dirs or minus not in dirs):
+            return None
+    # each dimension's plan chosen alone (the fewest steps on its own cycles, the first on ties)
+    chosen: dict[int, Shape] = {}
+    for k, n in enumerate(g.dims):
+        if n == 1:
+            continue
+        best: tuple[int, Shape] | None = None
+        for shape in _shapes(n):
+            plan = _Plan(topo.ranks)
+            for line in _lines(g, k):
+                _cycle(plan, line, shape)
+            steps = _asap(topo, plan)
+            if steps is not None and (best is None or len(steps) < best[0]):
+                best = (len(steps), shape)
+        if best is None:
+            return None
+        chosen[k] = best[1]
+    result: list[list[tuple[int, int]]] | None = None
+    for order in (sorted(chosen), sorted(chosen, reverse=True)):
+        plan = _Plan(topo.ranks)
+        for k in order:
+            for line in _lines(g, k):
+                _cycle(plan, line, chosen[k])
+        steps = _asap(topo, plan)
+        if steps is not None and (result is None or len(steps) < len(result)):
+            result = steps
+    return None if result is None else _schedule(topo, coll, result)
+
+
+def _lines(g: translate.Group, k: int) -> list[list[int]]:
+    """The cycles of dimension k: for every coordinate with c_k = 0, the ranks c + t e_k in order."""
+    out = []
+    for r in range(g.ranks):
+        if g.coords[r][k] != 0:
+            continue
+        base = [int(x) for x in g.coords[r]]
+        line = []
+        for t in range(g.dims[k]):
+            base[k] = t
+            line.append(g.rank(base))
+        out.append(line)
+    return out
+
+
+def doubling_allreduce(topo: Topology, coll: Collective) -> Schedule | None:
+    """Recursive doubling wherever the ranks are a power of two and r <-> r xor 2^i are links."""
+    p = topo.ranks
+    if p < 2 or p & (p - 1) or not _every_rank_all(coll) or min(len(s) for s in coll.pre_sets) < 1:
+        return None
+    if len(coll.pre) != coll.chunks:
+        return None
+    plan = _Plan(p)
+    bit = 1
+    while bit < p:
+        for r in range(p):
+            if topo.bandwidth(r, r ^ bit) <= 0:
+                return None
+        for r in range(p):
+            if r < r ^ bit:
+                plan.exchange(r, r ^ bit)
+        bit <<= 1
+    addrs = coll.addresses
+    if len(addrs) != 1:
+        return None
+    steps = _asap(topo, plan)
+    return None if steps is None else _schedule(topo, coll, steps)
+
+
+def _every_rank_all(coll: Collective) -> bool:
+    return all(len(coll.post_sets[r]) == coll.chunks for r in range(coll.ranks))
+
+
+def _schedule(topo: Topology, coll: Collective, steps: list[list[tuple[int, int]]]) -> Schedule:
+    a = coll.addresses[0]
+    return Schedule(topo, coll, [Step(1, sorted(Send(a, u, v) for u, v in s)) for s in steps if s])

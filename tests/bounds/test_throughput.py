@@ -1,0 +1,241 @@
+"""The physical time bound T(B) >= us_per_byte * B: the targets of issue 23, soundness against every
+schedule the checker accepts (timed with links running in parallel at their speeds), and certificates
+that `smtcoll proof check` re-checks exactly and rejects when any number in them changes."""
+
+from __future__ import annotations
+
+import copy
+import json
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+from helpers.random_schedules import accepted_combining_schedules, accepted_schedules
+from hypothesis import HealthCheck, given, settings
+
+from smtcoll import library
+from smtcoll.bounds.demand import address_transfers
+from smtcoll.bounds.throughput import addresses, rates, time_bound
+from smtcoll.model import Link, Schedule, Topology
+from smtcoll.proofs import check_certificate
+from smtcoll.proofs.throughput import write_throughput_certificate
+
+GIB = 1 << 30
+
+
+def bound(topology: str, collective: str, nodes: int = 1, root: int | None = None):
+    topo = library.topology(topology, nodes)
+    coll = library.collective(collective, topo.ranks, root, 1)
+    return topo, coll, time_bound(topo, coll)
+
+
+# --- the targets ------------------------------------------------------------------------------------
+
+def test_ndv2_allreduce_proves_150_bus_gbps_from_2n_minus_2_transfers():
+    _, _, b = bound("ndv2", "allreduce")
+    assert b.busbw_gbps(GIB) == 150  # exact: the NCCL ring's bandwidth, so also the tightest possible
+    assert b.certificate is not None and b.certificate.kind == "transfers"
+    assert b.certificate.transfers == 14  # 2(N-1) per address
+    assert b.us_per_byte == Fraction(14, 1_200_000)  # 14 buffers through 8 x 150 GB/s of ingress
+
+
+@pytest.mark.parametrize("collective", ["allreduce", "allgather", "reducescatter"])
+def test_ndv2_two_nodes_23_4375_bus_gbps_through_the_nic(collective):
+    _, _, b = bound("ndv2", collective, nodes=2)
+    assert b.busbw_gbps(GIB) == Fraction(375, 16)
+    assert b.certificate is not None and b.certificate.kind == "cut"
+    assert b.certificate.inside == tuple(range(8)) and b.certificate.rate == 12_500  # one 12.5 GB/s NIC
+
+
+def test_allreduce_across_a_ring_of_nodes_counts_gossip_between_nodes():
+    # ndv2 x4: the four nodes need 2(4-1) = 6 buffer transfers between them, through 4 NICs of 12.5 GB/s
+    _, _, b = bound("ndv2", "allreduce", nodes=4)
+    assert b.algbw_gbps(GIB) == Fraction(25, 3)  # the ring of nodes (1.5 buffers through each NIC) reaches it
+    assert b.certificate is not None and b.certificate.kind == "transfers"
+    assert b.certificate.parts == tuple(tuple(range(i, i + 8)) for i in range(0, 32, 8))
+
+
+@pytest.mark.slow  # a few CPU seconds, more wall-clock on a loaded machine
+def test_per_rank_ingress_with_switch_groups_and_nics():
+    # a100 x2: 300 GB/s of NVSwitch port plus one 25 GB/s NIC into each GPU
+    _, _, b = bound("a100", "allgather", nodes=2)
+    assert b.busbw_gbps(GIB) == 325
+    # dgx2: the switch group of a rank's port caps its 15 links of 125 GB/s each at 125 GB/s in all
+    _, _, b = bound("dgx2", "allgather")
+    assert b.busbw_gbps(GIB) == 125
+
+
+def test_latency_part_and_the_combination_is_the_max():
+    _, _, b = bound("ndv2", "allreduce")
+    assert b.steps == 2 and b.alpha_us == Fraction(7, 10)
+    assert b.at(1) == Fraction(14, 10)  # a tiny call: the latency part
+    assert b.at(GIB) == b.us_per_byte * GIB
+
+
+@pytest.mark.slow  # a few CPU seconds, more wall-clock on a loaded machine
+def test_alltoall_answers_fast_on_the_issue_machines():
+    # issue 24: `bounds` took 21.6 s (ndv2 x4) and 48.4 s (a100 x2) on Alltoall
+    _, _, b = bound("a100", "alltoall", nodes=2)
+    assert b.algbw_gbps(GIB) == 50  # 4 buffers must cross 8 NICs of 25 GB/s
+
+
+def test_address_transfers_per_collective():
+    for coll_name, root, want in (("allreduce", None, 2 * 7), ("reduce", 0, 7), ("reducescatter", None, 8 * 7),
+                                  ("broadcast", 0, 7), ("allgather", None, 8 * 7)):
+        topo = library.topology("fully-connected:8")
+        coll = library.collective(coll_name, 8, root, 1)
+        assert address_transfers(coll, topo) == want, coll_name
+
+
+# --- soundness: no schedule the checker accepts is faster --------------------------------------------
+
+def physical_time(schedule: Schedule, size: int) -> Fraction:
+    """Steps one after the other; inside a step every link and switch group runs at its own rate."""
+    topo, coll = schedule.topology, schedule.collective
+    r = rates(topo)
+    chunk = Fraction(size, addresses(coll))
+    index = {(l.src, l.dst): e for e, l in enumerate(topo.links)}
+    total = Fraction(0)
+    for step in schedule.steps:
+        load = [0] * len(topo.links)
+        for s in step.sends:
+            load[index[(s.src, s.dst)]] += 1
+        times = [n * chunk / r.link[e] for e, n in enumerate(load)]
+        times += [sum(load[e] for e in ms) * chunk / r.group[g] for g, ms in enumerate(r.members)]
+        total += max(times, default=Fraction(0))
+    return total
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(accepted_schedules(max_ranks=4, max_steps=3))
+def test_no_accepted_schedule_beats_the_time_bound(schedule):
+    b = time_bound(schedule.topology, schedule.collective)
+    assert physical_time(schedule, 1 << 20) >= b.us_per_byte * (1 << 20)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(accepted_combining_schedules(max_ranks=4, max_steps=3))
+def test_no_accepted_combining_schedule_beats_the_time_bound(schedule):
+    b = time_bound(schedule.topology, schedule.collective)
+    assert physical_time(schedule, 1 << 20) >= b.us_per_byte * (1 << 20)
+    # and the transfers bound counts no more sends than the schedule makes
+    assert sum(len(s.sends) for s in schedule.steps) >= address_transfers(schedule.collective, schedule.topology)
+
+
+# --- certificates ---------------------------------------------------------------------------------
+
+def lp_beats_cuts() -> Topology:
+    """7 ranks where the Alltoall flow LP is 10% above every cut (found by a random search)."""
+    edges = [(0, 1, 2), (0, 6, 1), (1, 0, 1), (1, 2, 2), (1, 4, 2), (1, 5, 2), (2, 1, 1), (2, 3, 1), (2, 5, 1),
+             (3, 2, 1), (3, 4, 2), (4, 1, 1), (4, 3, 1), (4, 5, 1), (5, 1, 1), (5, 2, 2), (5, 4, 1), (5, 6, 2),
+             (6, 0, 1), (6, 5, 1)]
+    return Topology("lp7", 7, [Link(s, d, b) for s, d, b in edges])
+
+
+def numbers(data, path=()):
+    """Every number in a JSON value (fractions written as strings too), with its path."""
+    if isinstance(data, dict):
+        for k, v in data.items():
+            yield from numbers(v, (*path, k))
+    elif isinstance(data, list):
+        for i, v in enumerate(data):
+            yield from numbers(v, (*path, i))
+    else:
+        is_number = isinstance(data, int | float) and not isinstance(data, bool)
+        if is_number or (isinstance(data, str) and data.replace("/", "").isdigit()):
+            yield path, data
+
+
+def changed(value):
+    if isinstance(value, str):
+        return str(Fraction(value) + Fraction(1, 7))
+    return value + 1
+
+
+def put(data, path, value):
+    for k in path[:-1]:
+        data = data[k]
+    data[path[-1]] = value
+
+
+@pytest.mark.parametrize(("topology", "collective", "nodes", "kind"), [
+    ("ndv2", "allreduce", 1, "transfers"), ("ndv2", "allgather", 2, "cut"), (None, "alltoall", 1, "lengths"),
+    ("ndv2", "allreduce", 4, "transfers")])
+def test_certificate_checks_and_fails_when_any_number_changes(tmp_path: Path, topology, collective, nodes, kind):
+    topo = lp_beats_cuts() if topology is None else library.topology(topology, nodes)
+    coll = library.collective(collective, topo.ranks, None, 1)
+    path = write_throughput_certificate(topo, coll, tmp_path)
+    assert check_certificate(path).verdict == "ok"
+    data = json.loads(path.read_text())
+    assert data["witness"]["bound"] == kind
+    targets = [(p, v) for p, v in numbers({"claim": data["claim"], "witness": data["witness"]})]
+    assert len(targets) >= 3
+    for p, v in targets:
+        bad = copy.deepcopy(data)
+        put(bad, p, changed(v))
+        path.write_text(json.dumps(bad))
+        r = check_certificate(path)
+        assert r.verdict == "error", (p, r.messages)
+
+
+def test_lp_certificate_is_stronger_than_every_cut():
+    topo = lp_beats_cuts()
+    coll = library.collective("alltoall", 7, None, 1)
+    b = time_bound(topo, coll)
+    assert b.certificate is not None and b.certificate.kind == "lengths"
+    from smtcoll.bounds.throughput import best_cut
+
+    cut = best_cut(topo, coll, rates(topo))
+    assert cut is not None and b.us_per_byte > cut.us_per_byte
+
+
+def test_certificate_with_an_edited_topology_fails(tmp_path: Path):
+    topo = library.topology("ndv2", 2)
+    coll = library.collective("allgather", 16, None, 1)
+    path = write_throughput_certificate(topo, coll, tmp_path)
+    data = json.loads(path.read_text())
+    data["topology"]["links"][0]["gbps"] = 400.0
+    path.write_text(json.dumps(data))
+    assert check_certificate(path).verdict == "error"
+
+
+# --- CLI ----------------------------------------------------------------------------------------------
+
+@pytest.mark.slow  # a few CPU seconds, more wall-clock on a loaded machine
+def test_cli_size_json_and_certificate(cli, tmp_path: Path):
+    out = cli("bounds", "-t", "ndv2", "-c", "allreduce", "--size", "1GiB", "--format", "json",
+              "--certificate", str(tmp_path))
+    assert out.returncode == 0, out.stderr
+    tb = json.loads(out.stdout)["time_bound"]
+    assert tb["busbw_gbps"] == 150.0 and tb["size"] == GIB and tb["us_per_byte"] == "7/600000"
+    checked = cli("proof", "check", tb["certificate_file"])
+    assert checked.returncode == 0, checked.stdout
+
+
+def test_cli_rejects_a_bad_size(cli):
+    out = cli("bounds", "-t", "ndv2", "-c", "allreduce", "--size", "1XB")
+    assert out.returncode == 2 and "--size" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_no_schedule_exists_is_an_answer_not_an_error(cli, tmp_path: Path):
+    spec = tmp_path / "split.toml"
+    spec.write_text('[topology]\nname = "split"\nranks = 4\nlinks = [{src = 0, dst = 1}, {src = 1, dst = 0}]\n')
+    out = cli("bounds", "-t", str(spec), "-c", "allgather", "--format", "json")
+    assert out.returncode == 0, out.stderr
+    tb = json.loads(out.stdout)["time_bound"]
+    assert tb["certificate"] is None and tb["witness"].startswith("no schedule exists")
+
+
+@pytest.mark.slow  # two syntheses
+@pytest.mark.parametrize(("collective", "chunks"), [("allreduce", 48), ("allgather", 6)])
+def test_the_bound_is_tight_on_ndv2_a_synthesized_schedule_reaches_it(cli, tmp_path: Path, collective, chunks):
+    # the ring the engine builds (Allreduce (14, 14, 48), Allgather over the 6 rings), timed with every
+    # link at its own speed: exactly the proved 150 GB/s of bus bandwidth, so the bound cannot be raised
+    out = tmp_path / "s.json"
+    r = cli("synth", "-t", "ndv2", "-c", collective, "--chunks", str(chunks), "--method", "scale", "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    from smtcoll import load_schedule
+
+    s = load_schedule(out)
+    b = time_bound(s.topology, s.collective)
+    assert physical_time(s, GIB) == b.at(GIB) and b.busbw_gbps(GIB) == 150

@@ -1,0 +1,52 @@
+"""Long schedules spread over channels (issue 24): a connection's messages in more thread blocks than
+one, so that every thread block stays within the runtimes' step limits, and the program still verifies."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from smtcoll import library
+from smtcoll.lower import CannotLower, LowerOptions, lower, verify_lowered
+from smtcoll.model import Schedule, Send, Step
+from smtcoll.msccl.runtime import MAX_STEPS
+from smtcoll.msccl.writer import write_program
+from smtcoll.synth.scale import engine
+
+
+def _allgather(topo: str, chunks: int):
+    t = library.topology(topo)
+    return engine.synthesize(t, library.collective("allgather", t.ranks, None, chunks)).schedule
+
+
+@pytest.mark.parametrize("runtime, channels", [("auto", 2), ("legacy", 1)])
+def test_a_long_connection_spreads_over_channels(runtime: str, channels: int, tmp_path: Path) -> None:
+    sched = _allgather("ring:4", 48)  # 144 chunks into each rank over 2 links: 72 messages per connection
+    low = lower(sched, LowerOptions(runtime=runtime))
+    limit = min(MAX_STEPS[r] for r in low.runtimes)
+    assert low.program.nchannels == channels
+    assert 64 < 72 and low.stats["max_tb_steps"] <= limit
+    assert {t.chan for g in low.program.gpus for t in g.tbs} == set(range(channels))
+    out = tmp_path / "a.xml"
+    out.write_text(write_program(low.program))
+    ok, report = verify_lowered(low, out)
+    assert ok, report.violations[:3]
+
+
+def test_instances_and_spreading_share_the_channels(tmp_path: Path) -> None:
+    low = lower(_allgather("ring:4", 48), LowerOptions(instances=2))
+    assert low.program.nchannels == 4 and low.stats["max_tb_steps"] <= 64
+    out = tmp_path / "a.xml"
+    out.write_text(write_program(low.program))
+    assert verify_lowered(low, out)[0]
+
+
+def test_a_connection_no_spreading_can_fit_names_the_limit() -> None:
+    # 2100 messages on one connection in one step of 2100 rounds: more than 32 channels x 64 steps
+    t = library.topology("ring:2")
+    coll = library.collective("allgather", 2, None, 2100)
+    sched = Schedule(t, coll, [Step(2100, [Send(coll.address[c], r, 1 - r) for r, c in coll.pre])])
+    with pytest.raises(CannotLower, match=r"even with each connection spread over 32 channels; the executor "
+                                          r"runtime allows 64 per thread block \(--runtime legacy allows 256\)"):
+        lower(sched, LowerOptions(runtime="auto"))
