@@ -31,16 +31,17 @@ rows = []
 for kind in sys.argv[3].split(","):
     for c in constructions(topo, library.collective(kind, topo.ranks)):
         bw = [max(bus_bandwidth(kind, topo.ranks, size, predict(c.schedule, p, i, Timing()).at(size)) or 0
-                  for p in PROTOCOLS for i in INSTANCES) for size in %s]
+                  for p in PROTOCOLS for i in INSTANCES) for size in map(int, sys.argv[4].split(","))]
         rows.append({"kind": kind, "name": c.name, "nccl": c.nccl, "chunks": c.chunks,
                      "steps": len(c.schedule.steps), "rounds": c.schedule.rounds, "busbw": bw})
 print(json.dumps(rows))
-""" % (SIZES,)
+"""
 
 
 def run(name: str, nodes: int) -> tuple[list[dict], float, float]:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    proc = subprocess.Popen([sys.executable, "-c", CHILD, name, str(nodes), ",".join(COLLECTIVES)],
+    proc = subprocess.Popen([sys.executable, "-c", CHILD, name, str(nodes), ",".join(COLLECTIVES),
+                             ",".join(map(str, SIZES))],
                             stdout=subprocess.PIPE, env=env, text=True)
     out = proc.stdout.read() if proc.stdout else ""
     _, status, usage = os.wait4(proc.pid, 0)
