@@ -16,6 +16,7 @@ two-level algorithms follow the same idea.
 
 from __future__ import annotations
 
+from smtcoll.synth.constructions.common import send_key
 from smtcoll.model import Collective, Schedule, Topology
 from smtcoll.msccl.runtime import MAX_STEPS
 from smtcoll.synth.constructions import rings as ringlib
@@ -169,7 +170,7 @@ def hier2d(topo: Topology, base: Collective) -> Schedule:
                         s = (pos - 1 - t) % p if reduce else (pos - t) % p
                         for q in range(sub):
                             sends.append(Send(coll_addr(i, s, q, x), ring[pos], ring[(pos + 1) % p]))
-            steps.append(Step(sub, sorted(sends)))
+            steps.append(Step(sub, sorted(sends, key=send_key)))
 
     if what == "allreduce":
         coll = base.with_chunks(k * p * sub)
@@ -182,13 +183,13 @@ def hier2d(topo: Topology, base: Collective) -> Schedule:
         owners = [(i, s, local[i][s]) for i in range(k) for s in range(p)]
         if n == 2:
             sends = [Send(addr(i, s, 0), x * p + b, (1 - x) * p + b) for i, s, b in owners for x in range(2)]
-            steps.append(Step(_most_per_link(sends, topo), sorted(sends)))
+            steps.append(Step(_most_per_link(sends, topo), sorted(sends, key=send_key)))
         else:
             for reduce in (True, False):
                 for t in range(n - 1):
                     sends = [Send(addr(i, s, (x - 1 - t) % n if reduce else (x - t) % n), x * p + b,
                                   (x + 1) % n * p + b) for i, s, b in owners for x in range(n)]
-                    steps.append(Step(_most_per_link(sends, topo), sorted(sends)))
+                    steps.append(Step(_most_per_link(sends, topo), sorted(sends, key=send_key)))
         intra(addr, False)
     else:
         coll = base.with_chunks(k)
@@ -196,7 +197,7 @@ def hier2d(topo: Topology, base: Collective) -> Schedule:
         for t in range(n - 1):
             sends = [Send(((x - t) % n * p + b) * k + i, x * p + b, (x + 1) % n * p + b)
                      for b in range(p) for x in range(n) for i in range(k)]
-            steps.append(Step(_most_per_link(sends, topo), sorted(sends)))
+            steps.append(Step(_most_per_link(sends, topo), sorted(sends, key=send_key)))
         # inside: ring i carries piece i of every node's copy of the owner's chunk
         for t in range(p - 1):
             sends = []
@@ -205,7 +206,7 @@ def hier2d(topo: Topology, base: Collective) -> Schedule:
                     for pos in range(p):
                         b = ring[(pos - t) % p] - x * p
                         sends += [Send((y * p + b) * k + i, ring[pos], ring[(pos + 1) % p]) for y in range(n)]
-            steps.append(Step(n, sorted(sends)))
+            steps.append(Step(n, sorted(sends, key=send_key)))
     return Schedule(topo, coll, steps, name="hier2d")
 
 

@@ -10,6 +10,7 @@ builds them (src/graph/search.cc for the rings, src/device/*.h for the per-step 
 from __future__ import annotations
 
 from smtcoll.msccl.runtime import MAX_STEPS
+from smtcoll.synth.constructions.common import send_key
 from smtcoll.model import Collective, Schedule, Send, Step, Topology
 from smtcoll.synth.constructions import rings as ringlib
 from smtcoll.synth.constructions.common import NotApplicable, kind
@@ -83,7 +84,7 @@ def direct(topo: Topology, base: Collective) -> Schedule:
             hops.setdefault(h, []).append(Send(s * n + d, u, v))
             u, h = v, h + 1
     coll = base.with_chunks(1)
-    steps = [Step(_rounds(topo, sends), sorted(sends)) for _, sends in sorted(hops.items())]
+    steps = [Step(_rounds(topo, sends), sorted(sends, key=send_key)) for _, sends in sorted(hops.items())]
     return Schedule(topo, coll, steps, name="nccl_direct")
 
 

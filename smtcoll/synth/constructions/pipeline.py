@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 
 import attrs
 
+from smtcoll.synth.constructions.common import send_key
 from smtcoll.model import Send, Step, Topology
 
 Tree = Mapping[int, int]  # child -> parent (in-tree) or rank -> parent it receives from (out-tree)
@@ -124,7 +125,7 @@ def _list_schedule(topo: Topology, plan: Plan, order: list[int]) -> list[Step]:
     for i, s in step_of.items():
         t = plan.transfers[i]
         per_step[s].append(Send(t.chunk, t.src, t.dst))
-    return [Step(1, sorted(sends)) for sends in per_step if sends]
+    return [Step(1, sorted(sends, key=send_key)) for sends in per_step if sends]
 
 
 def busiest_link(plan: Plan) -> int:

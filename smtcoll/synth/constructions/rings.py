@@ -22,6 +22,7 @@ from collections.abc import Iterator, Sequence
 
 import attrs
 
+from smtcoll.synth.constructions.common import send_key
 from smtcoll.model import Collective, Send, Step, SwitchGroup, Topology
 
 Ring = tuple[int, ...]
@@ -252,7 +253,7 @@ def allgather_steps(rings: Sequence[Ring], coll: Collective) -> list[Step]:
     for t in range(n - 1):
         sends = [Send(ring[(p - t) % n] * k + i, ring[p], ring[(p + 1) % n])
                  for i, ring in enumerate(rings) for p in range(n)]
-        steps.append(Step(1, sorted(sends)))
+        steps.append(Step(1, sorted(sends, key=send_key)))
     return steps
 
 
@@ -264,7 +265,7 @@ def reducescatter_steps(rings: Sequence[Ring], coll: Collective) -> list[Step]:
     for t in range(n - 1):
         sends = [Send(ring[(p - 1 - t) % n] * k + i, ring[p], ring[(p + 1) % n])
                  for i, ring in enumerate(rings) for p in range(n)]
-        steps.append(Step(1, sorted(sends)))
+        steps.append(Step(1, sorted(sends, key=send_key)))
     return steps
 
 
@@ -278,7 +279,7 @@ def allreduce_steps(rings: Sequence[Ring], coll: Collective) -> list[Step]:
         for t in range(n - 1):
             sends = [Send(i * n + (p - phase - t) % n, ring[p], ring[(p + 1) % n])
                      for i, ring in enumerate(rings) for p in range(n)]
-            steps.append(Step(1, sorted(sends)))
+            steps.append(Step(1, sorted(sends, key=send_key)))
     return steps
 
 
@@ -298,4 +299,4 @@ def chain_steps(rings: Sequence[Ring], coll: Collective, root: int, pieces: int,
         for j in range(pieces):
             for h in range(n - 1):
                 per_step[j + h].append(Send(i * pieces + j, chain[h], chain[h + 1]))
-    return [Step(1, sorted(sends)) for sends in per_step]
+    return [Step(1, sorted(sends, key=send_key)) for sends in per_step]
