@@ -236,3 +236,13 @@ def test_tree_packing_spreads_over_the_links(name: str, kind: str) -> None:
     else:
         shares = [load.get((l.src, l.dst), 0) / l.bandwidth for l in topo.links]
     assert max(shares) <= 2 * sum(shares) / len(shares) + 1
+
+
+def test_constructions_are_deterministic() -> None:
+    """The same input gives the same schedules, also without the ring search's cache."""
+    topo = _topo("ndv2", 2)
+    coll = library.collective("allreduce", 16)
+    first = [(c.name, c.schedule.steps) for c in constructions(topo, coll)]
+    ringlib.find_rings.cache_clear()
+    again = [(c.name, c.schedule.steps) for c in constructions(_topo("ndv2", 2), coll)]
+    assert first == again
