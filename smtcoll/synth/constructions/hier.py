@@ -25,6 +25,7 @@ from smtcoll.synth.constructions.pipeline import Plan, busiest_link, schedule_tr
 from smtcoll.synth.constructions.trees import Gateways, node_ranks
 from smtcoll.synth.constructions.treepack import Loads, spanning_tree
 
+EDGE = 2  # addresses at each end of an Allreduce pipeline that take shortest-path trees
 TARGET_ADDRESSES = 64  # addresses per buffer: enough to pipeline trees a few steps deep
 # transfers on one link at most: its thread block (one per peer and channel) holds MAX_STEPS["executor"]
 # operations (lower/fusion.py keeps a fused pair of connections within it too)
@@ -66,7 +67,9 @@ def _plan(what: str, topo: Topology, coll: Collective, members: list[list[int]],
     n, c = len(members), coll.chunk_factor
     if what == "allreduce":
         for a in range(c):
-            _allreduce_address(plan, loads, topo, members, gates, a, a % n, a // n)
+            # shortest trees at both ends of the pipeline (its ramp), balanced ones in between
+            edge = a < EDGE or a >= c - EDGE
+            _allreduce_address(plan, loads, topo, members, gates, a, a % n, a // n, 0 if edge else 2)
         return plan
     for a in coll.addresses:
         owner = a // c
@@ -78,51 +81,51 @@ def _plan(what: str, topo: Topology, coll: Collective, members: list[list[int]],
 
 
 def _allreduce_address(plan: Plan, loads: Loads, topo: Topology, members: list[list[int]], gates: Gateways, a: int,
-                       root_node: int, k: int) -> None:
+                       root_node: int, k: int, slack: int = 2) -> None:
     n = len(members)
     foreign: dict[int, list[int]] = {}
     for j in range(n):
         if j == root_node:
             continue
         s, g = gates.pick(j, root_node, k)
-        into_s = plan.reduce(a, spanning_tree(topo, s, loads, True, members[j], slack=2), s)
+        into_s = plan.reduce(a, spanning_tree(topo, s, loads, True, members[j], slack=slack), s)
         foreign.setdefault(g, []).append(plan.add(a, s, g, into_s))
     r = min(foreign) if foreign else members[root_node][0]
-    into_r = plan.reduce(a, spanning_tree(topo, r, loads, True, members[root_node], slack=2), r, foreign)
+    into_r = plan.reduce(a, spanning_tree(topo, r, loads, True, members[root_node], slack=slack), r, foreign)
     done = [*into_r, *foreign.get(r, [])]
-    arrival = plan.broadcast(a, spanning_tree(topo, r, loads, False, members[root_node], slack=2), r, done)
+    arrival = plan.broadcast(a, spanning_tree(topo, r, loads, False, members[root_node], slack=slack), r, done)
     for j in range(n):
         if j == root_node:
             continue
         s, g = gates.pick(root_node, j, k)
         deps = [arrival[s]] if s in arrival else done
         into_g = plan.add(a, s, g, deps)
-        plan.broadcast(a, spanning_tree(topo, g, loads, False, members[j], slack=2), g, [into_g])
+        plan.broadcast(a, spanning_tree(topo, g, loads, False, members[j], slack=slack), g, [into_g])
 
 
 def _allgather_address(plan: Plan, loads: Loads, topo: Topology, members: list[list[int]], gates: Gateways, node: list[int],
-                       a: int, owner: int, k: int) -> None:
+                       a: int, owner: int, k: int, slack: int = 2) -> None:
     i = node[owner]
-    arrival = plan.broadcast(a, spanning_tree(topo, owner, loads, False, members[i], slack=2), owner)
+    arrival = plan.broadcast(a, spanning_tree(topo, owner, loads, False, members[i], slack=slack), owner)
     for j in range(len(members)):
         if j == i:
             continue
         s, g = gates.pick(i, j, k)
         into_g = plan.add(a, s, g, [arrival[s]] if s in arrival else [])
-        plan.broadcast(a, spanning_tree(topo, g, loads, False, members[j], slack=2), g, [into_g])
+        plan.broadcast(a, spanning_tree(topo, g, loads, False, members[j], slack=slack), g, [into_g])
 
 
 def _reducescatter_address(plan: Plan, loads: Loads, topo: Topology, members: list[list[int]], gates: Gateways,
-                           node: list[int], a: int, owner: int, k: int) -> None:
+                           node: list[int], a: int, owner: int, k: int, slack: int = 2) -> None:
     i = node[owner]
     foreign: dict[int, list[int]] = {}
     for j in range(len(members)):
         if j == i:
             continue
         s, g = gates.pick(j, i, k)
-        into_s = plan.reduce(a, spanning_tree(topo, s, loads, True, members[j], slack=2), s)
+        into_s = plan.reduce(a, spanning_tree(topo, s, loads, True, members[j], slack=slack), s)
         foreign.setdefault(g, []).append(plan.add(a, s, g, into_s))
-    plan.reduce(a, spanning_tree(topo, owner, loads, True, members[i], slack=2), owner, foreign)
+    plan.reduce(a, spanning_tree(topo, owner, loads, True, members[i], slack=slack), owner, foreign)
 
 
 def hier2d(topo: Topology, base: Collective) -> Schedule:
