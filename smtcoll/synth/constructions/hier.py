@@ -16,14 +16,13 @@ two-level algorithms follow the same idea.
 
 from __future__ import annotations
 
-from smtcoll.synth.constructions.common import send_key
 from smtcoll.model import Collective, Schedule, Topology
 from smtcoll.msccl.runtime import MAX_STEPS
 from smtcoll.synth.constructions import rings as ringlib
-from smtcoll.synth.constructions.common import NotApplicable, kind
+from smtcoll.synth.constructions.common import NotApplicable, kind, send_key
 from smtcoll.synth.constructions.pipeline import Plan, busiest_link, schedule_transfers
-from smtcoll.synth.constructions.trees import Gateways, node_ranks
 from smtcoll.synth.constructions.treepack import Loads, spanning_tree
+from smtcoll.synth.constructions.trees import Gateways, node_ranks
 
 EDGE = 2  # addresses at each end of an Allreduce pipeline that take shortest-path trees
 TARGET_ADDRESSES = 64  # addresses per buffer: enough to pipeline trees a few steps deep
@@ -103,8 +102,8 @@ def _allreduce_address(plan: Plan, loads: Loads, topo: Topology, members: list[l
         plan.broadcast(a, spanning_tree(topo, g, loads, False, members[j], slack=slack), g, [into_g])
 
 
-def _allgather_address(plan: Plan, loads: Loads, topo: Topology, members: list[list[int]], gates: Gateways, node: list[int],
-                       a: int, owner: int, k: int, slack: int = 2) -> None:
+def _allgather_address(plan: Plan, loads: Loads, topo: Topology, members: list[list[int]], gates: Gateways,
+                       node: list[int], a: int, owner: int, k: int, slack: int = 2) -> None:
     i = node[owner]
     arrival = plan.broadcast(a, spanning_tree(topo, owner, loads, False, members[i], slack=slack), owner)
     for j in range(len(members)):

@@ -17,8 +17,8 @@ from collections.abc import Mapping, Sequence
 
 import attrs
 
-from smtcoll.synth.constructions.common import send_key
 from smtcoll.model import Send, Step, Topology
+from smtcoll.synth.constructions.common import send_key
 
 Tree = Mapping[int, int]  # child -> parent (in-tree) or rank -> parent it receives from (out-tree)
 

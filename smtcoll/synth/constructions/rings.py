@@ -22,8 +22,8 @@ from collections.abc import Iterator, Sequence
 
 import attrs
 
-from smtcoll.synth.constructions.common import send_key
 from smtcoll.model import Collective, Send, Step, SwitchGroup, Topology
+from smtcoll.synth.constructions.common import send_key
 
 Ring = tuple[int, ...]
 SEARCH_BUDGET = 400_000  # search nodes (rank extensions, packing choices); the built-ins need far fewer
@@ -193,9 +193,10 @@ def _joined_node_rings(topo: Topology, node: list[int], per_link: int | None) ->
 @functools.lru_cache(maxsize=64)
 def find_rings(topo: Topology, limit: int | None = None, per_link: int | None = None) -> tuple[Ring, ...]:
     """As many lane-disjoint directed Hamiltonian rings as the search finds (at most `limit`, at most
-    `per_link` through one link); () when there is none (a disconnected topology, a line). Greedy first (each ring the first one left in
-    lexicographic order); when that stops short of the capacity bound and the topology has at most
-    MAX_CYCLES Hamiltonian cycles, an exact packing of all of them within the search budget."""
+    `per_link` through one link); () when there is none (a disconnected topology, a line). Greedy first
+    (each ring the first one left in lexicographic order); when that stops short of the capacity bound and
+    the topology has at most MAX_CYCLES Hamiltonian cycles, an exact packing of all of them within the
+    search budget."""
     if topo.ranks < 2:
         return ()
     res = _Residual(topo, per_link)
