@@ -19,6 +19,7 @@ from smtcoll.bounds.results import Bound, Bounds, fraction_json
 from smtcoll.bounds.time import time_bound
 from smtcoll.errors import ModelError
 from smtcoll.model import Collective, Topology
+from smtcoll.text import count
 
 
 def lower_bounds(topo: Topology, coll: Collective, size: int | None = None, gbps_per_unit: float | None = None,
@@ -140,12 +141,13 @@ def explain(b: Bound) -> str:
     if b.value is None:
         return b.note
     if b.name == "steps" and w:
-        return f"distance: chunk {w['chunk']} is {w['distance']} hop(s) from rank {w['rank']}"
+        return f"distance: chunk {w['chunk']} is {count(w['distance'], 'hop')} from rank {w['rank']}"
     if b.name == "receive" and w:
-        return f"receive: rank {w['rank']} must receive {w['must_receive']} chunk(s), at most {w['capacity']} per round"
+        return (f"receive: rank {w['rank']} must receive {count(w['must_receive'], 'chunk')}, at most "
+                f"{w['capacity']} per round")
     if b.name == "cut" and w:
-        return (f"cut: {w['must_enter']} chunk(s) must enter {len(w['inside'])} rank(s), at most {w['capacity']} "
-                "per round")
+        return (f"cut: {count(w['must_enter'], 'chunk')} must enter {count(len(w['inside']), 'rank')}, at most "
+                f"{w['capacity']} per round")
     if b.name == "hops" and w:
         return f"hops: {w['chunk_hops']} chunk-hops over links carrying {w['capacity']} per round"
     if b.name == "lp" and w:
