@@ -11,6 +11,7 @@ import attrs
 from smtcoll.bounds.arrays import Arrays
 from smtcoll.bounds.cuts import cut_bound, hops_bound
 from smtcoll.bounds.distance import distance_bound
+from smtcoll.bounds.entry import entry_bound
 from smtcoll.bounds.forest import throughput_bound
 from smtcoll.bounds.lp import lp_bound
 from smtcoll.bounds.network import flow_network
@@ -71,6 +72,9 @@ class SearchBounds:
     steps: Bound
     rounds_per_chunk: Fraction
     rounds_why: str
+    # a bound on the rounds for the collective as given (C = its chunk factor) that is not per chunk:
+    # the entry bound (bounds.entry), a ramp plus a last hop; None where it does not apply
+    entry: Bound | None = None
 
     @property
     def steps_value(self) -> int:
@@ -79,7 +83,23 @@ class SearchBounds:
 
     def rounds(self, chunks: int) -> int:
         """The fewest rounds in all with the collective split in `chunks`."""
-        return max(math.ceil(self.rounds_per_chunk * chunks), self.steps_value)
+        floor = self._entry_rounds(chunks)
+        return max(math.ceil(self.rounds_per_chunk * chunks), self.steps_value, floor)
+
+    def _entry_rounds(self, chunks: int) -> int:
+        """The entry bound, which holds at the chunk factor it was computed for (a finer split
+        lowers it: its ramp is counted in chunks of that size)."""
+        e = self.entry
+        if e is None or e.value is None or chunks != e.witness.get("chunks"):
+            return 0
+        return int(e.value)
+
+    def why_rounds(self, chunks: int) -> str:
+        """Why the rounds bound at `chunks` holds: the entry bound's reason where it binds."""
+        if self.entry is not None and self._entry_rounds(chunks) > max(
+                math.ceil(self.rounds_per_chunk * chunks), self.steps_value):
+            return explain(self.entry)
+        return self.rounds_why
 
     def least_steps(self, one_round_per_step: bool = True, chunks: int = 1) -> int:
         """The fewest steps; with one round per step every step is a round, so the rounds bound holds too."""
@@ -87,7 +107,7 @@ class SearchBounds:
 
     def steps_why(self, one_round_per_step: bool = True, chunks: int = 1) -> str:
         if one_round_per_step and self.rounds(chunks) > self.steps_value:
-            return self.rounds_why
+            return self.why_rounds(chunks)
         return explain(self.steps)
 
     def to_json(self, one_round_per_step: bool = True, chunks: int = 1) -> dict[str, Any]:
@@ -95,7 +115,7 @@ class SearchBounds:
         `chunks`; `least_steps` is the steps when each step has one round."""
         q = self.rounds_per_chunk
         return {"steps": self.steps_value, "steps_why": explain(self.steps),
-                "rounds": self.rounds(chunks), "rounds_why": self.rounds_why,
+                "rounds": self.rounds(chunks), "rounds_why": self.why_rounds(chunks),
                 "least_steps": self.least_steps(one_round_per_step, chunks),
                 "least_steps_why": self.steps_why(one_round_per_step, chunks),
                 "rounds_per_chunk": fraction_json(q), "rounds_per_chunk_exact": str(q)}
@@ -132,7 +152,7 @@ def search_bounds(topo: Topology, coll: Collective) -> SearchBounds:
     if not cands:
         return SearchBounds(steps, Fraction(0), "nothing must cross any cut")
     q, why = max(cands, key=lambda x: x[0])
-    return SearchBounds(steps, q, why)
+    return SearchBounds(steps, q, why, entry_bound(topo, coll))
 
 
 def explain(b: Bound) -> str:
@@ -150,6 +170,9 @@ def explain(b: Bound) -> str:
                 f"{w['capacity']} per round")
     if b.name == "hops" and w:
         return f"hops: {w['chunk_hops']} chunk-hops over links carrying {w['capacity']} per round"
+    if b.name == "entry" and w:
+        return (f"entry: {count(w['must_enter'], 'chunk')} must enter node {w['node']}, at most {w['capacity']} per "
+                f"round, and rank {w['farthest']} is {count(w['hops'], 'hop')} from where they enter")
     if b.name == "lp" and w:
         return f"flow LP optimum {w['lp_optimum']}"
     return b.note or b.name

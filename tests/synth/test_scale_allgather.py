@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from smtcoll import library
+from smtcoll.bounds.entry import entry_bound, node_of
 from smtcoll.check.schedule import check_schedule
 from smtcoll.synth.scale import engine, hierarchy
 
@@ -74,5 +75,28 @@ def test_node_ring_found_when_ranks_in_order_are_not_a_ring() -> None:
 @pytest.mark.parametrize("topo, nodes", [("dgx2", 1), ("torus2d:4x4", 1)])
 def test_one_node_is_not_its_case(topo: str, nodes: int) -> None:
     t, coll = _allgather(topo, nodes)
-    assert hierarchy.node_of(t) is None
+    assert node_of(t) is None
     assert hierarchy.ring_allgather(t, coll, 100) is None
+
+
+def test_entry_bound_proves_ndv2_4_nodes_optimal_at_26() -> None:
+    # one NIC per node: 24 chunks enter through GPU 1 at 1 per round, and GPUs 4, 6, 7 are 2 hops
+    # from GPU 1; the receive and cut bounds say 24, the greedy's 26 is optimal
+    topo, coll = _allgather("ndv2", 4)
+    b = entry_bound(topo, coll)
+    w = b.witness
+    assert b.value == 26 and w["must_enter"] == 24 and w["capacity"] == 1 and w["entries"] == [8 * w["node"] + 1]
+    assert w["hops"] == 2 and w["farthest"] in {8 * w["node"] + r for r in (4, 6, 7)}
+    # re-check the witness from the topology: every link into the node lands on its entry rank
+    inside = set(w["inside"])
+    into = {(l.src, l.dst) for l in topo.links if l.src not in inside and l.dst in inside}
+    assert {d for _, d in into} == set(w["entries"])
+    r = engine.synthesize(topo, coll)
+    assert r.bounds.least_steps(True, 1) == 26 == len(r.schedule.steps)
+
+
+def test_entry_bound_does_not_apply_to_reductions_or_one_node() -> None:
+    t = library.topology("ndv2", 4)
+    assert entry_bound(t, library.collective("allreduce", t.ranks, None, 1)).value is None
+    one = library.topology("ndv2", 1)
+    assert entry_bound(one, library.collective("allgather", one.ranks, None, 1)).value is None

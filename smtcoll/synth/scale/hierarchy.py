@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from smtcoll.bounds.entry import node_of
 from smtcoll.model import Collective, Schedule, Send, Step, Topology
 from smtcoll.synth.scale.translate import allgather_shape
 
@@ -29,9 +30,10 @@ def ring_allgather(topo: Topology, coll: Collective, max_steps: int, fill: bool 
     the machine has one node, a node's ranks in order do not form a ring of links, or it runs out of
     steps."""
     own = allgather_shape(coll)
-    nodes = node_of(topo)
-    if own is None or nodes is None:
+    listed = node_of(topo)
+    if own is None or listed is None:
         return None
+    nodes = np.array(listed)
     p, k = coll.ranks, coll.chunks
     n = int(nodes.max()) + 1
     members = [[r for r in range(p) if nodes[r] == i] for i in range(n)]
@@ -63,7 +65,7 @@ def ring_allgather(topo: Topology, coll: Collective, max_steps: int, fill: bool 
     # share leaves another's ring slots without fresh chunks late in the schedule
     receivers = {v for _, v in remote}
     share = [0] * p
-    for i, ms in enumerate(members):
+    for ms in members:
         mine = [v for v in ms if v in receivers]
         lacking = k - int(have[ms].any(axis=0).sum())
         for v in mine:
@@ -150,32 +152,6 @@ def ring_allgather(topo: Topology, coll: Collective, max_steps: int, fill: bool 
     if not have.all():
         return None
     return Schedule(topo, coll, steps)
-
-
-def node_of(topo: Topology) -> np.ndarray | None:
-    """Each rank's node: the components joined by the links no NIC group bounds (`Topology.compose`
-    names its NIC groups `nic<i>-out@node<j>`), or None on a machine of one node."""
-    nic = [g for g in topo.switches if g.name.startswith("nic")]
-    if not nic:
-        return None
-    through = {(u, v) for g in nic for u in g.srcs for v in g.dsts}
-    parent = list(range(topo.ranks))
-
-    def root(x: int) -> int:
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    for l in topo.links:
-        if (l.src, l.dst) not in through:
-            a, b = root(l.src), root(l.dst)
-            parent[max(a, b)] = min(a, b)
-    roots = sorted({root(r) for r in range(topo.ranks)})
-    if len(roots) < 2:
-        return None
-    index = {r: i for i, r in enumerate(roots)}
-    return np.array([index[root(r)] for r in range(topo.ranks)])
 
 
 RING_SEARCH_LIMIT = 100_000  # DFS extensions per node before giving up on a ring
