@@ -107,7 +107,7 @@ def test_an_engine_schedule_the_checker_rejects_is_an_internal_error(capsys, mon
 def test_auto_leaves_the_engines_answer_where_the_exact_search_cannot_improve_it() -> None:
     # above the bound, but the encoding is far beyond the budget (16 ranks of Alltoall) or the ranks too
     # many: the engine answers with its gap, exit 0, and says why the exact search was not tried
-    for name, nodes, kind, why in (("a100", 2, "alltoall", "its encoding of"), ("ndv2", 4, "allgather", "above 16")):
+    for name, nodes, kind, why in (("a100", 2, "alltoall", "its encoding of"), ("mi250", 4, "allgather", "above 16")):
         topo = specs.resolve_topology(name, nodes)
         result = synthesize(topo, specs.resolve_collective(kind, topo.ranks), SynthRequest())
         assert result.status == "found" and result.method.startswith("scale") and result.work == 0
