@@ -308,6 +308,7 @@ def verify(path: str | os.PathLike[str], *, runtime: str = "any", collective: st
     -----
     Never raises for a bad file: an unreadable one gives the verdict ``unusable``.
     """
-    from smtcoll.check.files import check_file
+    from smtcoll.check.door import check
+    from smtcoll.check.request import CheckRequest
 
-    return check_file(os.fspath(path), runtime, collective, root, topology)
+    return check(os.fspath(path), CheckRequest(runtime=runtime, collective=collective, root=root, topology=topology))

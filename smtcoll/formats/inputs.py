@@ -32,11 +32,18 @@ def read_text(path: str, limit: int | None = None) -> str:
         if size > limit:
             raise InputError(path, f"file is {size} bytes: over the limit of {limit}; if the file is genuine, "
                                    "raise it (smtcoll verify --max-bytes N)")
-        return p.read_bytes().decode("utf-8-sig")
+        data = p.read_bytes()
     except OSError as e:
         raise InputError(path, f"cannot read: {e.strerror or e}") from None
+    return decode(data, path)
+
+
+def decode(data: bytes, name: str) -> str:
+    """The text of a file's bytes (UTF-8, a byte-order mark dropped)."""
+    try:
+        return data.decode("utf-8-sig")
     except UnicodeDecodeError as e:
-        raise InputError(path, f"not UTF-8 text (byte {e.start})") from None
+        raise InputError(name, f"not UTF-8 text (byte {e.start})") from None
 
 
 def detect(path: str, text: str | None = None) -> str:
@@ -87,7 +94,12 @@ def read_input(path: str, fmt: str = "auto", topology: Topology | None = None,
                max_bytes: int | None = None) -> tuple[str, Schedule | TimedSchedule]:
     """(format, schedule) of a file that is not MSCCL XML; errors name the file and the place.
     `max_bytes`: the size limit (default MAX_SCHEDULE_BYTES)."""
-    text = read_text(path, max_bytes)
+    return parse_input(read_text(path, max_bytes), path, fmt, topology)
+
+
+def parse_input(text: str, path: str, fmt: str = "auto",
+                topology: Topology | None = None) -> tuple[str, Schedule | TimedSchedule]:
+    """`read_input` of a file's text; `path` names it in errors."""
     if fmt == "auto":
         fmt = detect(path, text)
     try:
