@@ -11,14 +11,15 @@ import os
 
 import attrs
 
-from smtcoll.check.inputs import check_input_file
+from smtcoll.check.inputs import judge, unreadable
 from smtcoll.check.program import check_program, unusable_report
 from smtcoll.check.report import Report, Violation
 from smtcoll.check.request import CheckRequest
 from smtcoll.check.topology_cost import program_time
-from smtcoll.errors import SmtcollError
-from smtcoll.formats.inputs import detect
-from smtcoll.msccl.reader import read_program, read_program_bytes
+from smtcoll.errors import InputError, SmtcollError
+from smtcoll.formats import msccl_xml, registry
+from smtcoll.formats.source import Source, read_source
+from smtcoll.msccl.reader import ReadResult
 
 BYTES_NAME = "<bytes>"  # how a source given as bytes is named in its report and messages
 
@@ -48,30 +49,33 @@ def check(source: str | os.PathLike[str] | bytes, request: CheckRequest = DEFAUL
 
 def _check(source: str | os.PathLike[str] | bytes, name: str, request: CheckRequest) -> Report:
     limits = request.limits
-    data = source if isinstance(source, bytes) else None
-    fmt = request.input_format
-    if fmt == "auto":
-        fmt = detect(name) if data is None else detect(name, data[:4096].decode("utf-8-sig", errors="replace"))
-    if fmt != "msccl-xml":
-        size = _size(name) if data is None else len(data)
-        if size > limits.max_bytes:
-            raise SmtcollError(f"{name}: " + limits.exceeded("--max-bytes", f"file is {size} bytes",
+    if isinstance(source, bytes):
+        if len(source) > limits.max_bytes:
+            raise SmtcollError(f"{name}: " + limits.exceeded("--max-bytes", f"file is {len(source)} bytes",
                                                               limits.max_bytes))
-        return check_input_file(name, request.input_format, request.topology, request.bound, limits.max_bytes,
-                                text=data)
+        src = Source(name, source, limits)
+    else:
+        try:
+            src = read_source(name, limits)
+        except InputError as e:
+            if "--max-bytes" in e.detail:  # over the size limit: refused before any format is considered
+                raise
+            return _unreadable(name, e, request.input_format, request.input_format == "msccl-xml")
+    fmt = registry.detect(src) if request.input_format == "auto" else registry.by_name(request.input_format)
     try:
-        result = read_program(name, limits=limits) if data is None else read_program_bytes(data, name, limits)
+        read = registry.read(fmt, src, request.topology)
     except SmtcollError as e:
-        return unusable_report(name, e)
-    report = check_program(result, name, runtime=request.runtime, collective=request.collective,
+        return _unreadable(name, e, request.input_format, fmt.NAME == msccl_xml.NAME)
+    if not isinstance(read, ReadResult):
+        return judge(read, fmt.NAME, name, request.topology, request.bound)
+    report = check_program(read, name, runtime=request.runtime, collective=request.collective,
                            root=request.root, topology=request.topology, chunks=request.chunks,
                            strict=request.strict)
-    return attrs.evolve(report, format=None if report.unusable else fmt,
+    return attrs.evolve(report, format=None if report.unusable else fmt.NAME,
                         time=program_time(report, request.topology, request.bound))
 
 
-def _size(path: str) -> int:
-    try:
-        return os.path.getsize(path)
-    except OSError:
-        return 0
+def _unreadable(name: str, error: SmtcollError, input_format: str, program: bool) -> Report:
+    """An XML program that cannot be read keeps the line of the error (the runtimes' reader knows it); a
+    schedule file keeps the format the user named."""
+    return unusable_report(name, error) if program else unreadable(name, error, input_format)

@@ -9,9 +9,9 @@ from smtcoll.check.report import Report, Violation
 from smtcoll.check.schedule import check_schedule
 from smtcoll.check.timed import check_timed
 from smtcoll.errors import SmtcollError
-from smtcoll.formats.inputs import decode, parse_input, read_text
+from smtcoll.formats.inputs import parse_input, read_text
 from smtcoll.model import Schedule, Topology
-from smtcoll.model.timed import BoundFn
+from smtcoll.model.timed import BoundFn, TimedSchedule
 
 
 def check_input_file(path: str, fmt: str = "auto", topology: Topology | None = None,
@@ -22,14 +22,21 @@ def check_input_file(path: str, fmt: str = "auto", topology: Topology | None = N
     the size limit (`verify --max-bytes`; default the schedule readers' MAX_SCHEDULE_BYTES); `text`, when
     given, is the file's content (then `path` only names it)."""
     try:
-        if text is None:
-            text = read_text(path, max_bytes)
-        elif isinstance(text, bytes):
-            text = decode(text, path)
-        found, schedule = parse_input(text, path, fmt, topology)
+        found, schedule = parse_input(read_text(path, max_bytes) if text is None else text, path, fmt, topology)
     except SmtcollError as e:
-        return Report(path, violations=[Violation("unusable", str(e), "error")], unusable=True,
-                      format=None if fmt == "auto" else fmt)
+        return unreadable(path, e, fmt)
+    return judge(schedule, found, path, topology, bound)
+
+
+def unreadable(path: str, error: SmtcollError, fmt: str) -> Report:
+    """The report of a schedule file that cannot be read; its format is the one the user named, if any."""
+    return Report(path, violations=[Violation("unusable", str(error), "error")], unusable=True,
+                  format=None if fmt == "auto" else fmt)
+
+
+def judge(schedule: Schedule | TimedSchedule, found: str, path: str, topology: Topology | None,
+          bound: BoundFn | None) -> Report:
+    """The report on a schedule read from `path` in format `found`, on `topology` when given."""
     if not isinstance(schedule, Schedule):
         return check_timed(schedule, path, bound)
     if topology is not None:

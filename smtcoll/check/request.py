@@ -9,7 +9,7 @@ from typing import Any
 import attrs
 
 from smtcoll.errors import UsageError
-from smtcoll.formats.inputs import INPUT_FORMATS
+from smtcoll.formats import registry
 from smtcoll.model import Topology
 from smtcoll.model.timed import BoundFn
 from smtcoll.msccl.reader import Limits
@@ -29,6 +29,11 @@ def _one_of(choices: tuple[str, ...]) -> Any:
         if value not in choices:
             raise UsageError(a.name, f"{value!r}: expected {', '.join(choices)}")
     return check
+
+
+def _format(_: Any, a: attrs.Attribute[Any], value: str) -> None:
+    if value != "auto" and value not in [f.NAME for f in registry.FORMATS]:
+        raise UsageError(a.name, f"{value!r}: expected auto, {', '.join(f.NAME for f in registry.FORMATS)}")
 
 
 def _at_least(low: int) -> Any:
@@ -55,5 +60,5 @@ class CheckRequest:
     limits: Limits = attrs.field(factory=Limits, converter=_limits)
     chunks: int | None = attrs.field(default=None, validator=_at_least(1))
     strict: bool = False
-    input_format: str = attrs.field(default="auto", validator=_one_of(INPUT_FORMATS))
+    input_format: str = attrs.field(default="auto", validator=_format)
     bound: BoundFn | None = None

@@ -24,8 +24,11 @@ import re
 from pathlib import Path
 from typing import Any
 
+import attrs
+
 from smtcoll import specs
 from smtcoll.errors import ModelError, SmtcollError
+from smtcoll.formats.source import Source
 from smtcoll.model import Link, Topology
 from smtcoll.model.timed import Limit, Quantity, TimedSchedule, Transfer, Use, group_gbps
 
@@ -217,3 +220,21 @@ def read_transfer_log(data: dict, topology: Topology | None, name: str = "") -> 
                              name=str(data.get("name", name)))
     except ModelError as e:
         raise LogError(e.where, e.detail) from None
+
+
+# The `Format` protocol (smtcoll.formats.registry): the JSON log; the CSV log is `transfers_csv`.
+NAME = "transfers-json"
+SUFFIXES: tuple[str, ...] = ()
+ERRORS: tuple[type[Exception], ...] = (LogError,)
+
+
+def detect(source: Source) -> bool:
+    head = source.head
+    return head.startswith("{") and ('"smtcoll.transfers"' in head or is_transfer_log_json(source.json_or_none()))
+
+
+def read(source: Source, topology: Topology | None) -> TimedSchedule:
+    data = source.json()
+    if not isinstance(data, dict):
+        raise LogError("", "expected a JSON object")
+    return attrs.evolve(read_transfer_log(data, topology, source.name), format=NAME)
