@@ -33,7 +33,7 @@ _LAZY = {
     "Step": "smtcoll.model", "Send": "smtcoll.model", "Report": "smtcoll.check.report",
     "Bounds": "smtcoll.bounds", "SynthResult": "smtcoll.synth.result", "LowerOptions": "smtcoll.lower",
     "SmtcollError": "smtcoll.errors", "InputError": "smtcoll.errors", "ModelError": "smtcoll.errors",
-    "NotVerified": "smtcoll.errors",
+    "NotVerified": "smtcoll.errors", "UsageError": "smtcoll.errors",
 }
 
 __all__ = ["__version__", "load_collective", "load_schedule", "load_topology", "lower_bounds", "lower_to_xml",
@@ -48,6 +48,25 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY))
+
+
+def _path(value: Any, name: str) -> str:
+    """A file path or name argument of the API, checked as the command line checks its arguments."""
+    from smtcoll.errors import UsageError
+
+    if not isinstance(value, str | os.PathLike):
+        raise UsageError(name, f"expected a name or a file path (str or os.PathLike), got {type(value).__name__}")
+    return os.fspath(value)
+
+
+def _instance(value: Any, cls_name: str, name: str) -> Any:
+    """An argument that must be a Topology, Collective or Schedule (a name is turned into one by the caller)."""
+    from smtcoll import model
+    from smtcoll.errors import UsageError
+
+    if not isinstance(value, getattr(model, cls_name)):
+        raise UsageError(name, f"expected a {cls_name}, got {type(value).__name__}")
+    return value
 
 
 def load_topology(name_or_path: str | os.PathLike[str], nodes: int = 1) -> Topology:
@@ -80,7 +99,7 @@ def load_topology(name_or_path: str | os.PathLike[str], nodes: int = 1) -> Topol
     """
     from smtcoll import specs
 
-    return specs.resolve_topology(os.fspath(name_or_path), nodes)
+    return specs.resolve_topology(_path(name_or_path, "topology"), nodes)
 
 
 def load_collective(name_or_path: str | os.PathLike[str], ranks: int | None = None, root: int | None = None,
@@ -118,7 +137,7 @@ def load_collective(name_or_path: str | os.PathLike[str], ranks: int | None = No
     """
     from smtcoll import specs
 
-    return specs.resolve_collective(os.fspath(name_or_path), ranks, root, chunks)
+    return specs.resolve_collective(_path(name_or_path, "collective"), ranks, root, chunks)
 
 
 def load_schedule(path: str | os.PathLike[str]) -> Schedule:
@@ -146,7 +165,7 @@ def load_schedule(path: str | os.PathLike[str]) -> Schedule:
     """
     from smtcoll.formats import load_schedule as load
 
-    return load(os.fspath(path))
+    return load(_path(path, "path"))
 
 
 def synthesize(topology: Topology, collective: Collective, *, steps: int | None = None,
@@ -198,14 +217,16 @@ def synthesize(topology: Topology, collective: Collective, *, steps: int | None 
     return strategies.least_steps(topology, collective, rounds, chunks, max_steps, timeout)
 
 
-def lower_bounds(topology: Topology, collective: Collective) -> Bounds:
+def lower_bounds(topology: Topology | str, collective: Collective | str) -> Bounds:
     """Lower bounds on steps and rounds, each with a witness anyone can check.
 
     Parameters
     ----------
-    topology : Topology
-    collective : Collective
-        With the split factor C the bounds are for (`load_collective(..., chunks=C)`).
+    topology : Topology or str
+        A Topology, or a name or ``.toml`` path for `load_topology`.
+    collective : Collective or str
+        With the split factor C the bounds are for (`load_collective(..., chunks=C)`); a name or ``.toml``
+        path is loaded for the topology's ranks.
 
     Returns
     -------
@@ -225,7 +246,11 @@ def lower_bounds(topology: Topology, collective: Collective) -> Bounds:
     """
     from smtcoll.bounds import lower_bounds as compute
 
-    return compute(topology, collective)
+    topo = load_topology(topology) if isinstance(topology, str | os.PathLike) else _instance(topology, "Topology",
+                                                                                             "topology")
+    coll = (load_collective(collective, topo.ranks) if isinstance(collective, str | os.PathLike)
+            else _instance(collective, "Collective", "collective"))
+    return compute(topo, coll)
 
 
 def lower_to_xml(schedule: Schedule, output: str | os.PathLike[str] | None = None, *, instances: int = 1,
@@ -263,6 +288,8 @@ def lower_to_xml(schedule: Schedule, output: str | os.PathLike[str] | None = Non
     """
     from smtcoll.lower import LowerOptions, lower_to_file
 
+    _instance(schedule, "Schedule", "schedule")
+    output = None if output is None else _path(output, "output")
     options = LowerOptions(instances=instances, protocol=protocol, runtime=runtime, mode=mode)
     if output is not None:
         lower_to_file(schedule, Path(output), options)
@@ -273,22 +300,23 @@ def lower_to_xml(schedule: Schedule, output: str | os.PathLike[str] | None = Non
         return path.read_text()
 
 
-def verify(path: str | os.PathLike[str], *, runtime: str = "any", collective: str | None = None,
-           root: int | None = None, topology: Topology | None = None) -> Report:
+def verify(path: str | os.PathLike[str], *, runtime: str = "auto", collective: str | os.PathLike[str] | None = None,
+           root: int | None = None, topology: Topology | str | os.PathLike[str] | None = None) -> Report:
     """Check an MSCCL XML program or a step schedule (JSON) file, as ``smtcoll verify`` does.
 
     Parameters
     ----------
     path : str or path
         A ``.xml`` program or a ``.json`` schedule.
-    runtime : {"any", "executor", "legacy"}
-        The runtime that must accept the file.
+    runtime : {"auto", "both", "executor", "legacy"}
+        The runtime that must accept the file (``any``, an alias of ``auto``, and ``both`` check both).
     collective : str, optional
         Check against this collective (a built-in name or a ``.toml`` spec) instead of the file's `coll`.
     root : int, optional
         Root rank of a rooted collective.
-    topology : Topology, optional
-        XML: map connections to its links and estimate the time; schedules: check them on it.
+    topology : Topology or str, optional
+        XML: map connections to its links and estimate the time; schedules: check them on it. A name
+        (``"dgx1"``) or a ``.toml`` path is loaded as `load_topology` does.
 
     Returns
     -------
@@ -306,9 +334,27 @@ def verify(path: str | os.PathLike[str], *, runtime: str = "any", collective: st
 
     Notes
     -----
-    Never raises for a bad file: an unreadable one gives the verdict ``unusable``.
+    Never raises for a bad file: an unreadable one gives the verdict ``unusable``. Bad arguments raise the
+    errors the command line gives for the same options (`UsageError`, `ModelError`; exit code 2 there).
     """
     from smtcoll.check.door import check
     from smtcoll.check.request import CheckRequest
+    from smtcoll.choices import checked_collective, checked_runtime
+    from smtcoll.errors import UsageError
+    from smtcoll.model import Topology as TopologyClass
 
-    return check(os.fspath(path), CheckRequest(runtime=runtime, collective=collective, root=root, topology=topology))
+    if not isinstance(path, str | os.PathLike):
+        raise UsageError("path", f"expected a file path (str or os.PathLike), got {type(path).__name__}")
+    checked = checked_runtime(runtime)
+    if collective is not None and not isinstance(collective, str | os.PathLike):
+        raise UsageError("collective", f"expected a built-in name or a .toml path, got {type(collective).__name__}")
+    if collective is not None:
+        checked_collective(os.fspath(collective), "collective")
+    if root is not None and (not isinstance(root, int) or isinstance(root, bool) or root < 0):
+        raise UsageError("root", f"expected a rank >= 0, got {root!r}")
+    if isinstance(topology, str | os.PathLike):
+        topology = load_topology(topology)
+    elif topology is not None and not isinstance(topology, TopologyClass):
+        raise UsageError("topology", f"expected a Topology, a name or a .toml path, got {type(topology).__name__}")
+    return check(os.fspath(path), CheckRequest(runtime=checked, root=root, topology=topology,
+                                               collective=None if collective is None else os.fspath(collective)))

@@ -62,12 +62,16 @@ def _check(source: str | os.PathLike[str] | bytes, name: str, request: CheckRequ
                 raise
             return _unreadable(name, e, request.input_format, request.input_format == "msccl-xml")
     fmt = registry.detect(src) if request.input_format == "auto" else registry.by_name(request.input_format)
-    try:
-        read = registry.read(fmt, src, request.topology)
-    except SmtcollError as e:
-        return _unreadable(name, e, request.input_format, fmt.NAME == msccl_xml.NAME)
-    if not isinstance(read, ReadResult):
-        return judge(read, fmt.NAME, name, request.topology, request.bound)
+    from smtcoll.limits import transfer_limit
+
+    # a transfer of a timed schedule moves one chunk: `--max-pieces` bounds them as it bounds an XML program's
+    with transfer_limit(limits.max_pieces):
+        try:
+            read = registry.read(fmt, src, request.topology)
+        except SmtcollError as e:
+            return _unreadable(name, e, request.input_format, fmt.NAME == msccl_xml.NAME)
+        if not isinstance(read, ReadResult):
+            return judge(read, fmt.NAME, name, request.topology, request.bound)
     report = check_program(read, name, runtime=request.runtime, collective=request.collective,
                            root=request.root, topology=request.topology, chunks=request.chunks,
                            strict=request.strict)

@@ -8,13 +8,12 @@ from typing import Any
 
 import attrs
 
+from smtcoll.choices import checked_runtime
 from smtcoll.errors import UsageError
 from smtcoll.formats import registry
 from smtcoll.model import Topology
 from smtcoll.model.timed import BoundFn
 from smtcoll.msccl.reader import Limits
-
-RUNTIMES = ("any", "executor", "legacy")  # `any`: accepted by at least one runtime
 
 
 def _limits(value: Limits | int | None) -> Limits:
@@ -24,11 +23,9 @@ def _limits(value: Limits | int | None) -> Limits:
     return Limits() if value is None else Limits(max_bytes=value)
 
 
-def _one_of(choices: tuple[str, ...]) -> Any:
-    def check(_: Any, a: attrs.Attribute[Any], value: str) -> None:
-        if value not in choices:
-            raise UsageError(a.name, f"{value!r}: expected {', '.join(choices)}")
-    return check
+def _runtime(value: object) -> str:
+    """The checker's spelling of a `--runtime` choice (smtcoll.choices): any, both, executor or legacy."""
+    return checked_runtime(value, "runtime")
 
 
 def _format(_: Any, a: attrs.Attribute[Any], value: str) -> None:
@@ -45,7 +42,8 @@ def _at_least(low: int) -> Any:
 
 @attrs.frozen
 class CheckRequest:
-    """One check. `runtime`: the runtime that must accept an XML program (`any`, `executor`, `legacy`);
+    """One check. `runtime`: which runtimes must accept an XML program (`any`/`auto`: at least one,
+    `both`, `executor`, `legacy`; smtcoll.choices);
     `collective`: a built-in name or a `.toml` spec that replaces the program's `coll`, with `root` and
     `chunks` (chunks per input of the spec); `topology`: XML connections are mapped to its links and timed,
     schedules are checked on it; `limits` (or only a size limit in bytes) bound what is read; `strict`:
@@ -53,7 +51,7 @@ class CheckRequest:
     (docs/formats.md); `bound`: the lower bound shown next to the times (the checker never imports the
     bounds, so the caller passes it in)."""
 
-    runtime: str = attrs.field(default="any", validator=_one_of(RUNTIMES))
+    runtime: str = attrs.field(default="any", converter=_runtime)
     collective: str | None = None
     root: int | None = attrs.field(default=None, validator=_at_least(0))
     topology: Topology | None = None

@@ -69,7 +69,7 @@ def bounds_command(
     out_addrs = max(len({coll.address[c] for c in s}) for s in coll.post_sets)
     sync_size = None if nbytes is None else max(1, nbytes * out_addrs // addresses(coll))
     result = lower_bounds(topo, coll, sync_size, gbps_per_unit, alpha_us, lp)
-    tb = time_bound(topo, coll, gbps_per_unit or DEFAULT_GBPS_PER_UNIT, alpha_us)
+    tb = time_bound(topo, coll, gbps_per_unit or DEFAULT_GBPS_PER_UNIT, alpha_us, lp=lp)
     cert_path = None
     if certificate is not None:
         from smtcoll.proofs.throughput import write_throughput_certificate

@@ -15,7 +15,7 @@ import typer
 
 from smtcoll.check.report import Report
 from smtcoll.cli.app import Format, app, print_json
-from smtcoll.cli.options import ForceOpt, FormatOpt, refuse_overwrite
+from smtcoll.cli.options import RUNTIME_METAVAR, ForceOpt, FormatOpt, Runtime, refuse_input_as_output, refuse_overwrite
 from smtcoll.errors import NotVerified
 from smtcoll.formats import load_schedule
 from smtcoll.lower import LowerOptions, lower_to_file
@@ -28,11 +28,7 @@ class Protocol(str, enum.Enum):
     LL128 = "LL128"
 
 
-class Target(str, enum.Enum):
-    auto = "auto"
-    both = "both"
-    executor = "executor"
-    legacy = "legacy"
+Target = Runtime  # one value set for --runtime in every command (smtcoll/choices.py)
 
 
 @app.command("lower")
@@ -44,7 +40,8 @@ def lower_command(
                                            "interleaved)", min=1, max=32)] = 1,
     protocol: Annotated[Protocol, typer.Option(metavar="Simple|LL|LL128", help="NCCL protocol of the kernel")
                         ] = Protocol.Simple,
-    runtime: Annotated[Target, typer.Option(metavar="auto|both|executor|legacy", help="auto: one file both "
+    runtime: Annotated[Target, typer.Option(metavar=RUNTIME_METAVAR, help="auto, both, executor or legacy; "
+                                            "auto (or any): one file both "
                                             "runtimes accept when the collective allows it, else the runtime that "
                                             "has the collective")] = Target.auto,
     inplace: Annotated[bool, typer.Option("--inplace", metavar="",
@@ -70,7 +67,8 @@ def lower_command(
 ) -> None:
     """Lower a step schedule to MSCCL XML: exit 0 written, 1 rejected or not verified, 2 unusable input."""
     mode = "both" if inplace and outofplace else "inplace" if inplace else "outofplace"
-    options = LowerOptions(instances, protocol.value, runtime.value, mode, min_bytes, max_bytes, fuse, name)
+    options = LowerOptions(instances, protocol.value, runtime.canonical, mode, min_bytes, max_bytes, fuse, name)
+    refuse_input_as_output("--output", output, [schedule])
     refuse_overwrite(force, output)  # also refuses what the safe writer would (check_writable)
     failure: NotVerified | None = None
     try:

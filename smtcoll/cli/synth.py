@@ -41,6 +41,8 @@ if TYPE_CHECKING:
 
 EXIT = {"found": 0, "infeasible": 1, "timeout": 3}
 
+JSON_SCHEMA = "smtcoll-synth/1"  # the version of the shape of `synth --format json` (docs/synth.md)
+
 
 class Method(str, enum.Enum):
     auto = "auto"
@@ -96,8 +98,9 @@ def synth(
                                                 "(verified before it is written; exit 4 when it cannot be written; "
                                                 "see smtcoll lower); a directory (a path without .xml): every schedule "
                                                 "found, named after its instance")] = None,
-    runtime: Annotated[Target, typer.Option(metavar="auto|both|executor|legacy",
-                                            help="--xml: the runtime(s) the file is for, as in smtcoll lower")
+    runtime: Annotated[Target, typer.Option(metavar="RUNTIME",
+                                            help="--xml: the runtime(s) the file is for, as in smtcoll lower: "
+                                            "auto, both, executor or legacy")
                        ] = Target.auto,
     instances: Annotated[int, typer.Option(metavar="N", help="--xml: replicate over this many channels", min=1,
                                            max=32)] = 1,
@@ -204,7 +207,7 @@ def synth(
 
         draw_pareto(result, f"{base.name} on {topo.name}", plot)
         written.append(plot)
-    data = result.to_json()
+    data = {"schema": JSON_SCHEMA, **result.to_json()}
     data["files"] = [str(w) for w in written]
     if xml is not None:
         data["xml"] = {"file": str(xml), "written": schedule is not None and xml_error is None, "error": xml_error}

@@ -3,13 +3,13 @@ JSON decoded on first use and kept (detection and the reader share them: a file 
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Any
 
 import attrs
 
 from smtcoll.errors import InputError
+from smtcoll.formats.numbers import loads_json
 from smtcoll.msccl.reader import Limits
 
 HEAD_BYTES = 4096  # what content detection looks at before it needs the whole file
@@ -48,12 +48,7 @@ class Source:
     def json(self) -> Any:
         """The parsed JSON; `InputError` with line and column when it is not JSON."""
         if self._json is _UNSET:
-            try:
-                self._json = json.loads(self.text())
-            except json.JSONDecodeError as e:
-                raise InputError(self.name, f"column {e.colno}: not valid JSON: {e.msg}", e.lineno) from None
-            except RecursionError:
-                raise InputError(self.name, "not valid JSON: nested too deeply") from None
+            self._json = loads_json(self.text(), self.name)
         return self._json
 
     def json_or_none(self) -> Any:

@@ -58,7 +58,7 @@ def test_callers_agree() -> None:
     assert [verify(f, runtime="executor") for f in files] == direct
 
 
-@pytest.mark.parametrize("field, value", [("runtime", "both"), ("input_format", "yaml"), ("root", -1),
+@pytest.mark.parametrize("field, value", [("runtime", "neither"), ("input_format", "yaml"), ("root", -1),
                                           ("chunks", 0)])
 def test_a_bad_request_is_refused_by_name(field: str, value: object) -> None:
     with pytest.raises(UsageError, match=field):

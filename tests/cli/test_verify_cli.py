@@ -59,8 +59,9 @@ def test_json_output_follows_the_contract(tmp_path: Path, capsys) -> None:
     assert code == 1
     data = json.loads(out)
     assert [d["file"] for d in data] == [str(a), str(b)]  # sorted
-    assert set(data[0]) == {"file", "verdict", "format", "collective", "ranks", "runtimes", "violations", "metrics",
-                            "time"}
+    assert set(data[0]) == {"schema", "file", "verdict", "format", "collective", "ranks", "runtimes", "violations",
+                            "metrics", "time"}
+    assert data[0]["schema"] == "smtcoll-verify/1"
     assert data[0]["verdict"] == "ok" and data[1]["verdict"] == "error"
     assert data[0]["runtimes"] == {"executor": True, "legacy": True}
     v = next(v for v in data[1]["violations"] if v["severity"] == "error")
