@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import importlib
 import os
-import tempfile
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -33,7 +31,8 @@ _LAZY = {
     "Step": "smtcoll.model", "Send": "smtcoll.model", "Report": "smtcoll.check.report",
     "Bounds": "smtcoll.bounds", "SynthResult": "smtcoll.synth.result", "LowerOptions": "smtcoll.lower",
     "SmtcollError": "smtcoll.errors", "InputError": "smtcoll.errors", "ModelError": "smtcoll.errors",
-    "NotVerified": "smtcoll.errors", "UsageError": "smtcoll.errors",
+    "NotVerified": "smtcoll.errors", "UsageError": "smtcoll.errors", "TooLarge": "smtcoll.errors",
+    "SynthRequest": "smtcoll.synth.request",
 }
 
 __all__ = ["__version__", "load_collective", "load_schedule", "load_topology", "lower_bounds", "lower_to_xml",
@@ -168,17 +167,20 @@ def load_schedule(path: str | os.PathLike[str]) -> Schedule:
     return load(_path(path, "path"))
 
 
-def synthesize(topology: Topology, collective: Collective, *, steps: int | None = None,
+def synthesize(topology: Topology | str, collective: Collective | str, *, steps: int | None = None,
                rounds: int | None = None, chunks: int = 1, max_steps: int | None = None,
-               timeout: float | None = None) -> SynthResult:
-    """A schedule with the fewest steps (or with exactly `steps` steps), found with Z3.
+               timeout: float | None = None, strategy: str | None = None, method: str = "auto",
+               budget: int | None = None, max_chunks: int = 6, max_memory_mb: int | None = None,
+               max_cells: int | None = None) -> SynthResult:
+    """A schedule with the fewest steps (or with exactly `steps` steps, or the Pareto frontier), as
+    ``smtcoll synth`` finds it: the same request gives the same result (`smtcoll.synth.door`).
 
     Parameters
     ----------
-    topology : Topology
-        Where the collective runs (`load_topology`).
-    collective : Collective
-        What it must achieve (`load_collective`, with C = 1: `chunks` splits it).
+    topology : Topology or str
+        Where the collective runs (`load_topology`, or a name or file it takes).
+    collective : Collective or str
+        What it must achieve (`load_collective`, with C = 1: `chunks` splits it; or a built-in name).
     steps : int, optional
         Look for a schedule of exactly this many steps (``synth --steps``) instead of the fewest.
     rounds : int, optional
@@ -188,7 +190,19 @@ def synthesize(topology: Topology, collective: Collective, *, steps: int | None 
     max_steps : int, optional
         Give up above this many steps (default: lower bound + 2 * ranks).
     timeout : float, optional
-        Time limit in seconds; when reached, `status` is ``timeout`` with the best schedule known.
+        Wall-clock safety stop in seconds; when it stops the search, `status` is ``timeout`` with the best
+        schedule known and `stopped_by` is ``time``.
+    strategy : {"instance", "least-steps", "pareto"}, optional
+        Default: ``instance`` when `steps` is given, else ``least-steps``.
+    method : {"auto", "exact", "scale"}, default "auto"
+        ``exact`` the SMT search, ``scale`` the large-instance engine, ``auto`` the engine and then the
+        exact search where it can still improve on it.
+    budget : int, optional
+        The exact search's work budget in z3 resource units (deterministic; default 10^7; 0: none).
+    max_chunks : int, default 6
+        Pareto: the most chunks per input considered.
+    max_memory_mb, max_cells : int, optional
+        The memory cap and the largest ranks x chunks accepted (``--max-memory``, ``--max-cells``).
 
     Returns
     -------
@@ -209,12 +223,24 @@ def synthesize(topology: Topology, collective: Collective, *, steps: int | None 
     -----
     Every schedule returned has passed the independent checker. ``infeasible`` is a proof (within the
     bounds asked) that no schedule exists; ``smtcoll synth --prove`` writes it as re-checkable certificates.
+    A request the command line would refuse raises the same error here (`smtcoll.UsageError`,
+    `smtcoll.ModelError`, `smtcoll.TooLarge`: ``chunks=10**9``, ``steps=-1``, ``timeout=nan``, a
+    collective of another rank count), before any work.
     """
-    from smtcoll.synth import strategies
+    from smtcoll import limits
+    from smtcoll.model import Collective as CollectiveType
+    from smtcoll.model import Topology as TopologyType
+    from smtcoll.synth.door import synthesize as answer
+    from smtcoll.synth.request import Limits, SynthRequest
 
-    if steps is not None:
-        return strategies.instance(topology, collective, steps, rounds, chunks, timeout)
-    return strategies.least_steps(topology, collective, rounds, chunks, max_steps, timeout)
+    request = SynthRequest(strategy=strategy, method=method, steps=steps, rounds=rounds,  # type: ignore[arg-type]
+                           chunks=chunks, max_steps=max_steps, max_chunks=max_chunks,
+                           limits=Limits(timeout, budget, max_memory_mb,
+                                         limits.MAX_CELLS if max_cells is None else max_cells))
+    with limits.cell_limit(request.limits.max_cells):  # a collective given by name is bounded while built
+        topo = topology if isinstance(topology, TopologyType) else load_topology(topology)
+        coll = collective if isinstance(collective, CollectiveType) else load_collective(collective, topo.ranks)
+    return answer(topo, coll, request)
 
 
 def lower_bounds(topology: Topology | str, collective: Collective | str) -> Bounds:
@@ -286,6 +312,9 @@ def lower_to_xml(schedule: Schedule, output: str | os.PathLike[str] | None = Non
     Raises `smtcoll.NotVerified` when the program fails the checker (then nothing is written),
     `RejectedSchedule` when the checker rejects the schedule, `CannotLower` when no runtime can express it.
     """
+    import tempfile
+    from pathlib import Path
+
     from smtcoll.lower import LowerOptions, lower_to_file
 
     _instance(schedule, "Schedule", "schedule")

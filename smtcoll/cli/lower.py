@@ -7,28 +7,26 @@ cannot express, or a wrong command line.
 
 from __future__ import annotations
 
-import enum
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 
 from smtcoll.check.report import Report
 from smtcoll.cli.app import Format, app, print_json
-from smtcoll.cli.options import RUNTIME_METAVAR, ForceOpt, FormatOpt, Runtime, refuse_input_as_output, refuse_overwrite
+from smtcoll.cli.options import (
+    RUNTIME_METAVAR,
+    ForceOpt,
+    FormatOpt,
+    Protocol,
+    Target,
+    refuse_input_as_output,
+    refuse_overwrite,
+)
 from smtcoll.errors import NotVerified
 from smtcoll.formats import load_schedule
 from smtcoll.lower import LowerOptions, lower_to_file
 from smtcoll.text import count
-
-
-class Protocol(str, enum.Enum):
-    Simple = "Simple"
-    LL = "LL"
-    LL128 = "LL128"
-
-
-Target = Runtime  # one value set for --runtime in every command (smtcoll/choices.py)
 
 
 @app.command("lower")
@@ -49,14 +47,14 @@ def lower_command(
     outofplace: Annotated[bool, typer.Option("--outofplace", metavar="", help="declare the out-of-place mode (the "
                                              "default when neither is given; both flags: one file for both modes)")
                           ] = False,
-    min_bytes: Annotated[Optional[int], typer.Option("--min-buffer-bytes", metavar="BYTES", min=0,
+    min_bytes: Annotated[int | None, typer.Option("--min-buffer-bytes", metavar="BYTES", min=0,
                                                      help="smallest buffer the runtime selects this algorithm for "
                                                           "(the XML's minBytes)")] = None,
-    max_bytes: Annotated[Optional[int], typer.Option("--max-buffer-bytes", metavar="BYTES", min=0,
+    max_bytes: Annotated[int | None, typer.Option("--max-buffer-bytes", metavar="BYTES", min=0,
                                                      help="largest buffer the runtime selects this algorithm for "
                                                           "(maxBytes); default 0 (unlimited) for the executor "
                                                           "alone, 2^27 when the legacy runtime is a target")] = None,
-    name: Annotated[Optional[str], typer.Option(metavar="NAME", help="the algo name attribute (default: the "
+    name: Annotated[str | None, typer.Option(metavar="NAME", help="the algo name attribute (default: the "
                                                 "schedule's name)")] = None,
     fuse: Annotated[bool, typer.Option("--fuse/--no-fuse", metavar="",
                                        help="fuse receive+forward into rcs/rrcs/rrs")] = True,

@@ -12,7 +12,7 @@ import enum
 import os
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -27,12 +27,12 @@ MAX_NODES = limits.MAX_NODES
 MAX_TIMEOUT_S = limits.MAX_TIMEOUT_S
 
 
-class Format(str, enum.Enum):
+class Format(enum.StrEnum):
     text = "text"
     json = "json"
 
 
-class Runtime(str, enum.Enum):
+class Runtime(enum.StrEnum):
     """The MSCCL runtime(s) of `--runtime`, one value set for verify, lower, synth and sweep (what each value
     means per command: smtcoll/choices.py); `any` is an alias of `auto`."""
 
@@ -52,13 +52,24 @@ class Runtime(str, enum.Enum):
         return choices_runtime(self.value)
 
 
+class Protocol(enum.StrEnum):
+    """The NCCL protocol of a lowered kernel (`lower`, `synth --xml`)."""
+
+    Simple = "Simple"
+    LL = "LL"
+    LL128 = "LL128"
+
+
+Target = Runtime  # `lower` and `synth --xml`: one value set for --runtime in every command (smtcoll/choices.py)
+
+
 FormatOpt = Annotated[Format, typer.Option("--format", metavar="text|json",
                                            help="text for people, json for scripts")]
 TopologyOpt = Annotated[str, typer.Option("--topology", "-t", metavar="NAME|FILE",
                                           help="a built-in name (dgx1, ring:8, torus2d:4x4) or a .toml file")]
 CollectiveOpt = Annotated[str, typer.Option("--collective", "-c", metavar="NAME|FILE",
                                             help="a built-in name (allgather, allreduce) or a .toml file")]
-RootOpt = Annotated[Optional[int], typer.Option("--root", metavar="RANK", min=0,
+RootOpt = Annotated[int | None, typer.Option("--root", metavar="RANK", min=0,
                                                 help="root rank of a rooted collective (broadcast, reduce, ...)")]
 ChunksOpt = Annotated[int, typer.Option("--chunks", metavar="C", min=1, max=MAX_CHUNKS,
                                         help="split every chunk in C")]
@@ -80,11 +91,11 @@ def timeout_callback(value: float | None) -> float | None:
 
 
 TIMEOUT_HELP = f"time limit in seconds, {limits.MIN_TIMEOUT_S:g} to {MAX_TIMEOUT_S:.0f} (7 days)"
-TimeoutOpt = Annotated[Optional[float], typer.Option(
+TimeoutOpt = Annotated[float | None, typer.Option(
     "--timeout", metavar="SECONDS", callback=timeout_callback,
     help=TIMEOUT_HELP + " (exit 3 when reached, with what is known)")]
 ForceOpt = Annotated[bool, typer.Option("--force", "-f", metavar="", help="replace output files that exist")]
-DrawOpt = Annotated[Optional[Path], typer.Option("--draw", metavar="FILE.png|FILE.svg",
+DrawOpt = Annotated[Path | None, typer.Option("--draw", metavar="FILE.png|FILE.svg",
                                                  help="draw a picture to a .png or .svg file (needs matplotlib)")]
 
 

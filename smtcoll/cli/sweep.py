@@ -11,7 +11,7 @@ import math
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -79,22 +79,22 @@ def sweep_command(
                                            help="the synthesizer's time limit per task in seconds (the best "
                                            "frontier found by then is used)")] = 60.0,
     max_chunks: Annotated[int, typer.Option(metavar="C", help="the most chunks per input on the Pareto frontier")] = 4,
-    max_steps: Annotated[Optional[int], typer.Option(metavar="S", help="give up above this many steps")] = None,
-    task_timeout: Annotated[Optional[float], typer.Option(metavar="SECONDS", help="kill a task after this many seconds "
+    max_steps: Annotated[int | None, typer.Option(metavar="S", help="give up above this many steps")] = None,
+    task_timeout: Annotated[float | None, typer.Option(metavar="SECONDS", help="kill a task after this many seconds "
                                                           "(default: 2 x --timeout + 60)")] = None,
     task_memory: Annotated[str, typer.Option(metavar="SIZE",
                                              help="address-space limit of a task, e.g. 4GiB (0: none)")] = "4GiB",
-    workers: Annotated[Optional[int], typer.Option(metavar="N", help="worker processes of the local Dask cluster "
+    workers: Annotated[int | None, typer.Option(metavar="N", help="worker processes of the local Dask cluster "
                                                    "(default: the number of CPUs)")] = None,
-    scheduler: Annotated[Optional[str], typer.Option(metavar="ADDRESS",
+    scheduler: Annotated[str | None, typer.Option(metavar="ADDRESS",
                                                      help="attach to this Dask scheduler (tcp://host:8786) "
                                                      "instead of starting a local cluster")] = None,
-    scheduler_file: Annotated[Optional[Path], typer.Option(metavar="FILE",
+    scheduler_file: Annotated[Path | None, typer.Option(metavar="FILE",
                                                            help="attach to the Dask scheduler described by "
                                                            "this file (dask scheduler --scheduler-file)")] = None,
-    dashboard: Annotated[Optional[str], typer.Option(metavar="ADDRESS", help="serve the local cluster's Dask "
+    dashboard: Annotated[str | None, typer.Option(metavar="ADDRESS", help="serve the local cluster's Dask "
                                                      "dashboard at this address, e.g. :8787 (default: none)")] = None,
-    cache: Annotated[Optional[Path], typer.Option(metavar="DIR",
+    cache: Annotated[Path | None, typer.Option(metavar="DIR",
                                                   help="the task cache folder (default: OUTPUT.sweep/cache)")] = None,
     alpha_us: Annotated[float, typer.Option("--alpha-us", metavar="US", help="latency per step (µs) of links without "
                                             "timing")] = 1.0,

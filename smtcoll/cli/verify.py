@@ -12,7 +12,7 @@ from __future__ import annotations
 import enum
 import os
 import sys
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -36,7 +36,7 @@ EXIT_WRONG = 1
 DEFAULTS = Limits()
 
 
-class OutputFormat(str, enum.Enum):
+class OutputFormat(enum.StrEnum):
     text = "text"
     json = "json"
     junit = "junit"
@@ -81,19 +81,19 @@ def verify(
     fmt: Annotated[OutputFormat, typer.Option(
         "--format", metavar="text|json|junit|github|sarif", help="text for people, json for scripts, junit "
         "(JUnit XML), github (annotations) and sarif (code scanning) for CI")] = OutputFormat.text,
-    topology: Annotated[Optional[str], typer.Option(
+    topology: Annotated[str | None, typer.Option(
         "--topology", "-t", metavar="NAME|FILE", help="XML: map connections to links of this topology (a name "
         "or .toml) and estimate the time; schedules: check them on this topology (docs/formats.md)")] = None,
     input_format: Annotated[str, typer.Option(
         "--input-format", metavar="FORMAT", help="auto (by content), " + ", ".join(INPUT_FORMATS[1:]))] = "auto",
-    collective: Annotated[Optional[str], typer.Option(
+    collective: Annotated[str | None, typer.Option(
         "--collective", "-c", metavar="NAME|FILE", help="check the programs against this collective (a built-in "
         "name or a .toml spec) instead of their coll")] = None,
     root: RootOpt = None,
     runtime: RuntimeOpt = Runtime.auto,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", metavar="",
                                           help="also print informational findings")] = False,
-    jobs: Annotated[Optional[int], typer.Option(
+    jobs: Annotated[int | None, typer.Option(
         metavar="N", min=1, help="worker processes (default: up to 4, only for 8+ files)")] = None,
     max_bytes: Annotated[int, typer.Option(
         metavar="BYTES", min=1, help="refuse files larger than this many bytes, before parsing them")
@@ -120,7 +120,7 @@ def verify(
                                               "code prefixes (comma-separated, repeatable)")] = [],
     quiet: Annotated[bool, typer.Option("--quiet", "-q", metavar="", help="print the findings only: no verdict per file, "
                                                               "no summary")] = False,
-    output_file: Annotated[Optional[str], typer.Option("--output-file", metavar="PATH", help="write the report "
+    output_file: Annotated[str | None, typer.Option("--output-file", metavar="PATH", help="write the report "
                                                        "(in --format) to PATH instead of stdout; stdout gets the "
                                                        "summary line")] = None,
     exclude: Annotated[list[str], typer.Option("--exclude", metavar="GLOB", help="skip files and directories "
@@ -128,7 +128,7 @@ def verify(
     only_algorithms: Annotated[bool, typer.Option("--only-algorithms", metavar="", help="skip named files that are not "
                                                   "algorithm files or are --exclude'd, as the directory walk "
                                                   "does (the pre-commit hook uses this)")] = False,
-    chunks: Annotated[Optional[int], typer.Option(
+    chunks: Annotated[int | None, typer.Option(
         metavar="C", min=1, max=MAX_CHUNKS, help="chunks per rank's input of the --collective .toml spec "
         "(default: 1, or as the program's buffers show)")] = None,
 ) -> None:

@@ -82,7 +82,7 @@ def test_timeline_uses_the_alpha_beta_model() -> None:
 
 
 def load_schedule_from_synth(topo: str) -> Schedule:
-    from smtcoll.synth import strategies
+    from smtcoll.synth.exact import strategies
 
     result = strategies.least_steps(library.topology(topo), library.collective("allgather", 8), None, 1)
     assert result.schedule is not None
@@ -166,7 +166,7 @@ def test_pareto_plot(tmp_path: Path, capsys) -> None:
     code, out, _ = run(capsys, "synth", "-t", "ring:4", "-c", "allgather", "--strategy", "pareto", "--plot", str(png))
     assert code == 0 and png.read_bytes().startswith(PNG) and f"written: {png}" in out
     from smtcoll.draw.pareto import draw_pareto
-    from smtcoll.synth import strategies
+    from smtcoll.synth.exact import strategies
 
     result = strategies.pareto(library.topology("ring:4"), library.collective("allgather", 4))
     ax = draw_pareto(result, "allgather on ring:4").axes[0]

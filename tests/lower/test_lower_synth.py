@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from smtcoll import library
-from smtcoll.synth import strategies
+from smtcoll.synth.exact import strategies
 
 from test_lower import MODES, lower_and_verify
 

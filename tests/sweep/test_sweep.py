@@ -61,7 +61,7 @@ def test_tiles_detects_gaps_and_overlaps():
 
 def test_small_buffers_pick_the_latency_optimal_point_and_ll():
     """On dgx1 Allgather the 2-step point wins small sizes with LL; large sizes go to Simple."""
-    from smtcoll.synth import strategies
+    from smtcoll.synth.exact import strategies
 
     topo = specs.resolve_topology("dgx1")
     result = strategies.pareto(topo, specs.resolve_collective("allgather", 8), 4, None, 60)

@@ -7,7 +7,7 @@ import pytest
 
 from smtcoll import library
 from smtcoll.check.schedule import check_schedule
-from smtcoll.synth import strategies
+from smtcoll.synth.exact import strategies
 from smtcoll.synth.combining import dual_collective
 
 

@@ -151,9 +151,10 @@ def _pack(res: _Residual, cycles: list[Ring], most: int, budget: list[int]) -> l
 @functools.lru_cache(maxsize=64)
 def find_rings(topo: Topology, limit: int | None = None, per_link: int | None = None) -> tuple[Ring, ...]:
     """As many lane-disjoint directed Hamiltonian rings as the search finds (at most `limit`, at most
-    `per_link` through one link); () when there is none (a disconnected topology, a line). Greedy first (each ring the first one left in
-    lexicographic order); when that stops short of the capacity bound and the topology has at most
-    MAX_CYCLES Hamiltonian cycles, an exact packing of all of them within the search budget."""
+    `per_link` through one link); () when there is none (a disconnected topology, a line). Greedy first
+    (each ring the first one left in lexicographic order); when that stops short of the capacity bound and
+    the topology has at most MAX_CYCLES Hamiltonian cycles, an exact packing of all of them within the
+    search budget."""
     if topo.ranks < 2:
         return ()
     res = _Residual(topo, per_link)

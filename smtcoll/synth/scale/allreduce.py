@@ -13,8 +13,9 @@ is data flow only, scheduled as soon as possible (`_asap`):
   That is the hypercube(2) pattern of recursive doubling on four super-nodes: about 3n/4 steps on a
   ring of n, 1.5x its distance bound n/2. Or **two arcs** that reduce to their centres from both sides,
   send the sums to their ends as copies, exchange across both boundaries and spread (the exact
-  search's shape on ring:6); each dimension takes the plan with fewer steps. On a torus every rank runs the cycle of its first dimension,
-  then, from its own row total on, the cycle of the next: the phases overlap across ranks.
+  search's shape on ring:6); each dimension takes the plan with fewer steps. On a torus every rank runs
+  the cycle of its first dimension, then, from its own row total on, the cycle of the next: the phases
+  overlap across ranks.
 
 Every value a send carries is the sender's value when the step begins (the checker's semantics): a
 send is scheduled after every send into its sender that the plan created before it, so the plan's
@@ -68,7 +69,7 @@ class _Plan:
             self.sends.append((a, b))
 
     def chain(self, ranks: list[int], together: bool = False) -> None:
-        for a, b in zip(ranks, ranks[1:], strict=False):
+        for a, b in itertools.pairwise(ranks):
             self.send(a, b, together)
 
 

@@ -17,6 +17,7 @@ Nothing here is trusted: the engine checks the schedule, and keeps it only when 
 
 from __future__ import annotations
 
+import itertools
 from collections import defaultdict
 from fractions import Fraction
 
@@ -99,8 +100,8 @@ def _decompose(s: int, flow: dict[tuple[int, int], float], demand: dict[int, int
         if not path:
             break
         d = path[-1]
-        amount = min([left[d]] + [flow[(a, b)] for a, b in zip(path, path[1:], strict=False)])
-        for a, b in zip(path, path[1:], strict=False):
+        amount = min([left[d]] + [flow[(a, b)] for a, b in itertools.pairwise(path)])
+        for a, b in itertools.pairwise(path):
             flow[(a, b)] -= amount
         left[d] -= amount
         paths[d].append((tuple(path), amount))
@@ -131,7 +132,7 @@ def _choose_paths(topo: Topology, links: list[tuple[int, int]], pairs: dict[tupl
 
     def busiest(path: tuple[int, ...]) -> float:
         worst = 0.0
-        for a, b in zip(path, path[1:], strict=False):
+        for a, b in itertools.pairwise(path):
             worst = max(worst, (load[(a, b)] + 1) / topo.bandwidth(a, b))
             for g in groups_of[(a, b)]:
                 worst = max(worst, (gload[g] + 1) / topo.switches[g].bandwidth)
@@ -140,14 +141,14 @@ def _choose_paths(topo: Topology, links: list[tuple[int, int]], pairs: dict[tupl
     def spread_cost(path: tuple[int, ...]) -> float:
         # the sum of squared loads the path would add to: moves that lower no maximum still even out
         total = 0.0
-        for a, b in zip(path, path[1:], strict=False):
+        for a, b in itertools.pairwise(path):
             total += ((load[(a, b)] + 1) / topo.bandwidth(a, b)) ** 2
             for g in groups_of[(a, b)]:
                 total += ((gload[g] + 1) / topo.switches[g].bandwidth) ** 2
         return total
 
     def put(path: tuple[int, ...], k: int) -> None:
-        for a, b in zip(path, path[1:], strict=False):
+        for a, b in itertools.pairwise(path):
             load[(a, b)] += k
             for g in groups_of[(a, b)]:
                 gload[g] += k
@@ -200,7 +201,7 @@ def _store_and_forward(topo: Topology, coll: Collective, paths: list[tuple[int, 
     groups_of = {(a, b): topo.switches_of(a, b) for a, b in links}
     work: dict[object, int] = defaultdict(int)  # chunks still to cross each link and group
     for _, path in paths:
-        for a, b in zip(path, path[1:], strict=False):
+        for a, b in itertools.pairwise(path):
             work[(a, b)] += 1
             for g in groups_of[(a, b)]:
                 work[g] += 1
