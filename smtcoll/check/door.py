@@ -18,7 +18,7 @@ from smtcoll.check.request import CheckRequest
 from smtcoll.check.topology_cost import program_time
 from smtcoll.errors import InputError, SmtcollError
 from smtcoll.formats import msccl_xml, registry
-from smtcoll.formats.source import Source, read_source
+from smtcoll.formats.source import Source, read_source, size_of
 from smtcoll.msccl.reader import ReadResult
 
 BYTES_NAME = "<bytes>"  # how a source given as bytes is named in its report and messages
@@ -31,7 +31,8 @@ def check(source: str | os.PathLike[str] | bytes, request: CheckRequest = DEFAUL
 
     >>> check("examples/allgather-ring4.xml").verdict
     'ok'
-    >>> check(open("examples/allgather-ring4-wrong.xml", "rb").read(), CheckRequest(runtime="executor")).verdict
+    >>> from pathlib import Path
+    >>> check(Path("examples/allgather-ring4-wrong.xml").read_bytes(), CheckRequest(runtime="executor")).verdict
     'error'
     """
     name = BYTES_NAME if isinstance(source, bytes) else os.fspath(source)
@@ -49,17 +50,15 @@ def check(source: str | os.PathLike[str] | bytes, request: CheckRequest = DEFAUL
 
 def _check(source: str | os.PathLike[str] | bytes, name: str, request: CheckRequest) -> Report:
     limits = request.limits
+    size = len(source) if isinstance(source, bytes) else size_of(name)
+    if size > limits.max_bytes:  # refused before any format is considered (an unusable report, no format)
+        raise SmtcollError(f"{name}: " + limits.exceeded("--max-bytes", f"file is {size} bytes", limits.max_bytes))
     if isinstance(source, bytes):
-        if len(source) > limits.max_bytes:
-            raise SmtcollError(f"{name}: " + limits.exceeded("--max-bytes", f"file is {len(source)} bytes",
-                                                              limits.max_bytes))
         src = Source(name, source, limits)
     else:
         try:
             src = read_source(name, limits)
         except InputError as e:
-            if "--max-bytes" in e.detail:  # over the size limit: refused before any format is considered
-                raise
             return _unreadable(name, e, request.input_format, request.input_format == "msccl-xml")
     fmt = registry.detect(src) if request.input_format == "auto" else registry.by_name(request.input_format)
     from smtcoll.limits import transfer_limit
