@@ -60,6 +60,7 @@ class Method(enum.StrEnum):
     multiring = "multiring"
     hier = "hier"
     hier2d = "hier2d"
+    treepack = "treepack"
 
 
 class Strategy(enum.StrEnum):
@@ -123,7 +124,7 @@ def synth(
                                            "(the large-instance engine: seconds, with its gap to the bound), auto "
                                            "(the engine, then the exact search where it can still improve on it), or "
                                            "a throughput construction: ring, tree, direct (NCCL's), multiring, hier, "
-                                           "hier2d (docs/synth.md)")
+                                           "hier2d, treepack (docs/synth.md)")
                       ] = Method.auto,
     force: ForceOpt = False,
     fmt: FormatOpt = Format.text,

@@ -45,7 +45,7 @@ def test_link_uses_count_sends_per_step_and_link() -> None:
     uses = link_uses(ring4())
     assert len(uses) == 12 and {u.step for u in uses} == {0, 1}
     assert all(len(u.chunks) == 1 and u.load == 1.0 for u in uses)
-    assert [(u.src, u.dst, u.chunks) for u in uses if u.step == 1][0] == (0, 1, (3,))
+    assert next((u.src, u.dst, u.chunks) for u in uses if u.step == 1) == (0, 1, (3,))
 
 
 def test_show_schedule_text_and_json(tmp_path: Path, capsys) -> None:

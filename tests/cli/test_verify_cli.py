@@ -27,7 +27,7 @@ def run(capsys, *args: str) -> tuple[int, str, str]:
 
 def test_verified_file_exits_0(tmp_path: Path, capsys) -> None:
     path = write(tmp_path, allgather2())
-    code, out, err = run(capsys, "verify", str(path))
+    code, out, _err = run(capsys, "verify", str(path))
     assert code == 0 and f"{path}: ok" in out and "1 verified" in out
 
 

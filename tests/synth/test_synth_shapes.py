@@ -7,8 +7,8 @@ import pytest
 from smtcoll import library
 from smtcoll.check.schedule import check_schedule
 from smtcoll.synth.exact import strategies
-from smtcoll.synth.greedy import greedy_schedule
 from smtcoll.synth.exact.symmetry import free_group
+from smtcoll.synth.greedy import greedy_schedule
 
 
 def _least(topo: str, coll: str, chunks: int = 1):

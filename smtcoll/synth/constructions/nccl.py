@@ -14,7 +14,7 @@ import itertools
 from smtcoll.model import Collective, Schedule, Send, Step, Topology
 from smtcoll.msccl.runtime import MAX_STEPS
 from smtcoll.synth.constructions import rings as ringlib
-from smtcoll.synth.constructions.common import NotApplicable, kind
+from smtcoll.synth.constructions.common import NotApplicable, kind, send_key
 from smtcoll.synth.constructions.pipeline import Plan, busiest_link, schedule_transfers
 
 CHAIN_PIECES = 8  # Broadcast/Reduce pieces per ring: NCCL pipelines a chain over slices of the buffer
@@ -85,7 +85,7 @@ def direct(topo: Topology, base: Collective) -> Schedule:
             hops.setdefault(h, []).append(Send(s * n + d, u, v))
             u, h = v, h + 1
     coll = base.with_chunks(1)
-    steps = [Step(_rounds(topo, sends), sorted(sends)) for _, sends in sorted(hops.items())]
+    steps = [Step(_rounds(topo, sends), sorted(sends, key=send_key)) for _, sends in sorted(hops.items())]
     return Schedule(topo, coll, steps, name="nccl_direct")
 
 
