@@ -366,7 +366,8 @@ def verify(path: str | os.PathLike[str], *, runtime: str = "auto", collective: s
     Never raises for a bad file: an unreadable one gives the verdict ``unusable``. Bad arguments raise the
     errors the command line gives for the same options (`UsageError`, `ModelError`; exit code 2 there).
     """
-    from smtcoll.check.files import check_file
+    from smtcoll.check.door import check
+    from smtcoll.check.request import CheckRequest
     from smtcoll.choices import checked_collective, checked_runtime
     from smtcoll.errors import UsageError
     from smtcoll.model import Topology as TopologyClass
@@ -384,5 +385,5 @@ def verify(path: str | os.PathLike[str], *, runtime: str = "auto", collective: s
         topology = load_topology(topology)
     elif topology is not None and not isinstance(topology, TopologyClass):
         raise UsageError("topology", f"expected a Topology, a name or a .toml path, got {type(topology).__name__}")
-    return check_file(os.fspath(path), checked, None if collective is None else os.fspath(collective), root,
-                      topology)
+    return check(os.fspath(path), CheckRequest(runtime=checked, root=root, topology=topology,
+                                               collective=None if collective is None else os.fspath(collective)))

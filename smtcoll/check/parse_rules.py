@@ -25,6 +25,7 @@ from smtcoll.msccl.runtime import (
     MAX_SUBS,
     MAX_TBS,
     MAX_TBS_PER_CHANNEL,
+    PROFILES,
     PROTOCOLS,
 )
 from smtcoll.text import count as count_of
@@ -33,12 +34,9 @@ from smtcoll.vocabulary import Severity
 BOTH = frozenset({EXEC, LEGACY})
 ONLY_EXEC, ONLY_LEGACY = frozenset({EXEC}), frozenset({LEGACY})
 
-LEGACY_COLLS = frozenset({"allreduce", "allgather", "reduce", "broadcast", "alltoall", "reduce_scatter", "custom"})
-EXEC_COLLS = frozenset({"reduce", "broadcast", "allreduce", "reducescatter", "allgather", "send", "recv", "gather",
-                        "scatter", "alltoall", "alltoallv"})
-LEGACY_ALGO_REQUIRED = ("name", "proto", "nchannels", "nchunksperloop", "ngpus", "coll", "inplace")
-EXEC_ALGO_REQUIRED = ("proto", "nchannels", "nchunksperloop", "ngpus", "coll", "inplace", "outofplace", "minBytes",
-                      "maxBytes")
+# what each runtime's parser accepts comes from its profile in msccl/runtime.py, shared with the lowering
+LEGACY_COLLS, EXEC_COLLS = PROFILES[LEGACY].colls, PROFILES[EXEC].colls
+LEGACY_ALGO_REQUIRED, EXEC_ALGO_REQUIRED = PROFILES[LEGACY].algo_required, PROFILES[EXEC].algo_required
 # the limits (MAX_STEPS, MAX_TBS, ...) come from msccl/runtime.py, shared with the lowering
 # Which buffer offsets the parser checks (mscclCheckBufferBounds), by step type.
 CHECK_SRC = frozenset({"s", "rrs", "rrcs", "cpy", "re"})

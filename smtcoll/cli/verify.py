@@ -20,6 +20,7 @@ from smtcoll import specs
 from smtcoll.check.discover import expand
 from smtcoll.check.files import check_files
 from smtcoll.check.report import Report
+from smtcoll.check.request import CheckRequest
 from smtcoll.choices import checked_collective
 from smtcoll.cli.app import app
 from smtcoll.cli.options import MAX_CHUNKS, RootOpt, Runtime, RuntimeOpt, refuse_input_as_output
@@ -159,8 +160,9 @@ def verify(
                     max_steps=max_steps, max_pieces=max_pieces)
     if chunks is not None and collective is None:
         raise SmtcollError("--chunks applies to the spec given with --collective")
-    reports = check_files(files, runtime.checked, collective, root, topo, jobs, limits, chunks=chunks, strict=strict,
-                          input_format=input_format, bound=lower_bound)
+    request = CheckRequest(runtime=runtime.checked, collective=collective, root=root, topology=topo, limits=limits,
+                           chunks=chunks, strict=strict, input_format=input_format, bound=lower_bound)
+    reports = check_files(files, request, jobs)
     reports = select_findings(reports, codes(select), codes(ignore))
     if strict:
         reports = strict_findings(reports)

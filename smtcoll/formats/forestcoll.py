@@ -22,6 +22,7 @@ from defusedxml import ElementTree as SafeET
 from smtcoll import library
 from smtcoll.errors import ModelError
 from smtcoll.formats.numbers import ascii_int
+from smtcoll.formats.source import Source
 from smtcoll.limits import max_transfers, transfers_exceeded
 from smtcoll.model import Topology
 from smtcoll.model.timed import Finding, Quantity, TimedSchedule, Transfer, group_gbps
@@ -147,3 +148,28 @@ def _pipelined_time(topo: Topology, load: Counter[tuple[int, int]], chunk_bytes:
     return Quantity(round(worst + latency, 6), "us", "ForestColl pipelined trees",
                     f"busiest: {where}; {NODE_BYTES} B per rank; latency {latency:.6g} us")
 
+
+
+# The `Format` protocol (smtcoll.formats.registry).
+NAME = FORMAT
+SUFFIXES: tuple[str, ...] = ()
+ERRORS: tuple[type[Exception], ...] = (ForestError,)
+
+
+def detect(source: Source) -> bool:
+    head = source.head
+    return head.startswith("<") and is_forestcoll(skip_prolog(head))
+
+
+def skip_prolog(text: str) -> str:
+    """The text after an XML declaration and comments."""
+    while text.startswith("<?") or text.startswith("<!--"):
+        end = text.find("?>" if text.startswith("<?") else "-->")
+        if end < 0:
+            return text
+        text = text[end + (2 if text.startswith("<?") else 3):].lstrip()
+    return text
+
+
+def read(source: Source, topology: Topology | None) -> TimedSchedule:
+    return read_forestcoll(source.text(), topology, source.name)

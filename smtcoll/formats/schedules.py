@@ -16,6 +16,7 @@ import attrs
 from smtcoll import specs
 from smtcoll.errors import InputError, ModelError
 from smtcoll.formats.numbers import ascii_int, loads_json
+from smtcoll.formats.source import Source
 from smtcoll.model import Collective, Link, Schedule, Send, Step, SwitchGroup, Topology
 
 FORMAT = "smtcoll.schedule"
@@ -305,3 +306,18 @@ def _collective_from_maps(c: dict, data: dict, ranks: int) -> Collective:
                           list(range(count)))
     except ModelError as e:
         raise _Bad(f"collective.{e.where}", e.detail) from None
+
+
+# The `Format` protocol (smtcoll.formats.registry): the last row, read when nothing else matches.
+NAME = "schedule-json"
+SUFFIXES: tuple[str, ...] = (".json",)
+ERRORS: tuple[type[Exception], ...] = (_Bad,)
+
+
+def detect(source: Source) -> bool:
+    return source.head.startswith("{")
+
+
+def read(source: Source, topology: Topology | None) -> Schedule:
+    source.json()  # a JSON error is reported as for every JSON format
+    return parse_schedule(source.text(), source.name)

@@ -20,6 +20,7 @@ from typing import Any
 
 from smtcoll.errors import ModelError
 from smtcoll.formats.numbers import ascii_int
+from smtcoll.formats.source import Source
 from smtcoll.limits import max_transfers, transfers_exceeded
 from smtcoll.model import Collective, Link, SwitchGroup, Topology
 from smtcoll.model.timed import Limit, Quantity, Time, TimedSchedule, Transfer, Use, exact
@@ -181,3 +182,22 @@ def read_taccl(data: dict, collective: Collective, topology: Topology | None, na
     claimed = Quantity(claim / SCALE_TIME, "us", "TACCL sum(rounds) / 10")
     return TimedSchedule(FORMAT, "TACCL per-send times", collective, topo, transfers, "us", 1.0,
                          list(limits.values()), claimed, NOMINAL_CHUNK_BYTES, name=name)
+
+
+# The `Format` protocol (smtcoll.formats.registry).
+NAME = "taccl-json"
+SUFFIXES: tuple[str, ...] = ()
+ERRORS: tuple[type[Exception], ...] = (TacclError,)
+
+
+def detect(source: Source) -> bool:
+    return source.head.startswith("{") and is_taccl(source.json_or_none())
+
+
+def read(source: Source, topology: Topology | None) -> TimedSchedule:
+    from smtcoll.formats.schedules import sccl_collective
+
+    data = source.json()
+    if not is_taccl(data):
+        raise TacclError("", "not TACCL algorithm JSON (its topology has no copies and node_links)")
+    return read_taccl(data, sccl_collective(data), topology, source.name)

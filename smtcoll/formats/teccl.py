@@ -34,6 +34,7 @@ from typing import Any
 from smtcoll import library
 from smtcoll.errors import ModelError
 from smtcoll.formats.numbers import finite_float
+from smtcoll.formats.source import Source
 from smtcoll.formats.teccl_machines import TooLargeMachine, machine_for
 from smtcoll.limits import max_transfers, transfers_exceeded
 from smtcoll.model import Topology
@@ -333,3 +334,22 @@ def read_teccl(data: dict, topology: Topology | None, name: str = "") -> TimedSc
 
 def _g(x: float) -> str:
     return f"{x:.4g}"
+
+
+# The `Format` protocol (smtcoll.formats.registry).
+NAME = "teccl-json"
+SUFFIXES: tuple[str, ...] = ()
+ERRORS: tuple[type[Exception], ...] = (TecclError,)
+_KEYS = ('"1-Epoch_Duration"', '"7-Flows"', '"6-Flows"')
+
+
+def detect(source: Source) -> bool:
+    head = source.head
+    return head.startswith("{") and (any(k in head for k in _KEYS) or is_teccl(source.json_or_none()))
+
+
+def read(source: Source, topology: Topology | None) -> TimedSchedule:
+    data = source.json()
+    if not is_teccl(data):
+        raise TecclError("", "not TE-CCL flow JSON (no 1-Epoch_Duration and flows)")
+    return read_teccl(data, topology, source.name)

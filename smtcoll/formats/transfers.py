@@ -25,9 +25,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+import attrs
+
 from smtcoll import library, specs
 from smtcoll.errors import ModelError, SmtcollError
 from smtcoll.formats.numbers import ascii_int, finite_float
+from smtcoll.formats.source import Source
 from smtcoll.limits import max_transfers, transfers_exceeded
 from smtcoll.model import Link, Topology
 from smtcoll.model.timed import Limit, Quantity, TimedSchedule, Transfer, Use, group_gbps
@@ -235,3 +238,21 @@ def read_transfer_log(data: dict, topology: Topology | None, name: str = "") -> 
                              name=str(data.get("name", name)))
     except ModelError as e:
         raise LogError(e.where, e.detail) from None
+
+
+# The `Format` protocol (smtcoll.formats.registry): the JSON log; the CSV log is `transfers_csv`.
+NAME = "transfers-json"
+SUFFIXES: tuple[str, ...] = ()
+ERRORS: tuple[type[Exception], ...] = (LogError,)
+
+
+def detect(source: Source) -> bool:
+    head = source.head
+    return head.startswith("{") and ('"smtcoll.transfers"' in head or is_transfer_log_json(source.json_or_none()))
+
+
+def read(source: Source, topology: Topology | None) -> TimedSchedule:
+    data = source.json()
+    if not isinstance(data, dict):
+        raise LogError("", "expected a JSON object")
+    return attrs.evolve(read_transfer_log(data, topology, source.name), format=NAME)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Final, Literal
 
+import attrs
+
 Runtime = Literal["executor", "legacy"]
 EXEC: Final = "executor"
 LEGACY: Final = "legacy"
@@ -25,9 +27,38 @@ READS_SRC: Final = frozenset({"s", "rrs", "rrc", "rrcs", "cpy", "re"})
 WRITES_DST: Final = frozenset({"r", "rcs", "rrc", "rrcs", "cpy", "re"})
 FUSED_TYPES: Final = frozenset({"rcs", "rrs", "rrcs"})  # a receive and a forward in one step
 
-# Limits, per runtime where they differ.
-MAX_STEPS: Final[dict[str, int]] = {EXEC: 64, LEGACY: 256}  # MSCCL_MAX_NUM_STEPS (executor: build-time default)
-MAX_TBS: Final[dict[str, int]] = {EXEC: 1024, LEGACY: 216}  # MSCCL_MAX_NUM_THREAD_BLOCKS (32*MAXCHANNELS; 108*2)
+
+
+@attrs.frozen
+class Profile:
+    """What one runtime accepts, where the two differ: the checker (`check/parse_rules.py`) and the lowering
+    (`lower/pipeline.py`) read these, never their own copies. A third runtime is one more profile."""
+
+    name: Runtime
+    source: str  # the repository whose parser and interpreter these values come from
+    colls: frozenset[str]  # the `coll` values its parser knows (mscclAlgoCollStrToId / the legacy parser)
+    algo_required: tuple[str, ...]  # the <algo> attributes its parser requires
+    max_steps: int  # MSCCL_MAX_NUM_STEPS: steps of one thread block (executor: the build-time default)
+    max_tbs: int  # MSCCL_MAX_NUM_THREAD_BLOCKS of one rank
+
+
+PROFILES: Final[dict[Runtime, Profile]] = {
+    EXEC: Profile(EXEC, "Azure/msccl-executor-nccl (src/include/msccl/msccl_struct.h, makefiles/common.mk)",
+                  frozenset({"reduce", "broadcast", "allreduce", "reducescatter", "allgather", "send", "recv",
+                             "gather", "scatter", "alltoall", "alltoallv"}),
+                  ("proto", "nchannels", "nchunksperloop", "ngpus", "coll", "inplace", "outofplace", "minBytes",
+                   "maxBytes"),
+                  max_steps=64, max_tbs=1024),  # 32 * MAXCHANNELS thread blocks
+    LEGACY: Profile(LEGACY, "Azure/msccl (src/include/msccl.h)",
+                    frozenset({"allreduce", "allgather", "reduce", "broadcast", "alltoall", "reduce_scatter",
+                               "custom"}),
+                    ("name", "proto", "nchannels", "nchunksperloop", "ngpus", "coll", "inplace"),
+                    max_steps=256, max_tbs=216),  # 108 * 2 thread blocks
+}
+
+# Limits by runtime name, from the profiles (the form most readers index).
+MAX_STEPS: Final[dict[str, int]] = {r: p.max_steps for r, p in PROFILES.items()}
+MAX_TBS: Final[dict[str, int]] = {r: p.max_tbs for r, p in PROFILES.items()}
 MAX_CHANNELS: Final = 32  # MAXCHANNELS (NCCL); `chan` is checked with `<=`, so 32 passes and overflows
 MAX_TBS_PER_CHANNEL: Final = 32  # MSCCL_MAX_NUM_THREAD_BLOCKS_PER_CHANNEL, senders and receivers each
 MAX_COUNT: Final = 72  # MSCCL_MAX_COUNT: 0 <= cnt < 72

@@ -131,11 +131,11 @@ def test_default_limits_pass_every_real_file() -> None:
 
 
 def test_a_checker_bug_is_a_message_and_exit_2_not_a_traceback(tmp_path: Path, capsys, monkeypatch) -> None:
-    import smtcoll.check.files as verify
+    import smtcoll.check.door as door
 
     def broken(*args, **kwargs):
         raise ZeroDivisionError("division by zero")
-    monkeypatch.setattr(verify, "check_program_file", broken)
+    monkeypatch.setattr(door, "check_program", broken)
     code, out, err = run(capsys, "verify", str(write(tmp_path, allgather2())))
     assert code == 2 and "internal-error" in out and "ZeroDivisionError" in out and "please report" in out
     assert "Traceback" not in out + err

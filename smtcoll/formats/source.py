@@ -1,0 +1,84 @@
+"""A file as the input formats see it: its bytes, read once under the size limit, with its text and its
+JSON decoded on first use and kept (detection and the reader share them: a file is parsed once)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import attrs
+
+from smtcoll.errors import InputError
+from smtcoll.formats.numbers import loads_json
+from smtcoll.msccl.reader import Limits
+
+HEAD_BYTES = 4096  # what content detection looks at before it needs the whole file
+_UNSET: Any = object()
+
+
+@attrs.define
+class Source:
+    """`name` names the file in every message (a path, or `<bytes>`); `limits` are the reading limits
+    (`smtcoll verify --max-bytes` ...), which the MSCCL XML reader applies to the program too."""
+
+    name: str
+    data: bytes
+    limits: Limits = attrs.field(factory=Limits)
+    _text: Any = attrs.field(default=_UNSET, init=False, repr=False)
+    _json: Any = attrs.field(default=_UNSET, init=False, repr=False)
+
+    @property
+    def head(self) -> str:
+        """The first 4 KB as text, leading whitespace dropped (never raises: for detection only)."""
+        return self.data[:HEAD_BYTES].decode("utf-8-sig", errors="replace").lstrip()
+
+    @property
+    def suffix(self) -> str:
+        return os.path.splitext(self.name)[1].lower()
+
+    def text(self) -> str:
+        """The text (UTF-8, a byte-order mark dropped); `InputError` when it is not UTF-8."""
+        if self._text is _UNSET:
+            try:
+                self._text = self.data.decode("utf-8-sig")
+            except UnicodeDecodeError as e:
+                raise InputError(self.name, f"not UTF-8 text (byte {e.start})") from None
+        return str(self._text)
+
+    def json(self) -> Any:
+        """The parsed JSON; `InputError` with line and column when it is not JSON."""
+        if self._json is _UNSET:
+            self._json = loads_json(self.text(), self.name)
+        return self._json
+
+    def json_or_none(self) -> Any:
+        """The parsed JSON, or None when the file is not JSON (for detection, which never raises)."""
+        try:
+            return self.json()
+        except InputError:
+            return None
+
+
+def size_of(path: str) -> int:
+    """The size of a file, 0 when it cannot be stat'ed (reading it then says why)."""
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
+def read_source(path: str, limits: Limits | None = None) -> Source:
+    """A file's bytes, refused over `limits.max_bytes` before reading (also when it grew since)."""
+    limits = limits or Limits()
+    size = size_of(path)
+    if size > limits.max_bytes:
+        raise InputError(path, limits.exceeded("--max-bytes", f"file is {size} bytes", limits.max_bytes))
+    try:
+        with open(path, "rb") as f:
+            data = f.read(limits.max_bytes + 1)
+    except OSError as e:
+        raise InputError(path, f"cannot read: {e.strerror or e}") from None
+    if len(data) > limits.max_bytes:  # grew since the stat, or not a regular file
+        raise InputError(path, limits.exceeded("--max-bytes", f"more than {limits.max_bytes} bytes",
+                                               limits.max_bytes))
+    return Source(path, data, limits)
