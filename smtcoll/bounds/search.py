@@ -35,7 +35,10 @@ def lower_bounds(topo: Topology, coll: Collective, size: int | None = None, gbps
     cut = cut_bound(topo, coll, net, arrays)
     lpb = lp_bound(topo, coll) if lp else Bound("lp", None, "rounds", {}, "not computed (--no-lp)")
     hops = hops_bound(topo, coll, arrays)
-    rounds = best_rounds(steps, receive, cut, lpb, hops)
+    entry = entry_bound(topo, coll)  # multi-node machines: the node's imports, then the last hop inside it
+    rounds = best_rounds(steps, receive, cut, lpb, hops, *([entry] if entry.value is not None else []))
+    if rounds.witness.get("from") == "entry":  # the entry bound has no row of its own: its witness goes here
+        rounds = attrs.evolve(rounds, witness={"from": "entry", "entry": entry.witness}, note=explain(entry))
     rpc = _rounds_per_chunk(cut, lpb, coll, hops)
     thr = throughput_bound(topo, coll, gbps_per_unit)
     t = time_bound(topo, coll, steps, rounds, size, gbps_per_unit, alpha_us)

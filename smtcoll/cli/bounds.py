@@ -134,6 +134,10 @@ def _explain(b: Bound) -> str:
                 "enter per round")
     if b.name == "lp" and w:
         return f"multi-commodity flow LP optimum {w['lp_optimum']}"
+    if b.name == "rounds" and "entry" in w:
+        e = w["entry"]
+        return (f"from the entry bound: {count(e['must_enter'], 'chunk')} must enter node {e['node']}, at most "
+                f"{e['capacity']} per round, then {count(e['hops'], 'hop')} to rank {e['farthest']}")
     if b.name in ("rounds", "rounds_per_chunk"):
         return f"from the {w['from']} bound" + (f" ({w['exact']})" if "exact" in w else "")
     if b.name == "throughput":
