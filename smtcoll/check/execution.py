@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import random
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
+from typing import Any
 
 import attrs
 
@@ -109,7 +110,9 @@ def execute(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity
             initial: Mapping[int, Value] | None = None, data: bool = True, split: int | None = None,
             timing: dict[tuple[int, int], tuple[float, float]] | None = None,
             rng: random.Random | None = None, seeds: dict[tuple[int, int], int] | None = None,
-            outputs: frozenset[int] = frozenset()) -> ExecutionResult:
+            outputs: frozenset[int] = frozenset(),
+            occupy: Mapping[tuple[int, int, int], tuple[Any, tuple[tuple[Hashable, Any], ...]]] | None = None,
+            ) -> ExecutionResult:
     """Run the program; `capacity` is the FIFO size in messages (None: unbounded), a message being one
     step's transfer, or with `split` (the runtime's maxAllowedCount at some buffer size, `messages.py`) each
     piece of at most `split` chunks of it: split=1 is the worst case of large buffers, where every chunk of
@@ -117,7 +120,11 @@ def execute(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity
     only progress, for the deadlock checks). `timing` maps a link (src, dst) to (latency, time per chunk)
     for the alpha-beta estimate: a link carries one chunk at a time, in the order of this run. With `rng`,
     thread blocks are interleaved at random, one chunk at a time (for testing that results do not depend
-    on the order when no race is reported)."""
+    on the order when no race is reported). `occupy` (instead of `timing`) maps a connection (src, dst,
+    channel) to (latency, ((resource, time per chunk), ...)): a chunk leaves when its thread block is ready
+    and every resource it crosses (the link, the channel, a switch group, ...) is free, holds each for its
+    time, and arrives the slowest of them plus the latency later. Times may be any ordered numbers that add
+    (the sweep passes exact affine ones, `smtcoll.sweep.model`)."""
     geo = geometry
     per_message = split if split is not None else 1 << 30  # chunks per FIFO message (cnt < 2^16)
     report = _Findings(geo.mode)
@@ -187,6 +194,7 @@ def execute(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity
     done_trans = 0
     messages = 0
     link_free: dict[tuple[int, int], float] = {}
+    res_free: dict[Hashable, Any] = {}
 
     def wake(waiters: dict, key: object) -> None:
         for w in waiters.pop(key, ()):
@@ -340,7 +348,15 @@ def execute(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity
                     if st.piece == tr.cnt and (st.uid, st.pc) in bits:
                         k |= 1 << bits[(st.uid, st.pc)]
                     arrival = 0.0
-                    if timing is not None:
+                    if occupy is not None:
+                        latency, held = occupy[st.send_conn]
+                        depart = max([st.time] + [res_free.get(res, 0) for res, _ in held])
+                        busy = max(hold for _, hold in held)
+                        for res, hold in held:
+                            res_free[res] = depart + hold
+                        st.time = depart + busy
+                        arrival = depart + busy + latency
+                    elif timing is not None:
                         link = (st.rank, st.send_conn[1])
                         alpha, per = timing.get(link, (0.0, 1.0))
                         depart = max(st.time, link_free.get(link, 0.0))
