@@ -22,6 +22,7 @@ FIFO back-pressure is not used as an order: it is fragile and depends on the pro
 
 from __future__ import annotations
 
+import heapq
 import random
 from collections import deque
 from collections.abc import Hashable, Mapping, Sequence
@@ -188,7 +189,7 @@ def execute(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity
     recv_waiters: dict[tuple[int, int, int], list[_Tb]] = {}
     send_waiters: dict[tuple[int, int, int], list[_Tb]] = {}
     flag_waiters: dict[tuple[int, int], list[_Tb]] = {}
-    ready: deque[_Tb] = deque(states)
+    ready: deque[_Tb] | _StepOrder = deque(states) if occupy is None else _StepOrder(states)
     for st in states:
         st.queued = True
     done_trans = 0
@@ -367,7 +368,7 @@ def execute(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity
                         in_flight[st.send_conn] = in_flight.get(st.send_conn, 0) + 1
                     messages += 1
                     wake(recv_waiters, st.send_conn)
-                if rng is not None and st.piece < tr.cnt:
+                if (rng is not None or occupy is not None) and st.piece < tr.cnt:
                     requeue(st)
                     return
             if (st.uid, st.pc) in bits:
@@ -379,7 +380,7 @@ def execute(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity
             st.piece = 0
             st.started = False
             done_trans += 1
-            if rng is not None and st.pc < len(trans):
+            if (rng is not None or occupy is not None) and st.pc < len(trans):
                 requeue(st)
                 return
         st.blocked = ""
@@ -390,7 +391,7 @@ def execute(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity
             ready.append(st)
 
     while ready:
-        if rng is not None:
+        if rng is not None and isinstance(ready, deque):
             ready.rotate(-rng.randrange(len(ready)))
         st = ready.popleft()
         st.queued = False
@@ -407,6 +408,31 @@ def execute(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity
 
 
 _KNOWN = frozenset({"s", "r", "rcs", "rrs", "rrc", "rrcs", "cpy", "re"})
+
+
+class _StepOrder:
+    """The ready thread blocks of a timed run (`occupy`), one chunk at a time, in the order of the step
+    their next transmission is (then their place): close to the order in time, so a link is claimed in the
+    order its chunks come, and fixed whatever the times are (the sweep relies on that: its times are then
+    a maximum of lines in the buffer size)."""
+
+    def __init__(self, states: Sequence[_Tb]) -> None:
+        self.heap: list[tuple[int, int, int, _Tb]] = []
+        for st in states:
+            self.append(st)
+
+    def _key(self, st: _Tb) -> tuple[int, int, int]:
+        step = st.trans[st.pc].first if st.pc < len(st.trans) else 1 << 30
+        return step, st.piece, st.uid
+
+    def append(self, st: _Tb) -> None:
+        heapq.heappush(self.heap, (*self._key(st), st))
+
+    def popleft(self) -> _Tb:
+        return heapq.heappop(self.heap)[-1]
+
+    def __len__(self) -> int:
+        return len(self.heap)
 
 
 def _dups(v: Value) -> int:

@@ -163,6 +163,9 @@ def compute(payload: dict[str, Any]) -> dict[str, Any]:
         i = scaled.schedule.instance
         sources.append(Source(f"({i.steps},{i.rounds},{i.chunks})", f"engine: {scaled.method}", scaled.schedule))
     for name, schedule, nccl in _constructions(topo, base, o.max_steps):
+        if nccl is None and any(src.schedule.steps == schedule.steps and src.schedule.collective ==
+                                schedule.collective for src in sources):
+            continue  # the same schedule as a baseline before it (multiring is NCCL's ring on some machines)
         sources.append(Source(name, "construction" if nccl is None else f"NCCL {nccl}", schedule, nccl))
     out: dict[str, Any] = {"status": "ok", "versions": versions(),
                            "synth": {"status": status,
@@ -195,8 +198,8 @@ def _candidates(sources: list[Source], machine: cost.Machine, o: Options, kind: 
                 nodes: int) -> tuple[list[Candidate], list[dict[str, Any]]]:
     """Every source x protocol x instances that lowers, with its exact time over the requested sizes
     (the lowered program run in the cost model); the others are rejected with the reason. A candidate
-    that another is at least as fast as at every size is left out (`cost.beaten`), except NCCL's own
-    algorithms, which the report compares with."""
+    that another is at least as fast as at every size is left out (`cost.beaten`); a variant of NCCL's
+    own algorithms only when another variant of the same algorithm is (NCCL's time is the best of them)."""
     from smtcoll.lower import LowerOptions, lower
 
     cands: list[Candidate] = []
@@ -209,12 +212,14 @@ def _candidates(sources: list[Source], machine: cost.Machine, o: Options, kind: 
         for inst in o.model.instances:
             for proto in o.model.protocols:
                 why = None
-                uppers = [cost.chord(c.curve, low, high) for c in cands]
+                # an NCCL variant is needed only where it is NCCL's best: compare it with its own kind
+                uppers = [cost.chord(c.curve, low, high) for c in cands
+                          if src.nccl is None or sources[c.source].nccl == src.nccl]
                 lost = [False]
 
-                def dominated(first: cost.Line, last: cost.Line, keep: bool = src.nccl is not None,
-                              uppers: list[cost.Line] = uppers, lost: list[bool] = lost) -> bool:
-                    lost[0] = not keep and cost.beaten(first, last, uppers, low, high)
+                def dominated(first: cost.Line, last: cost.Line, uppers: list[cost.Line] = uppers,
+                              lost: list[bool] = lost) -> bool:
+                    lost[0] = cost.beaten(first, last, uppers, low, high)
                     return lost[0]
 
                 try:
