@@ -32,7 +32,8 @@ def run(machine: str, nodes: str, out: Path, args: argparse.Namespace) -> tuple[
     """(CPU s, peak KiB, exit code) of one sweep."""
     cmd = [sys.executable, "-m", "smtcoll", "sweep", "-t", machine, "--nodes", nodes, "-c", COLLECTIVES,
            "--sizes", "1KiB:1GiB", "-o", str(out), "--timeout", str(args.timeout), "--max-chunks",
-           str(args.max_chunks), "--workers", str(args.workers), "--format", "json"]
+           str(args.max_chunks), "--workers", str(args.workers), "--task-timeout", str(args.task_timeout),
+           "--format", "json"]
     if args.model:
         cmd += ["--model", args.model]
     with tempfile.NamedTemporaryFile("r", suffix=".time") as t:
@@ -90,6 +91,9 @@ def main() -> None:
     ap.add_argument("--timeout", type=float, default=5.0, help="the exact search's budget per task (s)")
     ap.add_argument("--max-chunks", type=int, default=2)
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--task-timeout", type=float, default=1800.0, help="kill a task after this many seconds")
+    ap.add_argument("--machines", default=",".join(m for m, _ in MACHINES),
+                    help="a subset of the machines, e.g. dgx1,ndv2")
     ap.add_argument("--model", default=None, help="a cost model knob file (default: the shipped one)")
     ap.add_argument("--json", type=Path, default=None, help="also write the rows and the measurements here")
     args = ap.parse_args()
@@ -97,6 +101,8 @@ def main() -> None:
         base = args.out or Path(tmp)
         cpu, peak, all_rows, failed = 0.0, 0, [], []
         for machine, nodes in MACHINES:
+            if machine not in args.machines.split(","):
+                continue
             out = base / machine
             c, p, rc = run(machine, nodes, out, args)
             cpu, peak = cpu + c, max(peak, p)

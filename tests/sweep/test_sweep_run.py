@@ -65,7 +65,7 @@ def request(topologies, nodes=(1,), collectives=("allgather", "allreduce"), runt
     # the shipped model with fewer instance counts: the same code paths, fewer candidates to time
     model = attrs.evolve(cost.Model.load(), instances=(1, 2))
     return Request(tuple(topologies), tuple(nodes), tuple(collectives),
-                   Options(SIZES, runtimes, budget=10.0, max_chunks=2, model=model))
+                   Options(SIZES, runtimes, budget=30.0, max_chunks=2, model=model))
 
 
 def snapshot(out: Path) -> dict[str, bytes]:
