@@ -37,11 +37,17 @@ def main() -> None:
         small.write_text(allgather2())
         commands = {
             "python -c pass (the interpreter alone)": [sys.executable, "-c", "pass"],
+            "smtcoll --version": [a.smtcoll, "--version"],
             "smtcoll --help": [a.smtcoll, "--help"],
             "smtcoll list": [a.smtcoll, "list"],
             "smtcoll verify allgather2.xml": [a.smtcoll, "verify", str(small)],
+            "smtcoll verify examples/allgather-ring4.xml": [a.smtcoll, "verify",
+                                                            str(REPO / "examples" / "allgather-ring4.xml")],
             "smtcoll synth -t ring:4 -c allgather": [a.smtcoll, "synth", "-t", "ring:4", "-c", "allgather"],
         }
+        # typer 0.29 coerces every option through pydantic: what that costs on its own, for the record
+        commands["python -c 'import typer, typer._adapters' (the parser and its pydantic)"] = [
+            sys.executable, "-c", "import typer, typer._adapters"]
         print(f"| command | CPU s (median of {a.runs}) |\n|---|---|")
         for name, args in commands.items():
             print(f"| `{name}` | {statistics.median(cpu(args) for _ in range(a.runs)):.3f} |")

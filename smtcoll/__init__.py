@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import importlib
 import os
-import tempfile
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -33,7 +31,8 @@ _LAZY = {
     "Step": "smtcoll.model", "Send": "smtcoll.model", "Report": "smtcoll.check.report",
     "Bounds": "smtcoll.bounds", "SynthResult": "smtcoll.synth.result", "LowerOptions": "smtcoll.lower",
     "SmtcollError": "smtcoll.errors", "InputError": "smtcoll.errors", "ModelError": "smtcoll.errors",
-    "NotVerified": "smtcoll.errors",
+    "NotVerified": "smtcoll.errors", "UsageError": "smtcoll.errors", "TooLarge": "smtcoll.errors",
+    "SynthRequest": "smtcoll.synth.request",
 }
 
 __all__ = ["__version__", "load_collective", "load_schedule", "load_topology", "lower_bounds", "lower_to_xml",
@@ -48,6 +47,25 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY))
+
+
+def _path(value: Any, name: str) -> str:
+    """A file path or name argument of the API, checked as the command line checks its arguments."""
+    from smtcoll.errors import UsageError
+
+    if not isinstance(value, str | os.PathLike):
+        raise UsageError(name, f"expected a name or a file path (str or os.PathLike), got {type(value).__name__}")
+    return os.fspath(value)
+
+
+def _instance(value: Any, cls_name: str, name: str) -> Any:
+    """An argument that must be a Topology, Collective or Schedule (a name is turned into one by the caller)."""
+    from smtcoll import model
+    from smtcoll.errors import UsageError
+
+    if not isinstance(value, getattr(model, cls_name)):
+        raise UsageError(name, f"expected a {cls_name}, got {type(value).__name__}")
+    return value
 
 
 def load_topology(name_or_path: str | os.PathLike[str], nodes: int = 1) -> Topology:
@@ -80,7 +98,7 @@ def load_topology(name_or_path: str | os.PathLike[str], nodes: int = 1) -> Topol
     """
     from smtcoll import specs
 
-    return specs.resolve_topology(os.fspath(name_or_path), nodes)
+    return specs.resolve_topology(_path(name_or_path, "topology"), nodes)
 
 
 def load_collective(name_or_path: str | os.PathLike[str], ranks: int | None = None, root: int | None = None,
@@ -118,7 +136,7 @@ def load_collective(name_or_path: str | os.PathLike[str], ranks: int | None = No
     """
     from smtcoll import specs
 
-    return specs.resolve_collective(os.fspath(name_or_path), ranks, root, chunks)
+    return specs.resolve_collective(_path(name_or_path, "collective"), ranks, root, chunks)
 
 
 def load_schedule(path: str | os.PathLike[str]) -> Schedule:
@@ -146,20 +164,23 @@ def load_schedule(path: str | os.PathLike[str]) -> Schedule:
     """
     from smtcoll.formats import load_schedule as load
 
-    return load(os.fspath(path))
+    return load(_path(path, "path"))
 
 
-def synthesize(topology: Topology, collective: Collective, *, steps: int | None = None,
+def synthesize(topology: Topology | str, collective: Collective | str, *, steps: int | None = None,
                rounds: int | None = None, chunks: int = 1, max_steps: int | None = None,
-               timeout: float | None = None) -> SynthResult:
-    """A schedule with the fewest steps (or with exactly `steps` steps), found with Z3.
+               timeout: float | None = None, strategy: str | None = None, method: str = "auto",
+               budget: int | None = None, max_chunks: int = 6, max_memory_mb: int | None = None,
+               max_cells: int | None = None) -> SynthResult:
+    """A schedule with the fewest steps (or with exactly `steps` steps, or the Pareto frontier), as
+    ``smtcoll synth`` finds it: the same request gives the same result (`smtcoll.synth.door`).
 
     Parameters
     ----------
-    topology : Topology
-        Where the collective runs (`load_topology`).
-    collective : Collective
-        What it must achieve (`load_collective`, with C = 1: `chunks` splits it).
+    topology : Topology or str
+        Where the collective runs (`load_topology`, or a name or file it takes).
+    collective : Collective or str
+        What it must achieve (`load_collective`, with C = 1: `chunks` splits it; or a built-in name).
     steps : int, optional
         Look for a schedule of exactly this many steps (``synth --steps``) instead of the fewest.
     rounds : int, optional
@@ -169,7 +190,19 @@ def synthesize(topology: Topology, collective: Collective, *, steps: int | None 
     max_steps : int, optional
         Give up above this many steps (default: lower bound + 2 * ranks).
     timeout : float, optional
-        Time limit in seconds; when reached, `status` is ``timeout`` with the best schedule known.
+        Wall-clock safety stop in seconds; when it stops the search, `status` is ``timeout`` with the best
+        schedule known and `stopped_by` is ``time``.
+    strategy : {"instance", "least-steps", "pareto"}, optional
+        Default: ``instance`` when `steps` is given, else ``least-steps``.
+    method : {"auto", "exact", "scale"}, default "auto"
+        ``exact`` the SMT search, ``scale`` the large-instance engine, ``auto`` the engine and then the
+        exact search where it can still improve on it.
+    budget : int, optional
+        The exact search's work budget in z3 resource units (deterministic; default 10^7; 0: none).
+    max_chunks : int, default 6
+        Pareto: the most chunks per input considered.
+    max_memory_mb, max_cells : int, optional
+        The memory cap and the largest ranks x chunks accepted (``--max-memory``, ``--max-cells``).
 
     Returns
     -------
@@ -190,22 +223,36 @@ def synthesize(topology: Topology, collective: Collective, *, steps: int | None 
     -----
     Every schedule returned has passed the independent checker. ``infeasible`` is a proof (within the
     bounds asked) that no schedule exists; ``smtcoll synth --prove`` writes it as re-checkable certificates.
+    A request the command line would refuse raises the same error here (`smtcoll.UsageError`,
+    `smtcoll.ModelError`, `smtcoll.TooLarge`: ``chunks=10**9``, ``steps=-1``, ``timeout=nan``, a
+    collective of another rank count), before any work.
     """
-    from smtcoll.synth import strategies
+    from smtcoll import limits
+    from smtcoll.model import Collective as CollectiveType
+    from smtcoll.model import Topology as TopologyType
+    from smtcoll.synth.door import synthesize as answer
+    from smtcoll.synth.request import Limits, SynthRequest
 
-    if steps is not None:
-        return strategies.instance(topology, collective, steps, rounds, chunks, timeout)
-    return strategies.least_steps(topology, collective, rounds, chunks, max_steps, timeout)
+    request = SynthRequest(strategy=strategy, method=method, steps=steps, rounds=rounds,  # type: ignore[arg-type]
+                           chunks=chunks, max_steps=max_steps, max_chunks=max_chunks,
+                           limits=Limits(timeout, budget, max_memory_mb,
+                                         limits.MAX_CELLS if max_cells is None else max_cells))
+    with limits.cell_limit(request.limits.max_cells):  # a collective given by name is bounded while built
+        topo = topology if isinstance(topology, TopologyType) else load_topology(topology)
+        coll = collective if isinstance(collective, CollectiveType) else load_collective(collective, topo.ranks)
+    return answer(topo, coll, request)
 
 
-def lower_bounds(topology: Topology, collective: Collective) -> Bounds:
+def lower_bounds(topology: Topology | str, collective: Collective | str) -> Bounds:
     """Lower bounds on steps and rounds, each with a witness anyone can check.
 
     Parameters
     ----------
-    topology : Topology
-    collective : Collective
-        With the split factor C the bounds are for (`load_collective(..., chunks=C)`).
+    topology : Topology or str
+        A Topology, or a name or ``.toml`` path for `load_topology`.
+    collective : Collective or str
+        With the split factor C the bounds are for (`load_collective(..., chunks=C)`); a name or ``.toml``
+        path is loaded for the topology's ranks.
 
     Returns
     -------
@@ -225,7 +272,11 @@ def lower_bounds(topology: Topology, collective: Collective) -> Bounds:
     """
     from smtcoll.bounds import lower_bounds as compute
 
-    return compute(topology, collective)
+    topo = load_topology(topology) if isinstance(topology, str | os.PathLike) else _instance(topology, "Topology",
+                                                                                             "topology")
+    coll = (load_collective(collective, topo.ranks) if isinstance(collective, str | os.PathLike)
+            else _instance(collective, "Collective", "collective"))
+    return compute(topo, coll)
 
 
 def lower_to_xml(schedule: Schedule, output: str | os.PathLike[str] | None = None, *, instances: int = 1,
@@ -261,8 +312,13 @@ def lower_to_xml(schedule: Schedule, output: str | os.PathLike[str] | None = Non
     Raises `smtcoll.NotVerified` when the program fails the checker (then nothing is written),
     `RejectedSchedule` when the checker rejects the schedule, `CannotLower` when no runtime can express it.
     """
+    import tempfile
+    from pathlib import Path
+
     from smtcoll.lower import LowerOptions, lower_to_file
 
+    _instance(schedule, "Schedule", "schedule")
+    output = None if output is None else _path(output, "output")
     options = LowerOptions(instances=instances, protocol=protocol, runtime=runtime, mode=mode)
     if output is not None:
         lower_to_file(schedule, Path(output), options)
@@ -273,22 +329,23 @@ def lower_to_xml(schedule: Schedule, output: str | os.PathLike[str] | None = Non
         return path.read_text()
 
 
-def verify(path: str | os.PathLike[str], *, runtime: str = "any", collective: str | None = None,
-           root: int | None = None, topology: Topology | None = None) -> Report:
+def verify(path: str | os.PathLike[str], *, runtime: str = "auto", collective: str | os.PathLike[str] | None = None,
+           root: int | None = None, topology: Topology | str | os.PathLike[str] | None = None) -> Report:
     """Check an MSCCL XML program or a step schedule (JSON) file, as ``smtcoll verify`` does.
 
     Parameters
     ----------
     path : str or path
         A ``.xml`` program or a ``.json`` schedule.
-    runtime : {"any", "executor", "legacy"}
-        The runtime that must accept the file.
+    runtime : {"auto", "both", "executor", "legacy"}
+        The runtime that must accept the file (``any``, an alias of ``auto``, and ``both`` check both).
     collective : str, optional
         Check against this collective (a built-in name or a ``.toml`` spec) instead of the file's `coll`.
     root : int, optional
         Root rank of a rooted collective.
-    topology : Topology, optional
-        XML: map connections to its links and estimate the time; schedules: check them on it.
+    topology : Topology or str, optional
+        XML: map connections to its links and estimate the time; schedules: check them on it. A name
+        (``"dgx1"``) or a ``.toml`` path is loaded as `load_topology` does.
 
     Returns
     -------
@@ -306,8 +363,26 @@ def verify(path: str | os.PathLike[str], *, runtime: str = "any", collective: st
 
     Notes
     -----
-    Never raises for a bad file: an unreadable one gives the verdict ``unusable``.
+    Never raises for a bad file: an unreadable one gives the verdict ``unusable``. Bad arguments raise the
+    errors the command line gives for the same options (`UsageError`, `ModelError`; exit code 2 there).
     """
     from smtcoll.check.files import check_file
+    from smtcoll.choices import checked_collective, checked_runtime
+    from smtcoll.errors import UsageError
+    from smtcoll.model import Topology as TopologyClass
 
-    return check_file(os.fspath(path), runtime, collective, root, topology)
+    if not isinstance(path, str | os.PathLike):
+        raise UsageError("path", f"expected a file path (str or os.PathLike), got {type(path).__name__}")
+    checked = checked_runtime(runtime)
+    if collective is not None and not isinstance(collective, str | os.PathLike):
+        raise UsageError("collective", f"expected a built-in name or a .toml path, got {type(collective).__name__}")
+    if collective is not None:
+        checked_collective(os.fspath(collective), "collective")
+    if root is not None and (not isinstance(root, int) or isinstance(root, bool) or root < 0):
+        raise UsageError("root", f"expected a rank >= 0, got {root!r}")
+    if isinstance(topology, str | os.PathLike):
+        topology = load_topology(topology)
+    elif topology is not None and not isinstance(topology, TopologyClass):
+        raise UsageError("topology", f"expected a Topology, a name or a .toml path, got {type(topology).__name__}")
+    return check_file(os.fspath(path), checked, None if collective is None else os.fspath(collective), root,
+                      topology)

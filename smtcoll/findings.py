@@ -63,11 +63,11 @@ class Capped:
     def __init__(self, limit: int = MAX_LISTED) -> None:
         self.limit = limit
         self.listed: list[Finding] = []
-        self.counts: dict[tuple[str, str], int] = {}
-        self.hidden: dict[tuple[str, str], int] = {}
+        self.counts: dict[tuple[str, Severity], int] = {}
+        self.hidden: dict[tuple[str, Severity], int] = {}
 
     def add(self, f: Finding) -> None:
-        key = (f.code, f.severity)
+        key: tuple[str, Severity] = (f.code, f.severity)
         if f.more:
             self.hidden[key] = self.hidden.get(key, 0) + f.more
             return
@@ -88,13 +88,13 @@ class Capped:
         for (code, severity), n in sorted(self.hidden.items()):
             last = max((i for i, f in enumerate(out) if f.code == code and f.severity == severity),
                        default=len(out) - 1)
-            out.insert(last + 1, summary(code, severity, n))  # type: ignore[arg-type]
+            out.insert(last + 1, summary(code, severity, n))
         return out
 
 
-def summary(code: str, severity: Severity, n: int, what: str = "") -> Finding:
+def summary(code: str, severity: Severity, n: int) -> Finding:
     """The line that stands for `n` findings of one code and severity that are not listed."""
-    return Finding(code, f"... and {n} more {what or code} finding(s)", severity, more=n)
+    return Finding(code, f"... and {n} more {code} finding(s)", severity, more=n)
 
 
 def capped(findings: Iterable[Finding], limit: int = MAX_LISTED) -> list[Finding]:

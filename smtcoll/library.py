@@ -18,6 +18,7 @@ import attrs
 from smtcoll import expr
 from smtcoll.errors import ModelError
 from smtcoll.model import Collective, Link, Nic, SwitchGroup, Topology
+from smtcoll.text import count
 
 MAX_RANKS = 4096
 MAX_LINKS = 1 << 18  # generated or composed links (building a Topology costs ~40 us per link)
@@ -144,7 +145,7 @@ def generate(kind: str, params: list[int]) -> Topology:
     """Build a generated topology; `params` are the numbers after the colon."""
     want = {"torus2d": 2, "mesh2d": 2, "torus3d": 3}.get(kind, 1)
     if len(params) != want:
-        raise ModelError("topology", f"{kind} takes {want} size parameter(s): {GENERATORS[kind].split(',')[0]}")
+        raise ModelError("topology", f"{kind} takes {count(want, 'size parameter')}: {GENERATORS[kind].split(',')[0]}")
     if kind == "hypercube":
         if not 1 <= params[0] <= 12:
             raise ModelError("topology", f"hypercube dimension must be between 1 and 12, got {params[0]}")
@@ -288,7 +289,8 @@ class CollectiveSpec:
         allowed = {"rank", "chunk", "ranks", "chunks", "root"}
         pre = expr.parse(self.pre, allowed, "pre")
         post = expr.parse(self.post, allowed, "post")
-        address = expr.parse(self.address, allowed, "address")
+        # an address belongs to a chunk, whatever rank holds it: `rank` has no value there
+        address = expr.parse(self.address, allowed - {"rank"}, "address")
         env = dict(base, chunks=count)
         fast = _instantiate_fast(pre, post, address, ranks, count, env)
         if fast is not None:

@@ -21,6 +21,7 @@ import os
 from collections.abc import Iterator
 
 from smtcoll.errors import TooLarge, UsageError
+from smtcoll.text import count
 
 MAX_CELLS = 1 << 20
 MAX_CHUNKS = 1 << 16  # chunks of one synthesis instance (after the split)
@@ -49,6 +50,34 @@ def check_cells(name: str, ranks: int, chunks: int, factor: int = 1) -> None:
                                      f"cells, more than the limit of {limit}", "--max-cells")
 
 
+# Transfers of a timed schedule (transfer logs, TE-CCL flows, TACCL sends, ForestColl chunk moves): the
+# timed checker's work and memory grow with them (about 60 CPU us and 1.7 KB each, docs/benchmarks.md), so
+# a file with more is refused before they are built. `verify --max-pieces` sets it, as it does the chunk
+# pieces an XML program moves.
+MAX_TIMED_TRANSFERS = 200_000
+_transfers: contextvars.ContextVar[int] = contextvars.ContextVar("max_transfers", default=MAX_TIMED_TRANSFERS)
+
+
+@contextlib.contextmanager
+def transfer_limit(max_transfers: int) -> Iterator[None]:
+    token = _transfers.set(max_transfers)
+    try:
+        yield
+    finally:
+        _transfers.reset(token)
+
+
+def max_transfers() -> int:
+    return _transfers.get()
+
+
+def transfers_exceeded(n: int | str) -> str:
+    """The message of a timed schedule over the limit (the reader adds its place)."""
+    limit = _transfers.get()
+    return (f"{n} transfers: over the --max-pieces limit of {limit} transfers of a timed schedule; if the file "
+            "is genuine, raise it (smtcoll verify --max-pieces N)")
+
+
 def check_graph(ranks: int, links: int, max_ranks: int, max_links: int, what: str) -> None:
     """Refuse a topology larger than the limits of a command (`what` names the work, e.g. `bounds`)."""
     if ranks > max_ranks:
@@ -57,17 +86,40 @@ def check_graph(ranks: int, links: int, max_ranks: int, max_links: int, what: st
         raise TooLarge("topology", f"{links} links: {what} is limited to {max_links} links", "--max-links")
 
 
-def check_timeout(timeout: float | None) -> None:
-    """A time limit must be a finite number of seconds > 0 (NaN and infinity are refused)."""
-    if timeout is not None and not (math.isfinite(timeout) and timeout > 0):
-        raise UsageError("--timeout", f"must be a number of seconds > 0, got {timeout}")
+MIN_TIMEOUT_S = 0.001
+MAX_TIMEOUT_S = 7 * 24 * 3600.0  # beyond this a deadline overflows some timer (asyncio, z3's milliseconds)
+
+
+def timeout_problem(timeout: object) -> str | None:
+    """The one message for a time limit out of range (0, NaN, infinity, 1e9, not a number), else None."""
+    ok = (isinstance(timeout, int | float) and not isinstance(timeout, bool) and math.isfinite(timeout)
+          and MIN_TIMEOUT_S <= timeout <= MAX_TIMEOUT_S)
+    if ok:
+        return None
+    return f"must be a number of seconds from {MIN_TIMEOUT_S:g} to {MAX_TIMEOUT_S:.0f} (7 days), got {timeout}"
+
+
+def check_timeout(timeout: float | None, option: str = "--timeout") -> None:
+    """A time limit: a finite number of seconds in MIN_TIMEOUT_S..MAX_TIMEOUT_S (the command line and the API)."""
+    problem = None if timeout is None else timeout_problem(timeout)
+    if problem:
+        raise UsageError(option, problem)
+
+
+MAX_NODES = 64  # nodes a topology is composed into (--nodes; sweep's node counts)
+
+
+def nodes_problem(nodes: object) -> str | None:
+    if isinstance(nodes, int) and not isinstance(nodes, bool) and 1 <= nodes <= MAX_NODES:
+        return None
+    return f"must be a whole number from 1 to {MAX_NODES}, got {nodes}"
 
 
 def check_jobs(jobs: int | None) -> None:
     cap = min(MAX_JOBS, 4 * (os.cpu_count() or 1))
     if jobs is not None and not 1 <= jobs <= cap:
-        raise UsageError("--jobs", f"must be between 1 and {cap} (4 x the {os.cpu_count()} core(s), at most "
-                                   f"{MAX_JOBS}), got {jobs}")
+        raise UsageError("--jobs", f"must be between 1 and {cap} (4 x the {count(os.cpu_count() or 1, 'core')}, "
+                                   f"at most {MAX_JOBS}), got {jobs}")
 
 
 def default_memory_mb() -> int:

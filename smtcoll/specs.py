@@ -5,6 +5,8 @@ A spec file is data, never code; expressions are parsed by `smtcoll.expr`. See d
 
 from __future__ import annotations
 
+import contextvars
+import os
 import re
 import tomllib
 from pathlib import Path
@@ -46,16 +48,44 @@ def read_toml(path: Path) -> tuple[dict[str, Any], str]:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
         raise InputError(str(path), f"not UTF-8 text (byte {e.start})") from None
+    _refuse_long_keys(text, str(path))
     try:
         return tomllib.loads(text), text
-    except tomllib.TOMLDecodeError as e:
-        m = re.search(r"\(at line (\d+), column (\d+)\)", str(e))
-        msg = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(e))
-        if m:
-            raise InputError(str(path), f"column {m.group(2)}: not valid TOML: {msg}", int(m.group(1))) from None
-        raise InputError(str(path), f"not valid TOML: {msg}") from None
+    except ValueError as e:  # an integer of more than 4300 digits (CPython's int-to-str limit)
+        if isinstance(e, tomllib.TOMLDecodeError):
+            raise _toml_error(e, str(path)) from None
+        m = re.search(r"[0-9_]{4301,}", text)
+        raise InputError(str(path), "a number of more than 4300 digits",
+                         text.count("\n", 0, m.start()) + 1 if m else None) from None
     except RecursionError:
         raise InputError(str(path), "not valid TOML: nested too deeply") from None
+
+
+# tomllib's cost grows with the square of a dotted key's parts (100,000 parts: 30 s, 3.7 GB); no spec needs
+# more than a few, so a key of more than MAX_KEY_PARTS parts is refused before tomllib sees it.
+MAX_KEY_PARTS = 64
+_STRING_OR_COMMENT = re.compile(r'"""[\s\S]*?"""|\'\'\'[\s\S]*?\'\'\'|"(?:[^"\\\n]|\\.)*"|\'[^\'\n]*\'|#[^\n]*')
+_DOTTED = re.compile(rf"(?:[\w-]+[ \t]*\.[ \t]*){{{MAX_KEY_PARTS},}}")
+
+
+def _refuse_long_keys(text: str, path: str) -> None:
+    if text.count(".") < MAX_KEY_PARTS:
+        return
+    # strings become `s` (keeping their newlines, for the line number), comments disappear
+    bare = _STRING_OR_COMMENT.sub(lambda m: "" if m.group().startswith("#") else "s" + "\n" * m.group().count("\n"),
+                                  text)
+    m = _DOTTED.search(bare)
+    if m:
+        raise InputError(path, f"a dotted key of more than {MAX_KEY_PARTS} parts; spec files nest a few levels",
+                         bare.count("\n", 0, m.start()) + 1)
+
+
+def _toml_error(e: tomllib.TOMLDecodeError, path: str) -> InputError:
+    m = re.search(r"\(at line (\d+), column (\d+)\)", str(e))
+    msg = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(e))
+    if m:
+        return InputError(path, f"column {m.group(2)}: not valid TOML: {msg}", int(m.group(1)))
+    return InputError(path, f"not valid TOML: {msg}")
 
 
 def _line_of(text: str, where: str) -> int | None:
@@ -271,13 +301,29 @@ def _spec_table(path: Path, kind: str, other: str) -> tuple[Any, str]:
     return data[kind], text
 
 
+# The spec files being read, outermost first: a topology's `node` may name another file, which must not lead
+# back to one of these (a file that is its own node recursed until Python's stack ran out).
+_loading: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar("loading", default=())
+MAX_NODE_DEPTH = 8
+
+
 def load_topology(path: Path | str, nodes: int = 1) -> Topology:
     path = Path(path)
+    chain = _loading.get()
+    key = os.path.realpath(path)
+    if key in chain or len(chain) >= MAX_NODE_DEPTH:
+        names = " -> ".join([*(os.path.basename(c) for c in chain), path.name])
+        raise InputError(str(path), f"node: {names}: " + ("a topology cannot be its own node (directly or through "
+                                                          "others)" if key in chain else
+                                                          f"more than {MAX_NODE_DEPTH} levels of `node` files"))
     table, text = _spec_table(path, "topology", "collective")
+    token = _loading.set((*chain, key))
     try:
         topo = topology_from_dict(table, path.parent)
     except ModelError as e:
         raise _fail(str(path), text, e.where, e.detail) from None
+    finally:
+        _loading.reset(token)
     library.check_composed(topo, nodes)  # --nodes: a command-line error, not one of the file
     return topo.compose(nodes)
 

@@ -22,8 +22,8 @@ REPO = Path(__file__).resolve().parents[1]
 HEAVY = ("z3", "scipy", "numpy", "networkx", "matplotlib", "cvc5")
 # run the CLI in a fresh interpreter, then list the heavy packages it imported
 PROBE = ("import sys\nfrom smtcoll.cli import main\nsys.argv = ['smtcoll'] + sys.argv[1:]\ntry:\n    main()\n"
-         "except SystemExit:\n    pass\nprint('IMPORTED', sorted({m.split('.')[0] for m in sys.modules} & set(%r)))\n"
-         % (HEAVY,))
+         "except SystemExit:\n    pass\n"
+         f"print('IMPORTED', sorted({{m.split('.')[0] for m in sys.modules}} & set({HEAVY!r})))\n")
 
 
 def cli(*args: str, block: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
@@ -58,7 +58,7 @@ def test_every_command_is_registered_lazily() -> None:
     names = {c.name or c.callback.__name__ for c in app.registered_commands} | {
         g.name for g in app.registered_groups}
     assert names == set(COMMANDS)
-    for name, module in COMMANDS.items():
+    for module in COMMANDS.values():
         assert importlib.import_module(f"smtcoll.cli.{module}")  # the table names real modules
 
 
@@ -80,7 +80,8 @@ def test_the_wheel_ships_license_types_and_specs(tmp_path: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     assert "smtcoll/py.typed" in names
     assert any(n.endswith("licenses/LICENSE") for n in names)
-    assert "smtcoll/specs_data/topologies/dgx1.toml" in names and "smtcoll/specs_data/collectives/allgather.toml" in names
+    assert "smtcoll/specs_data/topologies/dgx1.toml" in names
+    assert "smtcoll/specs_data/collectives/allgather.toml" in names
     # installed into a fresh environment, `smtcoll list` names the spec files. The dependencies come from the
     # environment running the tests: its site-packages is appended to the new one's path by a .pth file
     # (`--system-site-packages` would expose the *base* interpreter's packages, which may lack typer). A

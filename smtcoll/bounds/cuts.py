@@ -92,7 +92,8 @@ def cut_bound(topo: Topology, coll: Collective, net: nx.DiGraph | None = None,
             if q > best[0] or (q == best[0] and j < best[1]):
                 best = (q, j)
     w = cut_witness(topo, coll, cuts[best[1]], net)
-    return Bound("cut", math.ceil(Fraction(w["must_enter"], w["capacity"])), "rounds", w)
+    q = Fraction(w["must_enter"], w["capacity"])
+    return Bound("cut", math.ceil(q), "rounds", w, per_chunk=q / coll.chunk_factor)
 
 
 def cut_witness(topo: Topology, coll: Collective, inside: Iterable[int], net: nx.DiGraph | None = None) -> dict:
@@ -134,5 +135,5 @@ def hops_bound(topo: Topology, coll: Collective, arrays: Arrays | None = None) -
     if not cap:
         return Bound("hops", None, "rounds", {}, "no links: no schedule exists")
     w = {"chunk_hops": hops, "capacity": cap, "rounds_per_chunk": str(Fraction(hops, cap) / coll.chunk_factor)}
-    return Bound("hops", math.ceil(Fraction(hops, cap)), "rounds", w)
+    return Bound("hops", math.ceil(Fraction(hops, cap)), "rounds", w, per_chunk=Fraction(hops, cap) / coll.chunk_factor)
 

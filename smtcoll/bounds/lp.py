@@ -80,12 +80,15 @@ def group_members(topo: Topology) -> list[list[int]]:
 
 
 def concurrent_flow(topo: Topology, commodities: Sequence[Commodity], link_cap: Sequence[Fraction],
-                    group_cap: Sequence[Fraction]) -> FlowSolution | None:
+                    group_cap: Sequence[Fraction], flow_cost: float = 0.0) -> FlowSolution | None:
     """min T: every commodity routed (flow conservation at ranks outside its sources), the flow on link e
     at most link_cap[e] * T, through switch group g at most group_cap[g] * T. None when infeasible.
 
     Dual: lengths w_e, w_g >= 0 with sum cap * w = 1; T >= sum over demands of demand x (shortest
-    distance from the sources under w_e + sum of w_g over the groups bounding e)."""
+    distance from the sources under w_e + sum of w_g over the groups bounding e).
+
+    `flow_cost` > 0 adds that cost per unit of flow (a routing wants no circulating flow); the lengths
+    then still prove a bound (any lengths do), only maybe a little below the optimum."""
     import numpy as np
     from scipy.sparse import coo_matrix
 
@@ -124,13 +127,14 @@ def concurrent_flow(topo: Topology, commodities: Sequence[Commodity], link_cap: 
                 _put(ub_r, ub_c, ub_v, row, i * m + e, 1.0)
         _put(ub_r, ub_c, ub_v, row, t_var, -float(cap))
     n = t_var + 1
-    cost = np.zeros(n)
+    cost = np.full(n, float(flow_cost))
     cost[t_var] = 1.0
     a_eq = coo_matrix((eq_v, (eq_r, eq_c)), shape=(len(b_eq), n)).tocsr()
     a_ub = coo_matrix((ub_v, (ub_r, ub_c)), shape=(len(rows), n)).tocsr()
     res = solve(cost, a_ub, np.zeros(len(rows)), a_eq, np.array(b_eq))
     if res.status != 0 or res.value is None:
         return None
+    value = res.x[t_var]  # the time itself, without the flow cost
     # marginals of a minimization's <= rows are <= 0: the lengths are their negation, as fractions (the
     # certificate recomputes the bound they give exactly, so rounding only loses a little tightness)
     # (scaled so that the largest is 1 first: the bound is a ratio, invariant under scaling)
@@ -138,7 +142,7 @@ def concurrent_flow(topo: Topology, commodities: Sequence[Commodity], link_cap: 
     lengths = [max(Fraction(0), Fraction(-d / top).limit_denominator(10**6)) if top > 0 else Fraction(0)
                for d in res.ineq_duals]
     flows = tuple(tuple(res.x[i * m:(i + 1) * m]) for i in range(k))
-    return FlowSolution(res.value, tuple(lengths[:m]), tuple(lengths[m:]), flows)
+    return FlowSolution(value, tuple(lengths[:m]), tuple(lengths[m:]), flows)
 
 
 def unicast_commodities(coll: Collective, weight: Fraction = Fraction(1)) -> list[Commodity] | None:
@@ -162,6 +166,13 @@ def unicast_commodities(coll: Collective, weight: Fraction = Fraction(1)) -> lis
     return [Commodity(s, d) for s, d in sorted(by_src.items(), key=lambda x: sorted(x[0]))]
 
 
+def lp_per_chunk(optimum: float, coll: Collective) -> Fraction | None:
+    """The LP optimum (a float) as a fraction no larger than it beyond the solver's tolerance, per chunk."""
+    if optimum <= 0:
+        return None
+    return Fraction(optimum - 1e-7).limit_denominator(10**4) / coll.chunk_factor
+
+
 def lp_bound(topo: Topology, coll: Collective) -> Bound:
     """Rounds >= the optimum T of the multi-commodity flow LP: every chunk from its holders to each rank
     that needs it, at most bandwidth(e) * T over link e, likewise per switch group. Unicast collectives
@@ -181,7 +192,8 @@ def lp_bound(topo: Topology, coll: Collective) -> Bound:
         w = {"lp_optimum": round(t, 6), "demands": sum(len(c.demand) for c in coms), "commodities": len(coms),
              "variables": len(coms) * len(topo.links) + 1, "solver": "scipy HiGHS",
              "rounds_per_chunk": round(t / coll.chunk_factor, 6)}
-        return Bound("lp", math.ceil(t - 1e-6), "rounds", w, "re-solve the LP to check (no hand witness)")
+        return Bound("lp", math.ceil(t - 1e-6), "rounds", w, "re-solve the LP to check (no hand witness)",
+                     lp_per_chunk(t, coll))
     return _multicast_lp_bound(topo, coll)
 
 
@@ -249,4 +261,5 @@ def _multicast_lp_bound(topo: Topology, coll: Collective) -> Bound:
     t = res.value
     w = {"lp_optimum": round(t, 6), "demands": len(demands), "variables": n, "solver": "scipy HiGHS",
          "rounds_per_chunk": round(t / coll.chunk_factor, 6)}
-    return Bound("lp", math.ceil(t - 1e-6), "rounds", w, "re-solve the LP to check (no hand witness)")
+    return Bound("lp", math.ceil(t - 1e-6), "rounds", w, "re-solve the LP to check (no hand witness)",
+                 lp_per_chunk(t, coll))

@@ -81,7 +81,8 @@ def receive_bound(topo: Topology, coll: Collective, net: nx.DiGraph | None = Non
     w = _receive_witness(topo, coll, r, net)
     if w["capacity"] == 0:
         return Bound("receive", None, "rounds", w, f"rank {r} must receive but has no way in: no schedule exists")
-    return Bound("receive", math.ceil(Fraction(w["must_receive"], w["capacity"])), "rounds", w)
+    q = Fraction(w["must_receive"], w["capacity"])
+    return Bound("receive", math.ceil(q), "rounds", w, per_chunk=q / coll.chunk_factor)
 
 
 def _receive_witness(topo: Topology, coll: Collective, r: int, net: nx.DiGraph | None = None) -> dict[str, Any]:

@@ -18,6 +18,9 @@ class Bound:
     unit: str
     witness: dict[str, Any] = attrs.field(factory=dict)
     note: str = ""
+    # the exact rounds per chunk a rounds bound proves for every C (demand / capacity / C), read by the
+    # synthesizer and `rounds_per_chunk` instead of digging the numbers out of the witness
+    per_chunk: Fraction | None = None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"value": self.value, "unit": self.unit, "witness": self.witness}

@@ -19,6 +19,7 @@ from smtcoll.bounds.results import Bound, Bounds, fraction_json
 from smtcoll.bounds.time import time_bound
 from smtcoll.errors import ModelError
 from smtcoll.model import Collective, Topology
+from smtcoll.text import count
 
 
 def lower_bounds(topo: Topology, coll: Collective, size: int | None = None, gbps_per_unit: float | None = None,
@@ -51,23 +52,9 @@ def best_rounds(steps: Bound, *others: Bound) -> Bound:
                  "total rounds for this chunk count; also the steps when each step has one round")
 
 
-def _lp_per_chunk(lpb: Bound, coll: Collective) -> Fraction | None:
-    """The LP optimum (a float) as a fraction no larger than it beyond the solver's tolerance."""
-    if not lpb.value:
-        return None
-    return Fraction(lpb.witness["lp_optimum"] - 1e-7).limit_denominator(10**4) / coll.chunk_factor
-
-
 def _rounds_per_chunk(cut: Bound, lpb: Bound, coll: Collective, hops: Bound | None = None) -> Bound:
-    cands: list[tuple[Fraction, str]] = []
-    if cut.value:
-        cands.append((Fraction(cut.witness["must_enter"], 1) / Fraction(cut.witness["capacity"]) / coll.chunk_factor,
-                      "cut"))
-    if hops is not None and hops.value:
-        cands.append((Fraction(hops.witness["chunk_hops"], hops.witness["capacity"]) / coll.chunk_factor, "hops"))
-    lpq = _lp_per_chunk(lpb, coll)
-    if lpq is not None:
-        cands.append((lpq, "lp"))
+    cands = [(b.per_chunk, b.name) for b in (cut, hops, lpb)
+             if b is not None and b.value and b.per_chunk is not None]
     if not cands:
         return Bound("rounds_per_chunk", None, "rounds per chunk", {}, "no bound applies")
     value, name = max(cands, key=lambda x: x[0])  # max is stable: the cut, then the hops, on ties
@@ -140,17 +127,8 @@ def search_bounds(topo: Topology, coll: Collective) -> SearchBounds:
     small = (coll.ranks + 1) * len(topo.links) <= SEARCH_LP_MAX_VARIABLES
     lpb = (lp_bound(topo, coll) if small and one_needer and not coll.is_combining
            else Bound("lp", None, "rounds", {}, "not computed"))
-    cands: list[tuple[Fraction, str]] = []
-    for b in (cut, receive):
-        if b.value and b.witness.get("capacity"):
-            k = b.witness["must_enter"] if b.name == "cut" else b.witness["must_receive"]
-            cands.append((Fraction(k, b.witness["capacity"]) / coll.chunk_factor, explain(b)))
-    if hops.value:
-        cands.append((Fraction(hops.witness["chunk_hops"], hops.witness["capacity"]) / coll.chunk_factor,
-                      explain(hops)))
-    lpq = _lp_per_chunk(lpb, coll)
-    if lpq is not None:
-        cands.append((lpq, explain(lpb)))
+    cands = [(b.per_chunk, explain(b)) for b in (cut, receive, hops, lpb)
+             if b.value and b.per_chunk is not None]
     if not cands:
         return SearchBounds(steps, Fraction(0), "nothing must cross any cut")
     q, why = max(cands, key=lambda x: x[0])
@@ -163,12 +141,13 @@ def explain(b: Bound) -> str:
     if b.value is None:
         return b.note
     if b.name == "steps" and w:
-        return f"distance: chunk {w['chunk']} is {w['distance']} hop(s) from rank {w['rank']}"
+        return f"distance: chunk {w['chunk']} is {count(w['distance'], 'hop')} from rank {w['rank']}"
     if b.name == "receive" and w:
-        return f"receive: rank {w['rank']} must receive {w['must_receive']} chunk(s), at most {w['capacity']} per round"
+        return (f"receive: rank {w['rank']} must receive {count(w['must_receive'], 'chunk')}, at most "
+                f"{w['capacity']} per round")
     if b.name == "cut" and w:
-        return (f"cut: {w['must_enter']} chunk(s) must enter {len(w['inside'])} rank(s), at most {w['capacity']} "
-                "per round")
+        return (f"cut: {count(w['must_enter'], 'chunk')} must enter {count(len(w['inside']), 'rank')}, at most "
+                f"{w['capacity']} per round")
     if b.name == "hops" and w:
         return f"hops: {w['chunk_hops']} chunk-hops over links carrying {w['capacity']} per round"
     if b.name == "lp" and w:

@@ -25,6 +25,7 @@ itself): every charge gives an upper bound, and the least of three fixed charges
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Iterable, Sequence
 from fractions import Fraction
@@ -303,24 +304,72 @@ def _screen_cuts(topo: Topology, coll: Collective, r: Rates, cuts: Sequence[tupl
     return [int(j) for j in order[:SCREENED] if scores[j] > 0]
 
 
+class Unreachable(Exception):
+    """Some data can never arrive: no schedule exists (the time bound is then reported without a value)."""
+
+
 def best_cut(topo: Topology, coll: Collective, r: Rates) -> CutCertificate | None:
+    """The strongest cut found: candidates screened in floating point (which only chooses), then each
+    chosen one computed exactly (which is what is claimed). Raises Unreachable when data must enter a set
+    that no link enters."""
     from smtcoll.bounds.demand import must_enter
 
     cuts = _candidate_cuts(topo)
     a = addresses(coll)
     best: CutCertificate | None = None
-    for j in _screen_cuts(topo, coll, r, cuts):
-        inside = cuts[j]
+    chosen = [cuts[j] for j in _screen_cuts(topo, coll, r, cuts)]
+    if topo.ranks > EXHAUSTIVE_UP_TO:
+        chosen += _forest_cuts(topo, coll) + _rooted_cuts(topo, coll, r)
+    for inside in chosen:
         d = len(must_enter(coll, inside))
         rate = cut_rate(topo, r, inside)
         if not d:
             continue
         if not rate:
-            raise ModelError("topology", f"data must enter ranks {list(inside)} but no link enters them")
+            raise Unreachable(f"no schedule exists: data must enter ranks {list(inside)} but no link enters them")
         cert = CutCertificate(inside, d, a, rate)
         if best is None or cert.us_per_byte > best.us_per_byte:
             best = cert
     return best
+
+
+def _forest_cuts(topo: Topology, coll: Collective) -> list[tuple[int, ...]]:
+    """For Allgather and ReduceScatter beyond the exhaustive range: the rank set of ForestColl's cut
+    formula (`forest.throughput_bound`, max-flow and Dinkelbach's iteration), which is the best cut for
+    them, and its complement. Only the set is taken: its bound is computed again here, exactly."""
+    from smtcoll.bounds.forest import throughput_bound
+
+    b = throughput_bound(topo, coll)
+    side = b.witness.get("sending_side") if b.value is not None else None
+    if not side or len(side) >= topo.ranks:
+        return []
+    inside = tuple(sorted(int(x) for x in side))
+    return [inside, tuple(sorted(set(range(topo.ranks)) - set(inside)))]
+
+
+def _rooted_cuts(topo: Topology, coll: Collective, r: Rates) -> list[tuple[int, ...]]:
+    """For a rooted collective beyond the exhaustive range: per rank v, the minimum cut between the root
+    and v on the flow network (Edmonds: for Broadcast the least of them is the tree-packing optimum).
+    Only the rank sets are taken; their bounds are computed again, exactly."""
+    if coll.root is None:
+        return []
+    import networkx as nx
+
+    from smtcoll.bounds.network import flow_network
+
+    rate = {(l.src, l.dst): float(r.link[e]) for e, l in enumerate(topo.links)}
+    net = flow_network(topo, lambda l: rate[(l.src, l.dst)],
+                       lambda g: float(r.group[topo.switches.index(g)]))
+    out: set[tuple[int, ...]] = set()
+    for v in range(topo.ranks):
+        if v == coll.root:
+            continue
+        for s, t in ((coll.root, v), (v, coll.root)):  # data from the root (Broadcast) or to it (Gather)
+            _, (_, sink_side) = nx.minimum_cut(net, s, t)
+            inside = tuple(sorted(x for x in sink_side if isinstance(x, int)))
+            if 0 < len(inside) < topo.ranks:
+                out.add(inside)
+    return sorted(out)
 
 
 def partitions(topo: Topology) -> list[tuple[tuple[int, ...], ...] | None]:
@@ -432,16 +481,29 @@ def _short(ranks: list[int]) -> str:
 
 
 def time_bound(topo: Topology, coll: Collective, gbps_per_unit: float = DEFAULT_GBPS_PER_UNIT,
-               alpha_us: float | None = None) -> TimeBound:
+               alpha_us: float | None = None, *, lp: bool = True) -> TimeBound:
     """The strongest proved T(B) >= us_per_byte * B (cuts, transfers, flow LP dual) and the latency part
-    (distance steps x the least link alpha; links without alpha count `alpha_us`, else 0)."""
+    (distance steps x the least link alpha; links without alpha count `alpha_us`, else 0). Cached per
+    (topology, collective, speeds): the sweep asks for the same machine at every size and node count.
+    `lp=False` leaves the flow LP out (cuts and transfers only: still a bound, maybe a weaker one)."""
+    return _time_bound(topo, coll, gbps_per_unit, alpha_us, lp)
+
+
+@functools.lru_cache(maxsize=64)
+def _time_bound(topo: Topology, coll: Collective, gbps_per_unit: float, alpha_us: float | None,
+                lp: bool) -> TimeBound:
     if topo.ranks != coll.ranks:
         raise ModelError("collective", f"has {coll.ranks} ranks but the topology has {topo.ranks}")
     from smtcoll.bounds.distance import distance_bound
 
     r = rates(topo, gbps_per_unit)
     cands: list[Certificate] = []
-    for c in (best_cut(topo, coll, r), transfers_bound(topo, coll, r), lengths_bound(topo, coll, r)):
+    try:
+        cut = best_cut(topo, coll, r)
+    except Unreachable as e:  # no schedule at all: nothing to bound (us_per_byte 0 is trivially true)
+        return TimeBound(topo.name, coll.name, coll.ranks, exact(gbps_per_unit), Fraction(0), 0, Fraction(0), None,
+                         str(e))
+    for c in (cut, transfers_bound(topo, coll, r), lengths_bound(topo, coll, r) if lp else None):
         if c is not None:
             cands.append(c)
     # the largest bound; ties to the simplest certificate (cut, then transfers, then lengths)

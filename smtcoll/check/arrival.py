@@ -1,5 +1,5 @@
-"""What a rank holds after a value arrives: the one rule every schedule checker applies (step schedules in
-`schedule.py`, timed schedules in `timed.py`).
+"""What a rank holds after a value arrives: the one rule every schedule simulation applies (step schedules in
+`schedule.py`, timed schedules in `timed.py`, the lowering's `lower/transfers.py`).
 
 Values are sets of contributions (chunk ids). For a copy collective a rank keeps what it holds, else takes
 the arrival. For a combining collective an incoming value is

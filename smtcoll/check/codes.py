@@ -93,6 +93,7 @@ _ALL = (
     Code("bad-height", ("warning",), "a ForestColl tree's declared height is not its depth"),
     Code("topology-inferred", ("info",), "the file holds no topology: the machine used is named"),
     Code("chunk-size", ("info", "warning"), "how the chunk size in bytes was derived from the file"),
+    Code("chunks-hint", ("warning",), "--chunks disagrees with the chunks per input the program's buffers hold"),
 )
 
 CODES: dict[str, Code] = {c.name: c for c in _ALL}

@@ -21,6 +21,8 @@ import os
 import re
 from collections.abc import Sequence
 
+from smtcoll.errors import SmtcollError
+
 SUFFIXES = (".xml", ".json", ".csv")
 SNIFF_BYTES = 64 * 1024  # XML: the root element comes after at most this much prolog
 PARSE_JSON_BYTES = 16 * 1024 * 1024  # JSON: larger files are recognised by their keys in the first SNIFF_BYTES
@@ -95,12 +97,28 @@ def excluded(path: str, patterns: Sequence[str]) -> bool:
 
 
 def _walk(top: str, exclude: Sequence[str]) -> set[str]:
+    """The algorithm files under `top`. An explicit stack, not `os.walk`, which recurses once per level in
+    Python 3.11 (a tree 1500 deep raised RecursionError); symlinked directories are not followed (no loops),
+    and unreadable directories are skipped, as os.walk does."""
     found: set[str] = set()
-    for root, dirs, files in os.walk(top):
-        dirs[:] = [d for d in dirs if not d.startswith(".") and not excluded(os.path.join(root, d), exclude)]
-        for name in files:
-            path = os.path.join(root, name)
-            if not excluded(path, exclude) and is_algorithm_file(path):
+    stack = [top]
+    while stack:
+        root = stack.pop()
+        try:
+            with os.scandir(root) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError:
+            continue
+        for e in entries:
+            path = os.path.join(root, e.name)
+            try:
+                is_dir = e.is_dir(follow_symlinks=False)
+            except OSError:
+                continue
+            if is_dir:
+                if not e.name.startswith(".") and not excluded(path, exclude):
+                    stack.append(path)
+            elif not excluded(path, exclude) and is_algorithm_file(path):
                 found.add(path)
     return found
 
@@ -116,7 +134,12 @@ def expand(paths: Sequence[str], exclude: Sequence[str] = (), detect_named: bool
             if not detect_named or (not excluded(p, exclude) and is_algorithm_file(p)):
                 found.add(p)
         elif glob.has_magic(p):
-            for m in glob.glob(p, recursive=True):
+            try:
+                matches = glob.glob(p, recursive=True)
+            except RecursionError:  # `**` over a very deep tree: glob recurses once per level
+                raise SmtcollError(f"{p}: the directories under this glob are nested too deeply for `**`; "
+                                   "name the directory instead (it is walked without a depth limit)") from None
+            for m in matches:
                 if os.path.isdir(m):
                     found |= _walk(m, exclude)
                 elif not excluded(m, exclude) and is_algorithm_file(m):

@@ -33,6 +33,7 @@ import attrs
 from smtcoll.check.buffers import Geometry
 from smtcoll.check.transmissions import Transmission
 from smtcoll.findings import Finding
+from smtcoll.text import count
 
 Value = tuple[int, int] | None  # (contributions, contributions counted more than once); None: undefined
 
@@ -464,8 +465,9 @@ def _accesses(st: _Tb, tr: Transmission, geo: Geometry, report: _Findings) -> li
             for off in offs:
                 if off < 0 or off + tr.cnt > size:
                     report.add("out-of-bounds", f"tb {st.tb_id} step {tr.first} on gpu {rank} touches {buf}[{off}.."
-                                                f"{off + tr.cnt - 1}] but the {geo.mode} {buf} buffer has {size} "
-                                                f"chunk(s) for coll={geo.coll} (nchunksperloop={geo.chunks})",
+                                                f"{off + tr.cnt - 1}] but the {geo.mode} {buf} buffer has "
+                                                f"{count(size, 'chunk')} for coll={geo.coll} "
+                                                f"(nchunksperloop={geo.chunks})",
                                gpu=rank, tb=st.tb_id, step=tr.first, line=tr.line)
     pieces = []
     for c in range(tr.cnt):

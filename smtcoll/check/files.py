@@ -37,7 +37,10 @@ def check_file(path: str, runtime: str, collective: str | None, root: int | None
             if size > limits.max_bytes:
                 raise SmtcollError(f"{path}: " + limits.exceeded("--max-bytes", f"file is {size} bytes",
                                                                   limits.max_bytes))
-            return check_input_file(path, input_format, topology, bound, limits.max_bytes)
+            from smtcoll.limits import transfer_limit
+
+            with transfer_limit(limits.max_pieces):  # a transfer moves one chunk: the timed schedule's pieces
+                return check_input_file(path, input_format, topology, bound, limits.max_bytes)
         report = check_program_file(path, runtime=runtime, collective=collective, root=root, topology=topology,
                                     limits=limits, chunks=chunks, strict=strict)
         return attrs.evolve(report, format=None if report.unusable else fmt,

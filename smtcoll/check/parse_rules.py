@@ -27,6 +27,7 @@ from smtcoll.msccl.runtime import (
     MAX_TBS_PER_CHANNEL,
     PROTOCOLS,
 )
+from smtcoll.text import count as count_of
 from smtcoll.vocabulary import Severity
 
 BOTH = frozenset({EXEC, LEGACY})
@@ -130,7 +131,8 @@ def _algo_rules(p: Program) -> Iterator[Finding]:
                    line=line)
     copies = [g for g in p.gpus if g.copies]
     if copies:
-        yield _err("copy-element", f"{sum(g.copies for g in copies)} <copy> element(s) on {len(copies)} gpu(s): no "
+        yield _err("copy-element", f"{count_of(sum(g.copies for g in copies), '<copy> element')} on "
+                                   f"{count_of(len(copies), 'gpu')}: no "
                                    "runtime executes them, the program must not rely on them", "warning",
                    gpu=copies[0].id, line=copies[0].line)
     gpus = len(p.gpus)

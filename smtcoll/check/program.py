@@ -27,6 +27,7 @@ from smtcoll.msccl.program import RUNTIMES, Finding, Program
 from smtcoll.msccl.reader import Limits, ReadResult, read_program
 from smtcoll.msccl.runtime import FIFO_MESSAGES, LEGACY_DEFAULT_MAX_BYTES
 from smtcoll.specs import resolve_collective
+from smtcoll.text import count
 from smtcoll.vocabulary import Severity
 
 MAX_RANKS = 4096  # the runtimes' readers cannot hold more <gpu> elements in one parse anyway
@@ -73,7 +74,9 @@ def check_program(result: ReadResult, file: str, *, runtime: str = "any", collec
                   root: int | None = None, topology: Topology | None = None, chunks: int | None = None,
                   strict: bool = False) -> Report:
     p = result.program
-    selected = BOTH if runtime == "any" else frozenset({runtime})
+    # any: wrong only when no runtime accepts the file; both: wrong when either refuses it (`--runtime both`)
+    selected = BOTH if runtime in ("any", "both") else frozenset({runtime})
+    every = runtime == "both"
     findings: list[Finding] = list(result.findings) + parse_rule_findings(p)
     if "legacy" not in selected:
         # maxBytes=0 matters only to the legacy runtime (never selected there); msccl-tools writes it on most
@@ -84,9 +87,18 @@ def check_program(result: ReadResult, file: str, *, runtime: str = "any", collec
                                "thread_blocks": sum(len(g.tbs) for g in p.gpus), "steps": p.steps,
                                "nchannels": p.nchannels, "nchunksperloop": p.nchunksperloop, "bytes": result.size}
     coll_name = p.coll
+    hint = None  # what the buffers show when --chunks says otherwise: said only when the file is wrong
     if isinstance(collective, str) and collective not in postconditions.BUILTIN:
         try:
-            collective = resolve_collective(collective, p.ngpus, root, chunks or 1)
+            spec = collective
+            collective = resolve_collective(spec, p.ngpus, root, chunks or 1)
+            if chunks is not None and collective.ranks == p.ngpus:
+                shown = _fit(resolve_collective(spec, p.ngpus, root, 1), p).chunk_factor
+                if shown != chunks:
+                    hint = Finding("chunks-hint", f"the program's buffers hold {count(shown, 'chunk')} per input "
+                                   f"of the --collective spec (nchunksperloop={p.nchunksperloop}, ngpus={p.ngpus}), "
+                                   f"not --chunks {chunks}: try --chunks {shown}, or leave --chunks out",
+                                   where={"line": p.line}, severity="warning")
         except SmtcollError as e:
             return Report(file, p.coll, p.ngpus, None, [Violation("unusable", f"--collective: {e}", "error")],
                           unusable=True)
@@ -104,13 +116,16 @@ def check_program(result: ReadResult, file: str, *, runtime: str = "any", collec
                 collective = None
     if not is_complete(p) or not is_executable(p):
         # never an `ok` without the semantic checks: an error unless the reasons above are errors already
-        refused = any(f.rejects >= selected or (not f.rejects and f.severity == "error") for f in findings)
+        refused = any((f.rejects & selected if every else f.rejects >= selected)
+                      or (not f.rejects and f.severity == "error") for f in findings)
         findings.append(Finding("not-checked", "the program lacks required attributes or has values out of the "
                                 "runtimes' ranges (see above): the semantic checks (deadlock, races, postcondition) "
                                 "were not run", where={"line": p.line}, severity="info" if refused else "error"))
     elif _sizes_ok(p, findings):
         findings += _semantics(p, selected, collective, root, topology, metrics, strict)
-    return _report(file, p, findings, selected, metrics, coll_name)
+    if hint is not None and any(f.severity == "error" for f in findings):
+        findings.insert(0, hint)
+    return _report(file, p, findings, selected, metrics, coll_name, every)
 
 
 def _fit(coll: Collective, p: Program) -> Collective:
@@ -156,7 +171,7 @@ def _buffer_mismatch(coll: Collective, p: Program, chunks: int | None) -> str | 
     if base_in and i_chunks % base_in == 0 and o_chunks == base_out * (i_chunks // base_in):
         k = i_chunks // base_in
         if k != coll.chunk_factor:
-            return (f"the file has {k} chunk(s) per {unit} (i_chunks={i_chunks}) and {theirs} "
+            return (f"the file has {count(k, 'chunk')} per {unit} (i_chunks={i_chunks}) and {theirs} "
                     f"{coll.chunk_factor}: give --chunks {k}; the postcondition was not checked")
     # other sizes: a rank may leave buffer slots unused; the postcondition judges
     return None
@@ -425,7 +440,8 @@ def _deadlock(blocked: list[tuple[int, int, int, int, str]], mode: str, capacity
         kind = (f"with the bounded FIFOs of the {proto} protocol ({capacity} messages per connection); it completes "
                 "only with unbounded FIFOs")
     possible = "possible " if split is not None else ""
-    return Finding("deadlock", f"{possible}deadlock {kind}: {len(blocked)} thread block(s) blocked: {listing}{more}",
+    return Finding("deadlock", f"{possible}deadlock {kind}: {count(len(blocked), 'thread block')} blocked: "
+                               f"{listing}{more}",
                    where={"gpu": first[0], "tb": first[1], "step": first[2], "line": first[3]})
 
 
@@ -473,7 +489,8 @@ def _few(items: list[int]) -> str:
 
 
 def _report(file: str, p: Program, findings: list[Finding], selected: frozenset[str], metrics: dict[str, Any],
-            coll_name: str | None) -> Report:
+            coll_name: str | None, every: bool = False) -> Report:
+    """`every`: each selected runtime must accept the file (a refusal by one is an error, not a warning)."""
     accepted: dict[str, bool] = {r: not any(r in f.rejects for f in findings) for r in RUNTIMES}
     violations: list[Violation] = []
     lines = _element_lines(p)
@@ -486,7 +503,7 @@ def _report(file: str, p: Program, findings: list[Finding], selected: frozenset[
                 where["line"] = line
         if f.rejects:
             hit = f.rejects & selected
-            if hit == selected:
+            if hit == selected or (every and hit):
                 severity, message = "error", f.message
             elif hit:
                 severity = "warning"
@@ -505,9 +522,9 @@ def _report(file: str, p: Program, findings: list[Finding], selected: frozenset[
     # one cap per (code, severity), after the taint analysis and the runtimes changed severities: a summary
     # line has the severity of the findings it stands for
     violations = capped(violations, MAX_LISTED)
-    if not any(accepted[r] for r in selected) and not any(
+    if not (all if every else any)(accepted[r] for r in selected) and not any(
             v.severity == "error" and v.code == "parse-rule" for v in violations):
-            refused = ", ".join(sorted(selected))
-            violations.insert(0, Violation("parse-rule", f"no runtime accepts this file (refused by: {refused}); "
-                                           "see the warnings", "error", {"line": p.line}))
+        refused = ", ".join(r for r in sorted(selected) if not accepted[r])
+        violations.insert(0, Violation("parse-rule", f"{'not every' if every else 'no'} runtime accepts this file "
+                                       f"(refused by: {refused}); see the warnings", "error", {"line": p.line}))
     return Report(file, coll_name, p.ngpus, accepted, violations, metrics)

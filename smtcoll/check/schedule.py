@@ -17,6 +17,7 @@ from smtcoll.errors import SmtcollError
 from smtcoll.findings import Capped
 from smtcoll.formats import load_schedule
 from smtcoll.model import Schedule, Topology
+from smtcoll.text import count
 
 WHOLE_STEPS = True  # check a clean step of a copy collective at once (tests compare with the send-by-send walk)
 
@@ -74,14 +75,14 @@ def check_schedule(schedule: Schedule, file: str = "<schedule>") -> Report:
         for (src, dst), n in sorted(load.items()):
             cap = bandwidth.get((src, dst), 0) * step.rounds
             if (src, dst) in bandwidth and n > cap:
-                report("bandwidth", f"link {src} -> {dst} carries {n} chunks in a step of {step.rounds} round(s); "
-                                    f"its capacity is {cap}", step=i)
+                report("bandwidth", f"link {src} -> {dst} carries {n} chunks in a step of "
+                                    f"{count(step.rounds, 'round')}; its capacity is {cap}", step=i)
         for g, group in enumerate(topo.switches):
             n = sum(k for (src, dst), k in load.items() if src in group.srcs and dst in group.dsts)
             cap = group.bandwidth * step.rounds
             if n > cap:
                 report("switch-bandwidth", f"switch group {group.name or g} carries {n} chunks in a step of "
-                                           f"{step.rounds} round(s); its capacity is {cap}", step=i)
+                                           f"{count(step.rounds, 'round')}; its capacity is {cap}", step=i)
         for (dst, a), arrivals in sorted(incoming.items()):
             current = value.get((dst, a), EMPTY)
             for j, v in arrivals:
@@ -161,8 +162,8 @@ def _check_copies(schedule: Schedule, report: Callable[..., None]) -> None:
         for (src, dst), n in sorted(loads.items()):
             cap = bandwidth.get((src, dst), 0) * step.rounds
             if (src, dst) in bandwidth and n > cap:
-                report("bandwidth", f"link {src} -> {dst} carries {n} chunks in a step of {step.rounds} round(s); "
-                                    f"its capacity is {cap}", step=i)
+                report("bandwidth", f"link {src} -> {dst} carries {n} chunks in a step of "
+                                    f"{count(step.rounds, 'round')}; its capacity is {cap}", step=i)
         held.update(arrivals)
     # one chunk per address: a rank needs the address of each chunk in its postcondition
     missing = [(r, coll.address[c], c) for r, c in coll.post if (r, coll.address[c]) not in held]

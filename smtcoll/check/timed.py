@@ -29,6 +29,7 @@ from smtcoll.check.report import Report, Violation
 from smtcoll.findings import Capped
 from smtcoll.model import Topology
 from smtcoll.model.timed import BoundFn, Limit, Quantity, Time, TimedSchedule, group_gbps
+from smtcoll.text import plural
 from smtcoll.vocabulary import Severity
 
 CLAIM_TOLERANCE = 0.01  # a claim within 1% of the verified time is accepted
@@ -235,7 +236,8 @@ def _capacity(ts: TimedSchedule, valid: list[int]) -> list[tuple[Limit, tuple[st
                 total = prefix[bisect_left(keys, k + lim.window)] - prefix[n]
                 if total > lim.capacity + VOLUME_EPS:
                     span = f"epoch {k}" if lim.window == 1 else f"epochs {k}..{k + lim.window - 1}"
-                    found.append((lim, ("bandwidth", f"{res} carries {_fmt(total)} chunk(s) in {span}; its capacity is "
+                    found.append((lim, ("bandwidth", f"{res} carries {_fmt(total)} {plural(total, 'chunk')} in {span}; "
+                                                     f"its capacity is "
                                                      f"{_fmt(lim.capacity)} ({lim.why})",
                                         ts.transfers[first[k]].place)))
                     break

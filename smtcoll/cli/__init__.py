@@ -12,7 +12,7 @@ import sys
 from typing import Any
 
 import typer
-from typer.core import TyperCommand, TyperGroup
+from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
 from smtcoll.cli.app import app, run_guarded
 from smtcoll.cli.extras import missing_extra
@@ -31,11 +31,67 @@ COMMANDS = {
 }
 
 
+# The type column of `--help`: typer 0.29 prints the Python type beside a metavar (`PATH <list[str]>`) and
+# beside every flag (`--help <bool>`). Our metavars say what to give, and a flag takes nothing.
+_option_type = TyperOption.display_type_rich
+
+
+def _option_type_column(self: TyperOption, ctx: Any) -> str | None:
+    return None if self.is_flag and self.metavar is None else _option_type(self, ctx)
+
+
+def _argument_type_column(self: TyperArgument, ctx: Any) -> str | None:
+    return None  # the argument's metavar is its name in the first column already
+
+
+TyperOption.display_type_rich = _option_type_column  # type: ignore[method-assign]
+TyperArgument.display_type_rich = _argument_type_column  # type: ignore[method-assign,assignment]
+
+
+def _plain_choice_errors() -> None:
+    """typer 0.29 words a bad choice through pydantic: "Value error, 'bogus' is not one of ...". The message
+    is ours to print without pydantic's prefix. Only where this typer has the helper (other versions word it
+    themselves)."""
+    for name in ("typer._coercion", "typer._param_types"):
+        module = sys.modules.get(name) or _import_quietly(name)
+        original = getattr(module, "get_error_msg", None)
+        if original is None or getattr(original, "_smtcoll", False):
+            continue
+
+        def plain(exc: Any, _original: Any = original) -> str:
+            text = str(_original(exc))
+            return text.removeprefix("Value error, ")
+
+        plain._smtcoll = True  # type: ignore[attr-defined]
+        module.get_error_msg = plain  # type: ignore[union-attr]
+
+
+def _import_quietly(name: str) -> Any:
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        return None
+
+
+_plain_choice_errors()
+
+
 class LazyGroup(TyperGroup):
     """The root group: imports a command's module the first time the command is looked up."""
 
     def list_commands(self, ctx: Any) -> list[str]:
         return list(COMMANDS) + [c for c in self.commands if c not in COMMANDS]
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        """click says "No such command 'synt'." with no suggestion (while `show topolgy` gets one)."""
+        name = args[0] if args else ""
+        if name and not name.startswith("-") and name not in COMMANDS and name not in self.commands:
+            from smtcoll.library import did_you_mean
+
+            hint = did_you_mean(name, list(COMMANDS))
+            if hint is not None:
+                ctx.fail(f"No such command {name!r}; did you mean {hint!r}?")
+        return super().resolve_command(ctx, args)
 
     def get_command(self, ctx: Any, cmd_name: str) -> Any:
         if cmd_name not in self.commands and cmd_name in COMMANDS:

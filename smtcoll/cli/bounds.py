@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -28,18 +28,18 @@ def bounds_command(
     root: RootOpt = None,
     chunks: ChunksOpt = 1,
     nodes: NodesOpt = 1,
-    size: Annotated[Optional[str], typer.Option(metavar="SIZE",
+    size: Annotated[str | None, typer.Option(metavar="SIZE",
                                                 help="buffer size (the runtime's nBytes, e.g. 1GiB): the time "
                                                 "and bus bandwidth bounds at that size")] = None,
-    gbps_per_unit: Annotated[Optional[float], typer.Option(
+    gbps_per_unit: Annotated[float | None, typer.Option(
         "--gbps-per-unit", metavar="GBPS",
         help="GB/s per unit of link bandwidth: overrides the link speeds in the step-synchronous time bound; "
         "the throughput bound uses it only for links without a speed (default 25)",
         min=0.000001)] = None,
-    certificate: Annotated[Optional[Path], typer.Option(
+    certificate: Annotated[Path | None, typer.Option(
         "--certificate", metavar="DIR", help="write the throughput bound's certificate into DIR (re-check it "
         "with `smtcoll proof check`)")] = None,
-    alpha_us: Annotated[Optional[float], typer.Option("--alpha-us", metavar="US",
+    alpha_us: Annotated[float | None, typer.Option("--alpha-us", metavar="US",
                                                       help="latency per step in microseconds "
                                                       "(overrides the topology's)", min=0.0)] = None,
     lp: Annotated[bool, typer.Option("--lp/--no-lp", metavar="", help="solve the multi-commodity flow LP")] = True,
@@ -69,7 +69,7 @@ def bounds_command(
     out_addrs = max(len({coll.address[c] for c in s}) for s in coll.post_sets)
     sync_size = None if nbytes is None else max(1, nbytes * out_addrs // addresses(coll))
     result = lower_bounds(topo, coll, sync_size, gbps_per_unit, alpha_us, lp)
-    tb = time_bound(topo, coll, gbps_per_unit or DEFAULT_GBPS_PER_UNIT, alpha_us)
+    tb = time_bound(topo, coll, gbps_per_unit or DEFAULT_GBPS_PER_UNIT, alpha_us, lp=lp)
     cert_path = None
     if certificate is not None:
         from smtcoll.proofs.throughput import write_throughput_certificate

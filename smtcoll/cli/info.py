@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 
@@ -75,10 +75,10 @@ def show_topology(
     nodes: NodesOpt = 1,
     draw: DrawOpt = None,
     force: ForceOpt = False,
-    max_ranks: Annotated[Optional[int], typer.Option("--max-ranks", metavar="N", help=f"refuse larger topologies "
+    max_ranks: Annotated[int | None, typer.Option("--max-ranks", metavar="N", help=f"refuse larger topologies "
                                                     f"(default {SHOW_MAX[0]}, {DRAW_MAX[0]} with --draw)",
                                                     min=1)] = None,
-    max_links: Annotated[Optional[int], typer.Option("--max-links", metavar="N", help=f"refuse topologies with more "
+    max_links: Annotated[int | None, typer.Option("--max-links", metavar="N", help=f"refuse topologies with more "
                                                     f"links (default {SHOW_MAX[1]}, {DRAW_MAX[1]} with --draw)",
                                                     min=1)] = None,
     fmt: FormatOpt = Format.text,
@@ -146,7 +146,7 @@ def collective_summary(coll: Collective) -> dict[str, Any]:
 @show_app.command("collective")
 def show_collective(
     name: Annotated[str, typer.Argument(metavar="NAME|FILE", help="a built-in name (allgather, ...) or a .toml file")],
-    ranks: Annotated[Optional[int], typer.Option("--ranks", "-n", metavar="N", help="number of ranks", min=1,
+    ranks: Annotated[int | None, typer.Option("--ranks", "-n", metavar="N", help="number of ranks", min=1,
                                                  max=library.MAX_RANKS)] = None,
     root: RootOpt = None,
     chunks: ChunksOpt = 1,

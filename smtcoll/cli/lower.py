@@ -7,32 +7,26 @@ cannot express, or a wrong command line.
 
 from __future__ import annotations
 
-import enum
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 
 from smtcoll.check.report import Report
 from smtcoll.cli.app import Format, app, print_json
-from smtcoll.cli.options import ForceOpt, FormatOpt, refuse_overwrite
+from smtcoll.cli.options import (
+    RUNTIME_METAVAR,
+    ForceOpt,
+    FormatOpt,
+    Protocol,
+    Target,
+    refuse_input_as_output,
+    refuse_overwrite,
+)
 from smtcoll.errors import NotVerified
 from smtcoll.formats import load_schedule
 from smtcoll.lower import LowerOptions, lower_to_file
 from smtcoll.text import count
-
-
-class Protocol(str, enum.Enum):
-    Simple = "Simple"
-    LL = "LL"
-    LL128 = "LL128"
-
-
-class Target(str, enum.Enum):
-    auto = "auto"
-    both = "both"
-    executor = "executor"
-    legacy = "legacy"
 
 
 @app.command("lower")
@@ -44,7 +38,8 @@ def lower_command(
                                            "interleaved)", min=1, max=32)] = 1,
     protocol: Annotated[Protocol, typer.Option(metavar="Simple|LL|LL128", help="NCCL protocol of the kernel")
                         ] = Protocol.Simple,
-    runtime: Annotated[Target, typer.Option(metavar="auto|both|executor|legacy", help="auto: one file both "
+    runtime: Annotated[Target, typer.Option(metavar=RUNTIME_METAVAR, help="auto, both, executor or legacy; "
+                                            "auto (or any): one file both "
                                             "runtimes accept when the collective allows it, else the runtime that "
                                             "has the collective")] = Target.auto,
     inplace: Annotated[bool, typer.Option("--inplace", metavar="",
@@ -52,14 +47,14 @@ def lower_command(
     outofplace: Annotated[bool, typer.Option("--outofplace", metavar="", help="declare the out-of-place mode (the "
                                              "default when neither is given; both flags: one file for both modes)")
                           ] = False,
-    min_bytes: Annotated[Optional[int], typer.Option("--min-buffer-bytes", metavar="BYTES", min=0,
+    min_bytes: Annotated[int | None, typer.Option("--min-buffer-bytes", metavar="BYTES", min=0,
                                                      help="smallest buffer the runtime selects this algorithm for "
                                                           "(the XML's minBytes)")] = None,
-    max_bytes: Annotated[Optional[int], typer.Option("--max-buffer-bytes", metavar="BYTES", min=0,
+    max_bytes: Annotated[int | None, typer.Option("--max-buffer-bytes", metavar="BYTES", min=0,
                                                      help="largest buffer the runtime selects this algorithm for "
                                                           "(maxBytes); default 0 (unlimited) for the executor "
                                                           "alone, 2^27 when the legacy runtime is a target")] = None,
-    name: Annotated[Optional[str], typer.Option(metavar="NAME", help="the algo name attribute (default: the "
+    name: Annotated[str | None, typer.Option(metavar="NAME", help="the algo name attribute (default: the "
                                                 "schedule's name)")] = None,
     fuse: Annotated[bool, typer.Option("--fuse/--no-fuse", metavar="",
                                        help="fuse receive+forward into rcs/rrcs/rrs")] = True,
@@ -70,7 +65,8 @@ def lower_command(
 ) -> None:
     """Lower a step schedule to MSCCL XML: exit 0 written, 1 rejected or not verified, 2 unusable input."""
     mode = "both" if inplace and outofplace else "inplace" if inplace else "outofplace"
-    options = LowerOptions(instances, protocol.value, runtime.value, mode, min_bytes, max_bytes, fuse, name)
+    options = LowerOptions(instances, protocol.value, runtime.canonical, mode, min_bytes, max_bytes, fuse, name)
+    refuse_input_as_output("--output", output, [schedule])
     refuse_overwrite(force, output)  # also refuses what the safe writer would (check_writable)
     failure: NotVerified | None = None
     try:

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from smtcoll.cli.app import Format, app, print_json
-from smtcoll.cli.options import MAX_TIMEOUT_S, FormatOpt
+from smtcoll.cli.options import TIMEOUT_HELP, FormatOpt, timeout_callback
 from smtcoll.errors import EXIT_LIMIT, EXIT_UNUSABLE, EXIT_WRONG, InputError
 from smtcoll.proofs.solvers import DEFAULT_TIMEOUT_S
 from smtcoll.vocabulary import CERTIFICATE_VERDICTS, VERDICT_TEXT
@@ -23,8 +23,8 @@ app.add_typer(proof_app, name="proof")
 def check_command(
     paths: Annotated[list[Path], typer.Argument(metavar="PATH",
                                                 help="certificate files (.json) or directories of them")],
-    timeout: Annotated[float, typer.Option(metavar="SECONDS", min=1.0, max=MAX_TIMEOUT_S,
-                                           help="time limit per solver per formula, in seconds")]
+    timeout: Annotated[float, typer.Option(metavar="SECONDS", callback=timeout_callback,
+                                           help="time limit per solver per formula: " + TIMEOUT_HELP)]
     = DEFAULT_TIMEOUT_S,
     fmt: FormatOpt = Format.text,
 ) -> None:

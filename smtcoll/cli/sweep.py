@@ -7,25 +7,21 @@ the other files are written); 2 unusable input, or the Dask scheduler cannot be 
 
 from __future__ import annotations
 
-import enum
+import math
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
+from smtcoll import limits as limits_mod
 from smtcoll.cli.app import Format, app, print_json
 from smtcoll.cli.extras import missing_extra
-from smtcoll.errors import ModelError, SmtcollError
+from smtcoll.cli.options import RUNTIME_METAVAR, Runtime, timeout_callback
+from smtcoll.errors import ModelError, SmtcollError, UsageError
 
 EXIT_FAILED_TASKS = 1
-
-
-class Runtime(str, enum.Enum):
-    executor = "executor"
-    legacy = "legacy"
-    both = "both"
 
 
 def _names(values: list[str], where: str) -> tuple[str, ...]:
@@ -37,13 +33,26 @@ def _names(values: list[str], where: str) -> tuple[str, ...]:
     return out
 
 
+def _no_plot() -> str:
+    """Why there is no plot: matplotlib is missing, or there was nothing to draw (no file was written)."""
+    import importlib.util
+
+    if importlib.util.find_spec("matplotlib") is None:
+        return "; no plot (install matplotlib)"
+    return "; no plot (no algorithm to draw)"
+
+
 def _nodes(text: str) -> tuple[int, ...]:
     try:
         values = tuple(int(x) for x in text.split(","))
     except ValueError:
         raise ModelError("--nodes", f"{text!r}: expected node counts separated by commas, e.g. 1,2,4") from None
-    if any(v < 1 for v in values) or len(set(values)) != len(values):
-        raise ModelError("--nodes", f"{text!r}: node counts must be distinct and >= 1")
+    for v in values:  # the range of --nodes in every command
+        problem = limits_mod.nodes_problem(v)
+        if problem:
+            raise UsageError("--nodes", problem)
+    if len(set(values)) != len(values):
+        raise ModelError("--nodes", f"{text!r}: node counts must be distinct")
     return tuple(sorted(values))
 
 
@@ -65,27 +74,30 @@ def sweep_command(
     sizes: Annotated[str, typer.Option(metavar="LOW:HIGH",
                                        help="buffer sizes to cover, LOW:HIGH, both included (nBytes as the "
                                        "runtime counts it)")] = "1KiB:4GiB",
-    runtime: Annotated[Runtime, typer.Option(metavar="executor|legacy|both",
-                                             help="the runtime(s) to write for; both: OUTPUT/executor and "
-                                             "OUTPUT/legacy")] = Runtime.executor,
-    timeout: Annotated[float, typer.Option(metavar="SECONDS",
+    runtime: Annotated[Runtime, typer.Option(metavar=RUNTIME_METAVAR,
+                                             help="the runtime(s) to write for: auto, both, executor or legacy; "
+                                             "both: OUTPUT/executor and "
+                                             "OUTPUT/legacy; auto (or any): executor")] = Runtime.executor,
+    timeout: Annotated[float, typer.Option(metavar="SECONDS", callback=timeout_callback,
                                            help="the synthesizer's time limit per task in seconds (the best "
                                            "frontier found by then is used)")] = 60.0,
     max_chunks: Annotated[int, typer.Option(metavar="C", help="the most chunks per input on the Pareto frontier")] = 4,
-    max_steps: Annotated[Optional[int], typer.Option(metavar="S", help="give up above this many steps")] = None,
-    task_timeout: Annotated[Optional[float], typer.Option(metavar="SECONDS", help="kill a task after this many seconds "
+    max_steps: Annotated[int | None, typer.Option(metavar="S", help="give up above this many steps")] = None,
+    task_timeout: Annotated[float | None, typer.Option(metavar="SECONDS", help="kill a task after this many seconds "
                                                           "(default: 2 x --timeout + 60)")] = None,
     task_memory: Annotated[str, typer.Option(metavar="SIZE",
                                              help="address-space limit of a task, e.g. 4GiB (0: none)")] = "4GiB",
-    workers: Annotated[Optional[int], typer.Option(metavar="N", help="worker processes of the local Dask cluster "
+    workers: Annotated[int | None, typer.Option(metavar="N", help="worker processes of the local Dask cluster "
                                                    "(default: the number of CPUs)")] = None,
-    scheduler: Annotated[Optional[str], typer.Option(metavar="ADDRESS",
+    scheduler: Annotated[str | None, typer.Option(metavar="ADDRESS",
                                                      help="attach to this Dask scheduler (tcp://host:8786) "
                                                      "instead of starting a local cluster")] = None,
-    scheduler_file: Annotated[Optional[Path], typer.Option(metavar="FILE",
+    scheduler_file: Annotated[Path | None, typer.Option(metavar="FILE",
                                                            help="attach to the Dask scheduler described by "
                                                            "this file (dask scheduler --scheduler-file)")] = None,
-    cache: Annotated[Optional[Path], typer.Option(metavar="DIR",
+    dashboard: Annotated[str | None, typer.Option(metavar="ADDRESS", help="serve the local cluster's Dask "
+                                                     "dashboard at this address, e.g. :8787 (default: none)")] = None,
+    cache: Annotated[Path | None, typer.Option(metavar="DIR",
                                                   help="the task cache folder (default: OUTPUT.sweep/cache)")] = None,
     model: Annotated[Optional[Path], typer.Option("--model", metavar="FILE",
                                                   help="the cost model's knob file (TOML; default: the shipped "
@@ -122,10 +134,11 @@ def sweep_command(
     from smtcoll.sweep.sizes import parse_range, parse_size
     from smtcoll.sweep.tasks import Options
 
-    for name, value in (("--timeout", timeout), ("--task-timeout", task_timeout), ("--alpha-us", alpha_us),
+    limits_mod.check_timeout(task_timeout, "--task-timeout")
+    for name, value in (("--alpha-us", alpha_us),
                         ("--gbps-per-unit", gbps_per_unit)):
-        if value is not None and value <= 0:
-            raise ModelError(name, f"must be > 0, got {value}")
+        if not (math.isfinite(value) and value > 0):
+            raise ModelError(name, f"must be a finite number > 0, got {value}")
     for name, ivalue, low in (("--max-chunks", max_chunks, 1), ("--max-steps", max_steps, 1),
                               ("--workers", workers, 1)):
         if ivalue is not None and ivalue < low:
@@ -146,12 +159,12 @@ def sweep_command(
         knobs = attrs.evolve(knobs, default_alpha_us=Fraction(repr(alpha_us)))
     if gbps_per_unit is not None:
         knobs = attrs.evolve(knobs, default_gbps=Fraction(repr(gbps_per_unit)))
-    runtimes = ("executor", "legacy") if runtime is Runtime.both else (runtime.value,)
+    runtimes = {"both": ("executor", "legacy"), "auto": ("executor",)}.get(runtime.canonical, (runtime.canonical,))
     options = Options(parse_range(sizes), runtimes, timeout, max_chunks, max_steps, knobs, prove)
     request = Request(_names(topology, "--topology"), _nodes(nodes), _names(collective, "--collective"), options)
     limits = Limits(task_timeout if task_timeout is not None else 2 * timeout + 60,
                     parse_size(task_memory, "--task-memory"))
-    where = Where(workers or os.cpu_count() or 1, scheduler, scheduler_file)
+    where = Where(workers or os.cpu_count() or 1, scheduler, scheduler_file, dashboard)
     show, stop = rich_progress("tasks") if sys.stdout.isatty() and fmt is Format.text else (None, None)
     try:
         outcome = sweep(request, output, limits, where, cache, show)
@@ -163,6 +176,6 @@ def sweep_command(
     else:
         typer.echo(outcome.report, nl=False)
         typer.echo(f"algorithms: {output}/ (every file verified); manifest: {outcome.manifest_path}"
-                   + (f"; plot: {outcome.plot}" if outcome.plot else "; no plot (install matplotlib)"))
+                   + (f"; plot: {outcome.plot}" if outcome.plot else _no_plot()))
     if outcome.manifest["summary"]["failed"]:
         raise typer.Exit(EXIT_FAILED_TASKS)

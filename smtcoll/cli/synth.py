@@ -10,39 +10,46 @@ from __future__ import annotations
 
 import enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from smtcoll import limits, specs
 from smtcoll.cli.app import Format, app, print_json
-from smtcoll.cli.lower import Protocol, Target
 from smtcoll.cli.options import (
     MAX_CHUNKS,
     CollectiveOpt,
     ForceOpt,
     FormatOpt,
     NodesOpt,
+    Protocol,
     RootOpt,
+    Target,
     TimeoutOpt,
     TopologyOpt,
     refuse_overwrite,
 )
 from smtcoll.cli.progress import solver_progress
 from smtcoll.draw import need_matplotlib  # no matplotlib import until it is called
-from smtcoll.errors import ModelError, NotVerified, NotWritten, OutputError, TooLarge
+from smtcoll.errors import ModelError, NotVerified, NotWritten, OutputError
 from smtcoll.formats import save_schedule
-from smtcoll.lower import CannotLower, LowerOptions, RejectedSchedule
 from smtcoll.model import Schedule
+from smtcoll.synth.door import synthesize
+from smtcoll.synth.request import Limits, SynthRequest
 from smtcoll.text import count
 
 if TYPE_CHECKING:
+    from smtcoll.lower import LowerOptions
     from smtcoll.synth.result import SynthResult
 
 EXIT = {"found": 0, "infeasible": 1, "timeout": 3}
+STOPPED = {"budget": "the work budget (--budget; the same on any machine)",
+           "time": "the time limit (--timeout: the result may differ on a busier machine)",
+           "memory": "the memory cap (--max-memory)"}
 
 
-class Method(str, enum.Enum):
+
+class Method(enum.StrEnum):
     auto = "auto"
     exact = "exact"
     scale = "scale"
@@ -53,15 +60,16 @@ class Method(str, enum.Enum):
     multiring = "multiring"
     hier = "hier"
     hier2d = "hier2d"
+    treepack = "treepack"
 
 
-class Strategy(str, enum.Enum):
+class Strategy(enum.StrEnum):
     instance = "instance"
     least_steps = "least-steps"
     pareto = "pareto"
 
 
-Count = Optional[int]
+Count = int | None
 
 
 @app.command("synth")
@@ -73,119 +81,78 @@ def synth(
                                         help="split every chunk in C (instance, least-steps)")] = 1,
     steps: Annotated[Count, typer.Option(metavar="S", min=1, help="steps S (instance strategy)")] = None,
     rounds: Annotated[Count, typer.Option(metavar="R", min=1, help="rounds R in all (default: one per step)")] = None,
-    strategy: Annotated[Optional[Strategy], typer.Option(
+    strategy: Annotated[Strategy | None, typer.Option(
         metavar="instance|least-steps|pareto", help="instance (with --steps), least-steps (default) or pareto")] = None,
     max_steps: Annotated[Count, typer.Option(metavar="S", min=1, help="least-steps/pareto: give up above this "
                                              "many steps (default: lower bound + 2 * ranks)")] = None,
     max_chunks: Annotated[int, typer.Option(metavar="C", min=1, max=MAX_CHUNKS,
                                             help="pareto: the most chunks per input to consider")] = 6,
     timeout: TimeoutOpt = None,
-    max_memory: Annotated[Optional[int], typer.Option(
+    budget: Annotated[int | None, typer.Option(
+        "--budget", metavar="UNITS", min=0, help="the exact search's work budget in z3 resource units, the same on "
+        "any machine (default: 10^7, a few CPU seconds; 0: none); --method auto answers with the best schedule "
+        "known when the default budget runs out")] = None,
+    max_memory: Annotated[int | None, typer.Option(
         "--max-memory", metavar="MB", help="memory cap in MB (default: 3/4 of the memory, at most 4096); an encoding "
         "estimated not to fit is not tried (exit 3, or 2 for --strategy instance)", min=64)] = None,
     max_cells: Annotated[int, typer.Option("--max-cells", metavar="N", help="refuse collectives with more ranks x "
                                            "chunks (after --chunks)", min=1)] = limits.MAX_CELLS,
     nodes: NodesOpt = 1,
-    output: Annotated[Optional[Path], typer.Option("--output", "-o", metavar="FILE",
+    output: Annotated[Path | None, typer.Option("--output", "-o", metavar="FILE",
                                                    help="write the schedule (JSON) here")] = None,
-    out_dir: Annotated[Optional[Path], typer.Option("--dir", "-d", metavar="DIR", file_okay=False,
+    out_dir: Annotated[Path | None, typer.Option("--dir", "-d", metavar="DIR", file_okay=False,
                                                     help="write every schedule found (each Pareto point) into DIR, "
                                                          "named after its instance: allgather-dgx1-s2-r3-c2.json")
                        ] = None,
-    xml: Annotated[Optional[Path], typer.Option(metavar="FILE|DIR", help="also lower the schedule to MSCCL XML "
+    xml: Annotated[Path | None, typer.Option(metavar="FILE|DIR", help="also lower the schedule to MSCCL XML "
                                                 "(verified before it is written; exit 4 when it cannot be written; "
                                                 "see smtcoll lower); a directory (a path without .xml): every schedule "
                                                 "found, named after its instance")] = None,
-    runtime: Annotated[Target, typer.Option(metavar="auto|both|executor|legacy",
-                                            help="--xml: the runtime(s) the file is for, as in smtcoll lower")
+    runtime: Annotated[Target, typer.Option(metavar="RUNTIME",
+                                            help="--xml: the runtime(s) the file is for, as in smtcoll lower: "
+                                            "auto, both, executor or legacy")
                        ] = Target.auto,
     instances: Annotated[int, typer.Option(metavar="N", help="--xml: replicate over this many channels", min=1,
                                            max=32)] = 1,
     protocol: Annotated[Protocol, typer.Option(metavar="Simple|LL|LL128", help="--xml: NCCL protocol of the kernel")
                         ] = Protocol.Simple,
-    plot: Annotated[Optional[Path], typer.Option(metavar="FILE.png|FILE.svg", help="pareto: plot the frontier, "
+    plot: Annotated[Path | None, typer.Option(metavar="FILE.png|FILE.svg", help="pareto: plot the frontier, "
                                                  "the pruned points and the lower bounds")] = None,
-    prove: Annotated[Optional[Path], typer.Option(metavar="DIR", help="write certificates of every claim the result "
+    prove: Annotated[Path | None, typer.Option(metavar="DIR", help="write certificates of every claim the result "
                                                   "rests on into DIR (re-check: smtcoll proof check)")] = None,
-    method: Annotated[Method, typer.Option(metavar="auto|exact|scale|NAME", help="least-steps: exact (the SMT search), "
-                                           "scale (the large-instance engine: seconds, with its gap to the bound), "
-                                           "auto (the engine, then the exact search up to 16 ranks), or a "
-                                           "throughput construction: ring, tree, direct (NCCL's), multiring, "
-                                           "hier, hier2d (docs/synth.md)")
+    method: Annotated[Method, typer.Option(metavar="auto|exact|scale|NAME", help="exact (the SMT search), scale "
+                                           "(the large-instance engine: seconds, with its gap to the bound), auto "
+                                           "(the engine, then the exact search where it can still improve on it), or "
+                                           "a throughput construction: ring, tree, direct (NCCL's), multiring, hier, "
+                                           "hier2d, treepack (docs/synth.md)")
                       ] = Method.auto,
     force: ForceOpt = False,
     fmt: FormatOpt = Format.text,
 ) -> None:
     """Synthesize a schedule with the fewest steps, one instance, or the whole Pareto frontier."""
-    # the lower ends and --timeout's range are declared on the options (typer checks them); the upper ends
-    # of what the encoding can hold are smtcoll.limits'
-    limits.check_timeout(timeout)
-    for name, value, high in (("--steps", steps, limits.MAX_ROUNDS), ("--rounds", rounds, limits.MAX_ROUNDS),
-                              ("--max-steps", max_steps, limits.MAX_ROUNDS), ("--chunks", chunks, limits.MAX_CHUNKS),
-                              ("--max-chunks", max_chunks, MAX_CHUNKS)):
-        if value is not None and value > high:
-            raise TooLarge(name, f"= {value}: at most {high}")
-    chosen = strategy or (Strategy.instance if steps is not None else Strategy.least_steps)
-    if chosen is Strategy.instance and steps is None:
-        raise ModelError("--steps", "the instance strategy needs --steps S")
-    if chosen is not Strategy.instance and steps is not None:
-        raise ModelError("--steps", f"applies to the instance strategy only, not {chosen.value}")
-    if chosen is Strategy.pareto and (chunks != 1 or rounds is not None):
-        raise ModelError("--chunks/--rounds", "pareto searches every rounds and chunks count itself; "
-                                              "bound it with --max-chunks and --max-steps")
-    if plot is not None and chosen is not Strategy.pareto:
+    # the request refuses what the API refuses, with the same errors (smtcoll/synth/request.py)
+    request = SynthRequest(strategy=None if strategy is None else strategy.value,
+                           method=method.value, steps=steps, rounds=rounds, chunks=chunks,
+                           max_steps=max_steps, max_chunks=max_chunks,
+                           limits=Limits(timeout, budget, max_memory, max_cells))
+    if plot is not None and request.chosen != "pareto":
         raise ModelError("--plot", "draws the Pareto frontier: use it with --strategy pareto")
-    if rounds is not None and steps is not None and rounds < steps:
-        raise ModelError("--rounds", f"= {rounds}: rounds must be >= steps ({steps})")
     xml_dir = xml is not None and (xml.is_dir() or xml.suffix.lower() != ".xml")
     # before any work: an existing file (without --force), a device or a folder is refused now, not after the search
     refuse_overwrite(force, output, None if xml_dir else xml, plot)
     if plot is not None:
         need_matplotlib("--plot", plot)
-    memory = max_memory if max_memory is not None else limits.default_memory_mb()
-    with limits.cell_limit(max_cells):
+    with limits.cell_limit(max_cells):  # the collective is bounded while it is built, not after
         topo = specs.resolve_topology(topology, nodes)
         base = specs.resolve_collective(collective, topo.ranks, root, 1)
-        limits.check_cells(base.name, base.ranks, base.chunks, max_chunks if chosen is Strategy.pareto else chunks)
-    if base.ranks != topo.ranks:
-        raise ModelError("collective", f"has {base.ranks} ranks but topology {topo.name} has {topo.ranks}")
-    if chosen is Strategy.instance:
-        assert steps is not None  # checked above: the instance strategy needs --steps
-        coll = base.with_chunks(chunks)
-        n = limits.encoding_variables(steps, rounds or steps, topo.ranks, len(topo.links), coll.chunks,
-                                      len(coll.addresses))
-        if not limits.encoding_fits(n, memory):
-            raise TooLarge("instance", f"the encoding of {steps} steps, {rounds or steps} rounds and {chunks} chunk(s) "
-                                       f"(about {n} variables) would not fit in {memory} MB", "--max-memory")
-    import z3  # the solver: imported only when synthesizing, not for other commands
-
-    z3.set_param("memory_max_size", memory)
-    limits.cap_memory(memory)
-    from smtcoll.synth import strategies
-
-    try:
-        with solver_progress() as progress:
-            if chosen is Strategy.instance:
-                assert steps is not None
-                result = strategies.instance(topo, base, steps, rounds, chunks, timeout, progress,
-                                             max_memory_mb=memory)
-            elif chosen is Strategy.least_steps:
-                from smtcoll.synth.scale import run
-
-                result = run.least_steps(topo, base, method.value, rounds, chunks, max_steps, timeout, progress,
-                                         max_memory_mb=memory)
-            else:
-                result = strategies.pareto(topo, base, max_chunks, max_steps, timeout, progress,
-                                           max_memory_mb=memory)
-    finally:
-        z3.set_param("memory_max_size", 0)  # z3's default (no cap): the cap is this command's, not the process's
+    with solver_progress() as progress:
+        result = synthesize(topo, base, request, progress)
     schedule = _named(result.schedule, base.name, topo.name)
     found = [s for s in (_named(p.schedule, base.name, topo.name) for p in result.points) if s is not None]
     if schedule is not None and not found:
         found = [schedule]
     written: list[Path] = []
     xml_error: str | None = None
-    lowering = LowerOptions(instances, protocol.value, runtime.value)
     if schedule is not None:
         if output is not None:
             save_schedule(schedule, output)
@@ -193,6 +160,7 @@ def synth(
         if out_dir is not None:
             written += write_all(found, out_dir, ".json", force)
         if xml is not None:
+            lowering = _lower_options(instances, protocol, runtime)
             if xml_dir:
                 xml_written, xml_error = write_all_xml(found, xml, force, lowering)
                 written += xml_written
@@ -236,10 +204,16 @@ def _named(schedule: Schedule | None, coll: str, topo: str) -> Schedule | None:
     return schedule.renamed(schedule.instance.label(coll, topo))  # not validated again: its parts are unchanged
 
 
+def _lower_options(instances: int, protocol: Protocol, runtime: Target) -> LowerOptions:
+    from smtcoll.lower import LowerOptions  # the lowering: only when --xml asks for it
+
+    return LowerOptions(instances, protocol.value, runtime.value)
+
+
 def _lower(schedule: Schedule, xml: Path, options: LowerOptions) -> str | None:
     """Lower, verify and write the XML; the reason when it cannot be (a runtime limit names the option that
     avoids it), None when written."""
-    from smtcoll.lower import lower_to_file
+    from smtcoll.lower import CannotLower, RejectedSchedule, lower_to_file
 
     try:
         lower_to_file(schedule, xml, options)
@@ -300,9 +274,9 @@ def _text(result: SynthResult, topo: str, coll: str, output: Path | None) -> Non
         echo(f"method: {result.method}")
     if result.optimal.get("why") and "steps" in result.optimal:
         echo(f"optimal: {count(result.optimal['steps'], 'step')} ({result.optimal['why']})")
-    elif result.gap:
+    elif result.gap is not None:
         gap = result.gap
-        echo(f"gap to the lower bound: {count(gap['gap_steps'], 'step')}, {count(gap['gap_rounds'], 'round')}")
+        echo(f"gap to the lower bound: {count(gap.gap_steps, 'step')}, {count(gap.gap_rounds, 'round')}")
     if lb["steps"] is None:  # answered before any bound: the reachability witness is the message
         echo(f"{count(len(result.attempts), 'solver call')}, {result.seconds:.2f} s")
         return
@@ -328,4 +302,6 @@ def _text(result: SynthResult, topo: str, coll: str, output: Path | None) -> Non
         echo(result.message)
     if output is not None:
         echo(f"schedule written to {output}")
-    echo(f"{count(len(result.attempts), 'solver call')}, {result.seconds:.2f} s")
+    if result.stopped_by:
+        echo(f"stopped by: {STOPPED[result.stopped_by]}")
+    echo(f"{count(len(result.attempts), 'solver call')}, {result.work} work units, {result.seconds:.2f} s")

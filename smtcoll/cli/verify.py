@@ -12,9 +12,7 @@ from __future__ import annotations
 import enum
 import os
 import sys
-import tempfile
-from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -22,11 +20,13 @@ from smtcoll import specs
 from smtcoll.check.discover import expand
 from smtcoll.check.files import check_files
 from smtcoll.check.report import Report
+from smtcoll.choices import checked_collective
 from smtcoll.cli.app import app
-from smtcoll.cli.options import MAX_CHUNKS, RootOpt, Runtime, RuntimeOpt
+from smtcoll.cli.options import MAX_CHUNKS, RootOpt, Runtime, RuntimeOpt, refuse_input_as_output
 from smtcoll.cli.verify_output import FORMATTERS, format_text, select_findings, strict_findings, summary
 from smtcoll.cli.verify_times import lower_bound
-from smtcoll.errors import EXIT_UNUSABLE, SmtcollError
+from smtcoll.errors import EXIT_UNUSABLE, OutputError, SmtcollError
+from smtcoll.files import check_writable, write_text
 from smtcoll.formats.inputs import INPUT_FORMATS
 from smtcoll.limits import check_jobs
 from smtcoll.msccl.reader import Limits
@@ -35,7 +35,7 @@ EXIT_WRONG = 1
 DEFAULTS = Limits()
 
 
-class OutputFormat(str, enum.Enum):
+class OutputFormat(enum.StrEnum):
     text = "text"
     json = "json"
     junit = "junit"
@@ -54,29 +54,6 @@ def exit_code(reports: list[Report]) -> int:
 def codes(values: list[str]) -> list[str]:
     """`--select race,dead --select parse` -> ["race", "dead", "parse"]."""
     return [c.strip() for v in values for c in v.split(",") if c.strip()]
-
-
-def write_atomic(path: str, text: str) -> None:
-    """Write `text` to `path` so that a reader never sees half a report: a temporary file in the same
-    directory, flushed to disk, then renamed over the target (atomic on POSIX and Windows)."""
-    target = os.path.abspath(path)
-    directory = os.path.dirname(target)
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=".smtcoll-", suffix=".tmp", dir=directory)
-    except OSError as e:
-        raise SmtcollError(f"--output-file {path}: cannot write in {directory}: {e.strerror or e}") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, target)
-    except OSError as e:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise SmtcollError(f"--output-file {path}: cannot write: {e.strerror or e}") from None
 
 
 def print_report(text: str, color: bool) -> None:
@@ -103,19 +80,19 @@ def verify(
     fmt: Annotated[OutputFormat, typer.Option(
         "--format", metavar="text|json|junit|github|sarif", help="text for people, json for scripts, junit "
         "(JUnit XML), github (annotations) and sarif (code scanning) for CI")] = OutputFormat.text,
-    topology: Annotated[Optional[str], typer.Option(
+    topology: Annotated[str | None, typer.Option(
         "--topology", "-t", metavar="NAME|FILE", help="XML: map connections to links of this topology (a name "
         "or .toml) and estimate the time; schedules: check them on this topology (docs/formats.md)")] = None,
     input_format: Annotated[str, typer.Option(
         "--input-format", metavar="FORMAT", help="auto (by content), " + ", ".join(INPUT_FORMATS[1:]))] = "auto",
-    collective: Annotated[Optional[str], typer.Option(
+    collective: Annotated[str | None, typer.Option(
         "--collective", "-c", metavar="NAME|FILE", help="check the programs against this collective (a built-in "
         "name or a .toml spec) instead of their coll")] = None,
     root: RootOpt = None,
-    runtime: RuntimeOpt = Runtime.any,
+    runtime: RuntimeOpt = Runtime.auto,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", metavar="",
                                           help="also print informational findings")] = False,
-    jobs: Annotated[Optional[int], typer.Option(
+    jobs: Annotated[int | None, typer.Option(
         metavar="N", min=1, help="worker processes (default: up to 4, only for 8+ files)")] = None,
     max_bytes: Annotated[int, typer.Option(
         metavar="BYTES", min=1, help="refuse files larger than this many bytes, before parsing them")
@@ -130,7 +107,8 @@ def verify(
     max_steps: Annotated[int, typer.Option(
         metavar="N", min=1, help="refuse XML programs with more <step> elements in all")] = DEFAULTS.max_steps,
     max_pieces: Annotated[int, typer.Option(
-        metavar="N", min=1, help="refuse XML programs whose steps move more chunk pieces in all (sum of cnt)")
+        metavar="N", min=1, help="refuse XML programs whose steps move more chunk pieces in all (sum of cnt), "
+        "and timed schedules with more transfers")
     ] = DEFAULTS.max_pieces,
     strict: Annotated[bool, typer.Option("--strict", metavar="", help="make every warning an error (after --select and "
                                                           "--ignore), including dead-read, dead-race and "
@@ -141,7 +119,7 @@ def verify(
                                               "code prefixes (comma-separated, repeatable)")] = [],
     quiet: Annotated[bool, typer.Option("--quiet", "-q", metavar="", help="print the findings only: no verdict per file, "
                                                               "no summary")] = False,
-    output_file: Annotated[Optional[str], typer.Option("--output-file", metavar="PATH", help="write the report "
+    output_file: Annotated[str | None, typer.Option("--output-file", metavar="PATH", help="write the report "
                                                        "(in --format) to PATH instead of stdout; stdout gets the "
                                                        "summary line")] = None,
     exclude: Annotated[list[str], typer.Option("--exclude", metavar="GLOB", help="skip files and directories "
@@ -149,20 +127,13 @@ def verify(
     only_algorithms: Annotated[bool, typer.Option("--only-algorithms", metavar="", help="skip named files that are not "
                                                   "algorithm files or are --exclude'd, as the directory walk "
                                                   "does (the pre-commit hook uses this)")] = False,
-    chunks: Annotated[Optional[int], typer.Option(
+    chunks: Annotated[int | None, typer.Option(
         metavar="C", min=1, max=MAX_CHUNKS, help="chunks per rank's input of the --collective .toml spec "
         "(default: 1, or as the program's buffers show)")] = None,
 ) -> None:
     """Verify MSCCL XML programs and step schedules: exit 0 verified, 1 wrong, 2 unusable input."""
-    if collective is not None and not collective.endswith(".toml") and not Path(collective).is_file():
-        from smtcoll.check.postconditions import BUILTIN
-        from smtcoll.library import did_you_mean
-
-        if collective not in BUILTIN:
-            hint = did_you_mean(collective, sorted(BUILTIN))
-            raise SmtcollError(f"--collective {collective!r}: not a built-in postcondition"
-                               + (f"; did you mean {hint!r}?" if hint else "")
-                               + f" ({', '.join(sorted(BUILTIN))}) nor a .toml spec file")
+    if collective is not None:
+        checked_collective(collective)
     if input_format not in INPUT_FORMATS:
         from smtcoll.library import did_you_mean
 
@@ -177,18 +148,27 @@ def verify(
                 typer.echo("no algorithm files among " + ", ".join(paths))
             return
         raise SmtcollError("no algorithm files (MSCCL XML, schedule JSON) found in " + ", ".join(paths))
+    if output_file is not None:  # before any work: a long run is never thrown away at the end
+        refuse_input_as_output("--output-file", output_file, [*files, topology, collective])
+        try:
+            check_writable(output_file)
+        except OutputError as e:
+            raise OutputError(f"--output-file {e.path}", str(e)[len(e.path) + 2:]) from None
     topo = specs.resolve_topology(topology) if topology else None
     limits = Limits(max_bytes=max_bytes, max_ranks=max_ranks, max_chunks=max_chunks, max_tbs=max_tbs,
                     max_steps=max_steps, max_pieces=max_pieces)
     if chunks is not None and collective is None:
         raise SmtcollError("--chunks applies to the spec given with --collective")
-    reports = check_files(files, runtime.value, collective, root, topo, jobs, limits, chunks=chunks, strict=strict,
+    reports = check_files(files, runtime.checked, collective, root, topo, jobs, limits, chunks=chunks, strict=strict,
                           input_format=input_format, bound=lower_bound)
     reports = select_findings(reports, codes(select), codes(ignore))
     if strict:
         reports = strict_findings(reports)
     if output_file is not None:
-        write_atomic(output_file, FORMATTERS[fmt.value](reports, verbose, quiet) + "\n")
+        try:
+            write_text(output_file, FORMATTERS[fmt.value](reports, verbose, quiet) + "\n")
+        except OutputError as e:
+            raise OutputError(f"--output-file {e.path}", str(e)[len(e.path) + 2:]) from None
         if not quiet:
             typer.echo(summary(reports))
     elif fmt is OutputFormat.text:

@@ -26,6 +26,7 @@ import attrs
 
 from smtcoll._version import __version__
 from smtcoll.check.report import Report, Violation
+from smtcoll.text import count
 
 # Characters XML 1.0 cannot carry even escaped (control characters other than tab, newline, return).
 _NOT_XML = re.compile("[^\t\n\r\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -135,10 +136,12 @@ def time_lines(r: Report) -> list[str]:
     links = r.metrics.get("links")
     if isinstance(links, list) and links:
         top = sorted(links, key=lambda x: (-x.get("chunks", 0), x.get("src", 0), x.get("dst", 0)))[:3]
-        out.append("  busiest links: " + ", ".join(f"{x['src']}->{x['dst']} {x['chunks']} chunk(s)" for x in top))
+        out.append("  busiest links: " + ", ".join(f"{x['src']}->{x['dst']} {count(x['chunks'], 'chunk')}"
+                                                   for x in top))
     groups = r.metrics.get("switch_groups")
     if groups:
-        out.append("  busiest switch groups: " + ", ".join(f"{g['group']} {g['chunks']} chunk(s) {g['time']:.6g} us"
+        out.append("  busiest switch groups: " + ", ".join(f"{g['group']} {count(g['chunks'], 'chunk')} "
+                                                           f"{g['time']:.6g} us"
                                                            for g in groups[:3]))
     return out
 
@@ -317,9 +320,13 @@ def format_sarif(reports: list[Report], verbose: bool = False, quiet: bool = Fal
     return json.dumps(sarif_log(reports, verbose), indent=2)
 
 
+SCHEMA = "smtcoll-verify/1"  # the version of this JSON document's shape (docs/verify.md); `format` is the file's
+
+
 def format_json(reports: list[Report], verbose: bool = False, quiet: bool = False) -> str:
-    """Every finding, whatever `verbose` (scripts filter by severity themselves)."""
-    return json.dumps([r.to_json() for r in reports], indent=2)
+    """Every finding, whatever `verbose` (scripts filter by severity themselves); each object names the
+    schema it follows, so that a script can tell a later shape apart."""
+    return json.dumps([{"schema": SCHEMA, **r.to_json()} for r in reports], indent=2)
 
 
 FORMATTERS: dict[str, Callable[..., str]] = {"text": format_text, "json": format_json, "junit": format_junit,

@@ -21,8 +21,11 @@ from defusedxml import ElementTree as SafeET
 
 from smtcoll import library
 from smtcoll.errors import ModelError
+from smtcoll.formats.numbers import ascii_int
+from smtcoll.limits import max_transfers, transfers_exceeded
 from smtcoll.model import Topology
 from smtcoll.model.timed import Finding, Quantity, TimedSchedule, Transfer, group_gbps
+from smtcoll.text import count
 
 FORMAT = "forestcoll-xml"
 NODE_BYTES = 1 << 20  # data per rank for the time in ForestColl's model (the XML states no size)
@@ -41,9 +44,10 @@ def is_forestcoll(text: str) -> bool:
 
 def _int(e: Element, key: str, where: str, low: int = 0) -> int:
     v = e.get(key)
-    if v is None or not v.strip().isdigit() or int(v) < low:
-        raise ForestError(where, f"{key}: expected an integer >= {low}, got {v!r}")
-    return int(v)
+    x = ascii_int(v)
+    if x is None or x < low:
+        raise ForestError(where, f"{key}: expected an integer >= {low}, got {str(v)[:60]!r}")
+    return x
 
 
 def read_forestcoll(text: str, topology: Topology | None, name: str = "") -> TimedSchedule:
@@ -94,10 +98,11 @@ def read_forestcoll(text: str, topology: Topology | None, name: str = "") -> Tim
             depth.setdefault(b, level + 1)
             load[(a, b)] += c
             edges.append((a, b))
-            for j in range(c):
-                chunk = u * k + first + j
-                if first + j < k:
-                    transfers.append(Transfer(chunk, a, b, level, level + 1, {"tree": tree_name, "send": si}))
+            moved = max(0, min(c, k - first))  # chunks beyond nchunkspernode are reported as chunk-count
+            if len(transfers) + moved > max_transfers():  # chunk moves (nchunks x edges): the replay's work
+                raise ForestError(sw, transfers_exceeded(f"more than {max_transfers()}"))
+            for j in range(moved):
+                transfers.append(Transfer(u * k + first + j, a, b, level, level + 1, {"tree": tree_name, "send": si}))
         deepest = max(depth.values())
         alphas = [lk.alpha_us or 0.0 for a, b in edges for lk in [topology.link(a, b)] if lk is not None]
         latency = max(latency, deepest * max(alphas, default=0.0))
@@ -106,7 +111,7 @@ def read_forestcoll(text: str, topology: Topology | None, name: str = "") -> Tim
                                     "warning", {"tree": tree_name}))
     for u in range(n):
         if per_root[u] != k:
-            findings.append(Finding("chunk-count", f"the trees rooted at rank {u} carry {per_root[u]} chunk(s); "
+            findings.append(Finding("chunk-count", f"the trees rooted at rank {u} carry {count(per_root[u], 'chunk')}; "
                                                    f"nchunkspernode is {k}", "error", {"gpu": u}))
     chunk_bytes = NODE_BYTES / k
     model_time = _pipelined_time(topology, load, chunk_bytes, latency)

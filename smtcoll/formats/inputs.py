@@ -7,7 +7,6 @@ ForestColl trees). MSCCL XML programs are read by `smtcoll.msccl.reader`, not he
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +14,7 @@ import attrs
 
 from smtcoll.errors import InputError, ModelError
 from smtcoll.formats import forestcoll, schedules, taccl, teccl, transfers
+from smtcoll.formats.numbers import loads_json
 from smtcoll.model import Schedule, Topology
 from smtcoll.model.timed import TimedSchedule
 
@@ -75,12 +75,7 @@ def _skip_prolog(text: str) -> str:
 
 
 def _json(text: str, name: str) -> Any:
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as e:
-        raise InputError(name, f"column {e.colno}: not valid JSON: {e.msg}", e.lineno) from None
-    except RecursionError:
-        raise InputError(name, "not valid JSON: nested too deeply") from None
+    return loads_json(text, name)
 
 
 def read_input(path: str, fmt: str = "auto", topology: Topology | None = None,

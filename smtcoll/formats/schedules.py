@@ -15,6 +15,7 @@ import attrs
 
 from smtcoll import specs
 from smtcoll.errors import InputError, ModelError
+from smtcoll.formats.numbers import ascii_int, loads_json
 from smtcoll.model import Collective, Link, Schedule, Send, Step, SwitchGroup, Topology
 
 FORMAT = "smtcoll.schedule"
@@ -87,12 +88,7 @@ def load_schedule(path: Path | str) -> Schedule:
 
 
 def parse_schedule(text: str, name: str = "<string>") -> Schedule:
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise InputError(name, f"column {e.colno}: not valid JSON: {e.msg}", e.lineno) from None
-    except RecursionError:
-        raise InputError(name, "not valid JSON: nested too deeply") from None
+    data = loads_json(text, name)
     try:
         if not isinstance(data, dict):
             raise _Bad("", "expected a JSON object at the top level")
@@ -295,10 +291,10 @@ def _collective_from_maps(c: dict, data: dict, ranks: int) -> Collective:
             raise _Bad(key, "expected an object rank -> chunks")
         pairs = []
         for r, chunks in m.items():
-            if not str(r).lstrip("-").isdigit() or not isinstance(chunks, list) or not all(
+            if ascii_int(r) is None or not isinstance(chunks, list) or not all(
                     isinstance(x, int) and not isinstance(x, bool) and 0 <= x < 1 << 24 for x in chunks):
                 raise _Bad(f"{key}.{r}", "expected a rank and an array of chunk ids")
-            pairs += [(int(r), x) for x in chunks]
+            pairs += [(int(r.strip()), x) for x in chunks]
         rel[key] = pairs
     count = 1 + max((x for _, x in rel["input_map"] + rel["output_map"]), default=-1)
     if count < 1:

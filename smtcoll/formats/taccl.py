@@ -19,11 +19,18 @@ from collections import Counter
 from typing import Any
 
 from smtcoll.errors import ModelError
+from smtcoll.formats.numbers import ascii_int
+from smtcoll.limits import max_transfers, transfers_exceeded
 from smtcoll.model import Collective, Link, SwitchGroup, Topology
 from smtcoll.model.timed import Limit, Quantity, Time, TimedSchedule, Transfer, Use, exact
 
 FORMAT = "taccl-json"
 SCALE_TIME = 10  # TACCL writes start times and rounds x 10
+# The machine a file embeds is bounded before it is built: `copies` x `ngpus_per_node` ranks, and the links
+# that implies (IB links grow with copies^2, so a 1 KB file could declare millions). TACCL's own runs go to
+# 4 nodes of 16 GPUs; these bounds are 16 and 64 times that.
+MAX_RANKS = 1024
+MAX_LINKS = 1 << 18
 NOMINAL_CHUNK_BYTES = 1e6
 
 
@@ -67,6 +74,18 @@ def taccl_topology(t: dict) -> tuple[Topology, dict[tuple[int, int], float], tup
     conn = t.get("internode_conn") or {}
     if not isinstance(conn, dict):
         raise TacclError("topology.internode_conn", "expected an object: local GPU -> local GPUs of other nodes")
+    if copies * p > MAX_RANKS:
+        raise TacclError("topology.copies", f"{copies} copies x {p} GPUs = {copies * p} ranks, more than the "
+                                            f"{MAX_RANKS} a TACCL file may declare")
+    per_node = sum(1 for d in range(p) for s in range(p) if s != d and links[d][s] not in (0, None, False))
+    pairs = sum(len(v) if isinstance(v, list) else 0 for v in conn.values())
+    switches = t.get("local_switches")
+    implied = (copies * per_node + pairs * copies * (copies - 1)
+               + copies * (len(switches) if isinstance(switches, list) else 0))
+    if implied > MAX_LINKS:
+        raise TacclError("topology", f"declares {implied} links and switch groups ({copies} copies, {per_node} links "
+                                     f"per node, {pairs} IB connections), more than the {MAX_LINKS} a TACCL file "
+                                     "may declare")
     out: dict[tuple[int, int], Link] = {}
     local: dict[tuple[int, int], float] = {}
     ib: set[tuple[int, int]] = set()
@@ -80,7 +99,7 @@ def taccl_topology(t: dict) -> tuple[Topology, dict[tuple[int, int], float], tup
                     out[key] = Link(key[0], key[1], bw, None, _gbps(w))
                     local[key] = w
     for s_txt, dsts in sorted(conn.items()):
-        s = _int(int(s_txt) if str(s_txt).isdigit() else s_txt, f"topology.internode_conn.{s_txt}", 0, p - 1)
+        s = _int(ascii_int(s_txt), f"topology.internode_conn.{str(s_txt)[:40]}", 0, p - 1)
         if not isinstance(dsts, list):
             raise TacclError(f"topology.internode_conn.{s_txt}", "expected a list of local GPUs")
         for d in dsts:
@@ -129,6 +148,8 @@ def read_taccl(data: dict, collective: Collective, topology: Topology | None, na
         if not isinstance(step, dict) or not isinstance(step.get("sends"), list):
             raise TacclError(f"steps[{i}]", "expected an object with rounds and sends")
         claim += _int(step.get("rounds"), f"steps[{i}].rounds", 0, 1 << 40)
+        if len(raw) + len(step["sends"]) > max_transfers():
+            raise TacclError(f"steps[{i}]", transfers_exceeded(f"more than {max_transfers()}"))
         for j, x in enumerate(step["sends"]):
             w = f"steps[{i}].sends[{j}]"
             if not isinstance(x, list) or len(x) not in (5, 6):

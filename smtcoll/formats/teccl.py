@@ -33,16 +33,22 @@ from typing import Any
 
 from smtcoll import library
 from smtcoll.errors import ModelError
-from smtcoll.formats.teccl_machines import machine_for
+from smtcoll.formats.numbers import finite_float
+from smtcoll.formats.teccl_machines import TooLargeMachine, machine_for
+from smtcoll.limits import max_transfers, transfers_exceeded
 from smtcoll.model import Topology
 from smtcoll.model.timed import Finding, Limit, Quantity, TimedSchedule, Transfer, Use
+from smtcoll.text import count
 
 FORMAT = "teccl-json"
 ALPHA_THRESHOLD = 0.1  # TE-CCL's default `alpha_threshold`: smaller alpha / tau is not charged
-_FLOW = re.compile(r"^(?:Chunk (\d+) from (\d+) traveled over )?(\d+)->(\d+)(?: with volume ([0-9.eE+-]+))?"
-                   r" in epoch (\d+)(?: via switches ([0-9 \->]+))?$")
-_DEMAND = re.compile(r"^Demand at (\d+) for chunk (\d+) from (\d+) met by epoch (\d+)$")
-MAX_FLOWS = 2_000_000
+# ASCII digits only (`\\d` also matches other scripts' digits), at most 9: ids and epochs far beyond any
+# machine, and int() stays cheap
+_N = r"([0-9]{1,9})"
+_FLOW = re.compile(rf"^(?:Chunk {_N} from {_N} traveled over )?{_N}->{_N}(?: with volume ([0-9.eE+-]+))?"
+                   rf" in epoch {_N}(?: via switches ([0-9 \->]+))?$")
+_DEMAND = re.compile(rf"^Demand at {_N} for chunk {_N} from {_N} met by epoch {_N}$")
+MAX_VIA = 16  # switches one hop crosses (TE-CCL's machines cross one)
 
 
 class TecclError(Exception):
@@ -55,10 +61,20 @@ def is_teccl(data: Any) -> bool:
         k in data for k in ("7-Flows", "6-Flows", "8-Chunk paths", "7-chunk paths"))
 
 
+# Seconds, GB/s: TE-CCL's epochs are micro- to milliseconds and its rates GB/s. Outside this range the derived
+# quantities (chunk size, chunks per epoch, epochs of latency) leave the floating-point range (1e-320 is
+# subnormal, 1e308 x anything overflows), so such a value is refused as what it is: not a TE-CCL quantity.
+NUM_RANGE = (1e-12, 1e12)
+MAX_EPOCH_RATIO = 1e9  # epochs one chunk or one latency may span (b, a of TE-CCL's model)
+
+
 def _num(data: dict, key: str, positive: bool = True) -> float:
     v = data.get(key)
+    low, high = NUM_RANGE
     if not isinstance(v, int | float) or isinstance(v, bool) or not math.isfinite(v) or (positive and v <= 0):
-        raise TecclError(key, f"expected a positive number, got {v!r}")
+        raise TecclError(key, f"expected a positive number, got {str(v)[:40]}")
+    if not low <= abs(v) <= high:
+        raise TecclError(key, f"= {v:g}: out of the range {low:g}..{high:g} of a TE-CCL time (s) or rate (GB/s)")
     return float(v)
 
 
@@ -69,9 +85,13 @@ def _hop(text: Any, where: str) -> tuple[int | None, int | None, int, int, float
     if not m:
         raise TecclError(where, f"not a TE-CCL flow: {text[:100]!r}")
     c, s, i, j, vol, k, via = m.groups()
-    switches = [int(x) for x in re.split(r"\s*->\s*", via.strip())] if via else []
-    return (int(c) if c else None, int(s) if s else None, int(i), int(j), float(vol) if vol else None, int(k),
-            switches)
+    parts = re.split(r"\s*->\s*", via.strip()) if via else []
+    if len(parts) > MAX_VIA or any(not x.isascii() or not x.isdigit() or len(x) > 9 for x in parts):
+        raise TecclError(where, f"via switches: expected at most {MAX_VIA} switch ids, got {via[:60]!r}")
+    volume = finite_float(vol) if vol else None
+    if vol and (volume is None or volume < 0):
+        raise TecclError(where, f"volume: expected a finite number >= 0, got {vol[:30]!r}")
+    return (int(c) if c else None, int(s) if s else None, int(i), int(j), volume, int(k), [int(x) for x in parts])
 
 
 def _ceil(x: float) -> int:
@@ -121,9 +141,10 @@ def _chunk_gb(data: dict, output_gb: float, ranks: int, topology: Topology, tau:
     if len({f[3] for f in fits}) > 1 and generator:
         fits = generator
     sizes = sorted({f[3] for f in fits})
-    gpus, kind, m, size = next(f for f in fits if f[3] == sizes[0])
-    reading = (f"2-Expected_Epoch_Duration is {m} chunk time(s) over the {kind}est link, 5-Algo_Bandwidth counts "
-               f"{gpus} GPUs")
+    # the reading named: the generator's where it gives this size
+    gpus, kind, m, size = next(f for f in [*generator, *fits] if f[3] == sizes[0])
+    reading = (f"2-Expected_Epoch_Duration is {count(m, 'chunk time')} over the {kind}est link, "
+               f"5-Algo_Bandwidth counts {gpus} GPUs")
     if len(sizes) > 1:
         others = ", ".join(f"{s * 1e9:.6g} B" for s in sizes[1:])
         findings.append(Finding("chunk-size", f"the file's numbers fit more than one chunk size: {size * 1e9:.6g} B "
@@ -139,8 +160,11 @@ def read_teccl(data: dict, topology: Topology | None, name: str = "") -> TimedSc
     paths_key = "8-Chunk paths" if "8-Chunk paths" in data else "7-chunk paths"
     flows = data.get(flows_key, [])
     paths = data.get(paths_key, {})
-    if not isinstance(flows, list) or len(flows) > MAX_FLOWS:
-        raise TecclError(flows_key, f"expected a list of at most {MAX_FLOWS} flow strings")
+    if not isinstance(flows, list):
+        raise TecclError(flows_key, "expected a list of flow strings")
+    hops = len(flows) + sum(len(v) for v in paths.values() if isinstance(v, list)) if isinstance(paths, dict) else 0
+    if max(len(flows), hops) > max_transfers():
+        raise TecclError(flows_key, transfers_exceeded(max(len(flows), hops)))
     if not isinstance(paths, dict):
         raise TecclError(paths_key, "expected an object: demand -> hops")
     tau = _num(data, "1-Epoch_Duration")
@@ -177,7 +201,10 @@ def read_teccl(data: dict, topology: Topology | None, name: str = "") -> TimedSc
     relays = {x for (_, _, i, j, *_), _ in parsed for x in (i, j)}
     bufferless = switches | (relays - served if served else set())
     if topology is None:
-        topology = machine_for(ids, switches, {(i, j) for (_, _, i, j, *_), _ in parsed})
+        try:
+            topology = machine_for(ids, switches, {(i, j) for (_, _, i, j, *_), _ in parsed})
+        except TooLargeMachine as e:
+            raise TecclError("", str(e)) from None
         if topology is None:
             raise TecclError("", "a TE-CCL file holds no topology and its node ids fit none of TE-CCL's classes "
                                  "(DGX2, NDv2, Mesh): give the machine with --topology (docs/formats.md)")
@@ -219,6 +246,10 @@ def read_teccl(data: dict, topology: Topology | None, name: str = "") -> TimedSc
             return None
         alpha = (lk.alpha_us or 0.0) * 1e-6 / (2 if half else 1)
         kappa = lk.gbps * tau / chunk_gb
+        if not (math.isfinite(kappa) and kappa > 0 and 1 / kappa <= MAX_EPOCH_RATIO
+                and alpha / tau <= MAX_EPOCH_RATIO):
+            raise TecclError("1-Epoch_Duration", f"link {u}->{v}: {kappa:.3g} chunks per epoch and a latency of "
+                                                 f"{alpha / tau:.3g} epochs: not an epoch TE-CCL could have used")
         a = _ceil(alpha / tau) if alpha / tau > ALPHA_THRESHOLD else 0
         b = max(0, _ceil(1 / kappa) - 1)
         return a, b, kappa
@@ -251,7 +282,8 @@ def read_teccl(data: dict, topology: Topology | None, name: str = "") -> TimedSc
                 end = epoch + a + 1
             else:
                 limits.setdefault(res, Limit(res, (b + 1) * kappa, "window", b + 1,
-                                             f"TE-CCL: {_g(kappa)} chunks per epoch, window of {b + 1} epoch(s)"))
+                                             f"TE-CCL: {_g(kappa)} chunks per epoch, window of "
+                                             f"{count(b + 1, 'epoch')}"))
                 once = (res, epoch, commodity)
                 if once not in counted:  # a switch's copies of one chunk are one flow on its inbound link
                     counted.add(once)

@@ -79,8 +79,26 @@ def mesh(side: int, teccl_class: bool = False) -> Topology:
     return Topology(f"teccl-mesh{side}-class" if teccl_class else f"mesh{side}x{side}", n, links)
 
 
+# The largest machine a file's node ids may make us build: TE-CCL's evaluation goes to 128 GPUs; a larger
+# machine is built only when the user names it (--topology), so that a few bytes of ids cannot imply a
+# machine of millions of links (checked before anything is built).
+MAX_INFERRED_RANKS = 256
+
+
+class TooLargeMachine(Exception):
+    """The node ids fit a class, but its machine is larger than MAX_INFERRED_RANKS."""
+
+
+def _bounded(name: str, ranks: int) -> None:
+    if ranks > MAX_INFERRED_RANKS:
+        raise TooLargeMachine(f"the node ids fit TE-CCL's {name} with {ranks} GPUs, more than the "
+                              f"{MAX_INFERRED_RANKS} of a machine inferred from a file; give the machine with "
+                              "--topology if it is genuine")
+
+
 def machine_for(ids: set[int], switches: set[int], hops: set[tuple[int, int]]) -> Topology | None:
-    """The real machine of the TE-CCL class a file was made for, or None when no class fits."""
+    """The real machine of the TE-CCL class a file was made for, or None when no class fits; raises
+    TooLargeMachine (before building it) when it would have more than MAX_INFERRED_RANKS ranks."""
     if not ids:
         return None
     top = max(ids)
@@ -88,9 +106,11 @@ def machine_for(ids: set[int], switches: set[int], hops: set[tuple[int, int]]) -
         return dgx2_2chassis()
     side = round(top ** 0.5 + 0.5) if top > 0 else 0
     if not switches and side * side == top + 1 and side > 1 and all(abs(i - j) in (1, side) for i, j in hops):
+        _bounded(f"Mesh class (side {side})", side * side)
         return mesh(side)
     if switches <= {0} and top == 15:
         return ndv2(2)
     if switches == {0} and top % 8 == 0 and top >= 24:
+        _bounded(f"NDv2 class ({top // 8} chassis)", top)
         return ndv2(top // 8)
     return None

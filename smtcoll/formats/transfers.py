@@ -21,13 +21,17 @@ import csv
 import io
 import math
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from smtcoll import specs
+from smtcoll import library, specs
 from smtcoll.errors import ModelError, SmtcollError
+from smtcoll.formats.numbers import ascii_int, finite_float
+from smtcoll.limits import max_transfers, transfers_exceeded
 from smtcoll.model import Link, Topology
 from smtcoll.model.timed import Limit, Quantity, TimedSchedule, Transfer, Use, group_gbps
+from smtcoll.text import count
 
 FORMAT = "smtcoll.transfers"
 VERSION = 1
@@ -36,7 +40,7 @@ KEYS = {"format", "version", "name", "collective", "ranks", "root", "chunks", "t
 US_PER = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}
 UNITS = [*sorted(US_PER), "rounds", "cycles"]
 COLUMNS = ("chunk", "src", "dst", "start", "end")
-MAX_TRANSFERS = 5_000_000
+T = TypeVar("T")
 _META = re.compile(r"^#\s*([A-Za-z_]+)\s*:\s*(.*)$")
 
 
@@ -57,14 +61,10 @@ def is_transfer_log_csv(text: str) -> bool:
 
 
 def _number(v: Any, where: str) -> float:
-    if isinstance(v, str):
-        try:
-            v = float(v)
-        except ValueError:
-            raise LogError(where, f"expected a number, got {v!r}"[:100]) from None
-    if not isinstance(v, int | float) or isinstance(v, bool) or not math.isfinite(v):
-        raise LogError(where, f"expected a number, got {v!r}"[:100])
-    return float(v)
+    x = finite_float(v)
+    if x is None:
+        raise LogError(where, f"expected a finite number, got {str(v)[:60]!r}")
+    return x
 
 
 def _speed_uses(topology: Topology, link: Link, start: float, end: float, speed: float,
@@ -88,11 +88,36 @@ def _speed_uses(topology: Topology, link: Link, start: float, end: float, speed:
 
 
 def _integer(v: Any, where: str) -> int:
-    if isinstance(v, str) and v.strip().lstrip("-").isdigit():
-        v = int(v)
-    if not isinstance(v, int) or isinstance(v, bool):
-        raise LogError(where, f"expected an integer, got {v!r}"[:100])
-    return v
+    x = ascii_int(v)
+    if x is None:
+        raise LogError(where, f"expected an integer (ASCII digits), got {str(v)[:60]!r}")
+    return x
+
+
+def _beside(log: str, key: str, ref: str, load: Callable[[str], T], builtin: Callable[[str], T]) -> T:
+    """The topology or collective a log names: a built-in name, or the name of a .toml file in the log's own
+    folder. A log never makes the checker read a file elsewhere (docs/formats.md): a path, a name starting
+    with `.`, or a file that is not a .toml is refused, whatever the current folder holds."""
+    try:
+        if ref.endswith(".toml"):
+            if Path(ref).name != ref or ref.startswith(".") or "\\" in ref:
+                raise LogError(key, f"{ref[:100]!r}: expected a built-in name or the name of a .toml file in "
+                                    "the log's folder (or give --topology/--collective)")
+            return load(str(Path(log).parent / ref))
+        return builtin(ref)  # never a file: only a name ending in .toml is read, and only beside the log
+    except SmtcollError as e:
+        raise LogError(key, str(e)) from None
+
+
+def _rows(reader: Any, first: int) -> Any:
+    """The CSV rows; a malformed row (a field over csv's 128 KiB limit, a NUL byte) is bad input at its line."""
+    while True:
+        try:
+            yield next(reader)
+        except StopIteration:
+            return
+        except csv.Error as e:
+            raise LogError(f"line {first + reader.line_num}", f"not a CSV row: {e}") from None
 
 
 def parse_csv(text: str) -> dict[str, Any]:
@@ -114,10 +139,10 @@ def parse_csv(text: str) -> dict[str, Any]:
                 raise LogError(f"line {n + 1}", f"unknown key {key!r} (known: collective, ranks, root, chunks, "
                                                 "topology, unit, chunk_bytes, claimed_time, name)")
             meta[key] = value.strip()
-    rows = []
+    rows: list[tuple[dict[str, str], dict[str, int]]] = []
     reader = csv.reader(io.StringIO("\n".join(lines[body_start:])))
     header = None
-    for k, row in enumerate(reader):
+    for k, row in enumerate(_rows(reader, body_start)):
         lineno = body_start + k + 1
         if not row or all(not c.strip() for c in row) or row[0].lstrip().startswith("#"):
             continue
@@ -128,6 +153,8 @@ def parse_csv(text: str) -> dict[str, Any]:
             continue
         if len(row) < 5:
             raise LogError(f"line {lineno}", f"expected {len(COLUMNS)} columns: {','.join(COLUMNS)}")
+        if len(rows) >= max_transfers():  # before the rest of a huge file is split into rows
+            raise LogError(f"line {lineno}", transfers_exceeded(f"more than {max_transfers()}"))
         rows.append(({c: row[i].strip() for i, c in enumerate(COLUMNS)}, {"line": lineno}))
     meta["transfers"] = rows
     return meta
@@ -142,17 +169,8 @@ def read_transfer_log(data: dict, topology: Topology | None, name: str = "") -> 
     if topology is None:
         if not data.get("topology"):
             raise LogError("topology", "the log names no topology: give one with --topology or a `topology` key")
-        ref = str(data["topology"])
-        if ref.endswith(".toml"):
-            # only a file next to the log: a log must not make the checker read files elsewhere
-            if Path(ref).name != ref or ref.startswith("."):
-                raise LogError("topology", f"{ref!r}: expected a built-in name or the name of a .toml file in "
-                                           "the log's folder (or give --topology)")
-            ref = str(Path(name).parent / ref)
-        try:
-            topology = specs.resolve_topology(ref)
-        except SmtcollError as e:
-            raise LogError("topology", str(e)) from None
+        topology = _beside(name, "topology", str(data["topology"]),
+                           lambda f: specs.load_topology(f), lambda n: library.topology(n))
     ranks = _integer(data.get("ranks", topology.ranks), "ranks")
     if ranks != topology.ranks:
         raise LogError("ranks", f"= {ranks}, but topology {topology.name!r} has {topology.ranks} ranks")
@@ -161,17 +179,17 @@ def read_transfer_log(data: dict, topology: Topology | None, name: str = "") -> 
         raise LogError("collective", "expected a collective name (allgather, alltoall, allreduce, ...) or a .toml")
     root = _integer(data["root"], "root") if data.get("root") not in (None, "") else None
     chunks = _integer(data.get("chunks", 1), "chunks")
-    try:
-        coll = specs.resolve_collective(coll_name, ranks, root, chunks)
-    except SmtcollError as e:
-        raise LogError("collective", str(e)) from None
+    coll = _beside(name, "collective", coll_name, lambda f: specs.load_collective(f, ranks, root, chunks),
+                   lambda n: library.collective(n, ranks, root, chunks))
     unit = str(data.get("unit", "us"))
     if unit not in UNITS:
         raise LogError("unit", f"= {unit!r}: expected one of {', '.join(UNITS)}")
     chunk_bytes = _number(data["chunk_bytes"], "chunk_bytes") if data.get("chunk_bytes") not in (None, "") else None
     rows = data.get("transfers")
-    if not isinstance(rows, list) or len(rows) > MAX_TRANSFERS:
-        raise LogError("transfers", f"expected a list of at most {MAX_TRANSFERS} transfers")
+    if not isinstance(rows, list):
+        raise LogError("transfers", "expected a list of transfers")
+    if len(rows) > max_transfers():
+        raise LogError("transfers", transfers_exceeded(len(rows)))
     transfers: list[Transfer] = []
     limits: dict[str, Limit] = {}
     # GB/s that moving one chunk in one time unit takes (no physical time unit or no chunk size: not checked)
@@ -199,13 +217,13 @@ def read_transfer_log(data: dict, topology: Topology | None, name: str = "") -> 
         if link is not None:
             res = f"link {s}->{d}"
             limits.setdefault(res, Limit(res, link.bandwidth, "concurrent", 1,
-                                         f"{link.bandwidth} transfer(s) at a time"))
+                                         f"{count(link.bandwidth, 'transfer')} at a time"))
             uses.append(Use(res, start, end))
             for g in topology.switches_of(s, d):
                 grp = topology.switches[g]
                 gres = f"switch group {grp.name or g}"
                 limits.setdefault(gres, Limit(gres, grp.bandwidth, "concurrent", 1,
-                                              f"{grp.bandwidth} transfer(s) at a time"))
+                                              f"{count(grp.bandwidth, 'transfer')} at a time"))
                 uses.append(Use(gres, start, end))
         transfers.append(Transfer(coll.address[c], s, d, start, end, place, 1.0, (), uses))
     claimed = None

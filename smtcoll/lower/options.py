@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import attrs
 
+from smtcoll.choices import RUNTIME_ALIASES, RUNTIMES
 from smtcoll.errors import SmtcollError
 from smtcoll.msccl.runtime import MAX_CHANNELS, PROTOCOLS
 
 MODES = ("outofplace", "inplace", "both")
-RUNTIME_CHOICES = ("auto", "both", "executor", "legacy")
+RUNTIME_CHOICES = RUNTIMES
 COPIES_PER_TB = 16  # local copies per thread block: they run in parallel and stay within MAX_STEPS
 # coll spelling per runtime; None: that runtime has no such collective
 SPELLING = {
@@ -43,6 +44,7 @@ class LowerOptions:
 
 def runtimes_for(kind: str, runtime: str) -> tuple[str, ...]:
     executor, legacy = SPELLING[kind]
+    runtime = RUNTIME_ALIASES.get(runtime, runtime)
     if runtime == "executor" and not executor:
         raise CannotLower(f"msccl-executor-nccl has no {kind!r} collective; use --runtime legacy")
     if runtime == "legacy" and not legacy:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from smtcoll.check.arrival import EMPTY, arrive
 from smtcoll.lower.ops import Transfer
 from smtcoll.model import Schedule
 
@@ -23,15 +24,12 @@ def transfers(schedule: Schedule) -> list[Transfer]:
         for j, s in enumerate(step.sends):
             arrivals.append((j, s.chunk, s.src, s.dst, value[(s.src, s.chunk)]))
         for j, a, src, dst, v in arrivals:
-            current = value.get((dst, a), frozenset())
+            current = value.get((dst, a), EMPTY)
             if v == current or (not combining and current):
                 continue  # nothing changes at the receiver
-            if not combining:
-                action, new = "copy", v
-            elif v >= current:
-                action, new = "replace", v
-            else:  # disjoint: check_schedule has excluded double counts
-                action, new = "add", current | v
+            # the checker's arrival rule; no double count here: check_schedule has excluded them
+            new, _ = arrive(combining, current, v)
+            action = "copy" if not combining else "replace" if new == v else "add"
             value[(dst, a)] = new
             out.append(Transfer(t, j, a, src, dst, action))
     return _live(schedule, out)

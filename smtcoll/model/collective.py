@@ -67,6 +67,11 @@ class Collective:
         for c, a in enumerate(self.address):
             if not isinstance(a, int) or a < 0:
                 raise ModelError(f"address[{c}]", f"must be an integer >= 0, got {a!r}")
+            # an address is a slot of the output buffer: with `chunks` chunks there are at most that many
+            # values, and the bounds and the lowering index arrays by it (chunk x 10^18 overflowed them)
+            if a >= self.chunks:
+                raise ModelError(f"address[{c}]", f"= {a}: an address is a buffer slot, 0..{self.chunks - 1} "
+                                                  f"for {self.chunks} chunks")
         held = set(map(_CHUNK, self.pre))
         if set(map(_CHUNK, self.post)) <= held:
             return

@@ -27,14 +27,17 @@ def _tuple(items: Iterable) -> tuple:
     return tuple(items)
 
 
-Time = Fraction | float  # exact where the file's numbers are finite (a float only for nan/inf: `bad-time`)
+# A time: a number read from the file compares exactly as it is (parsing keeps the order and equality of
+# decimal texts); a time a reader computes (a sum of delays) is a Fraction of the file's decimals, `exact`.
+Time = Fraction | float | int
 
 
 def exact(x: float | int | Fraction | str) -> Time:
     """A file's number as an exact fraction. A float's `repr` is the shortest text that reads back as the
     same float, which is the file's own decimal text for every number written with at most 15 significant
-    digits: times compared as floats were sums of different roundings, so a send starting exactly when
-    its chunk arrives (826.8 = 826.8) was refused. Not finite: left a float for the checks to report."""
+    digits: times computed as float sums are different roundings of the same value, so a send starting
+    exactly when its chunk arrives (826.8 = 826.8) was refused. Not finite: left a float for the checks to
+    report (`bad-time`)."""
     if isinstance(x, float):
         return Fraction(repr(x)) if math.isfinite(x) else x
     return Fraction(x)
@@ -50,8 +53,8 @@ class Use:
     side) for [start, end), in the schedule's time unit."""
 
     resource: str
-    start: Time = attrs.field(converter=exact)
-    end: Time = attrs.field(converter=exact)
+    start: Time
+    end: Time
     amount: float = 1.0
 
 
@@ -78,8 +81,8 @@ class Transfer:
     chunk: int
     src: int
     dst: int
-    start: Time = attrs.field(converter=exact)
-    end: Time = attrs.field(converter=exact)
+    start: Time
+    end: Time
     place: dict[str, Any] = attrs.field(factory=dict, converter=_dict)
     volume: float = 1.0
     hops: tuple[tuple[int, int], ...] = attrs.field(default=(), converter=_tuple)

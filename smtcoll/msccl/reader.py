@@ -108,6 +108,8 @@ def strtol(text: str, bits: int = 32) -> tuple[int, str | None]:
         value, kind = int(body, 16), "hex"
     elif len(body) > 1 and body[0] == "0":
         value, kind = int(body, 8), "octal"
+    elif len(body) > 40:  # beyond any 64-bit value (and int() refuses more than 4300 digits): clamped below
+        value, kind = 10 ** 40, None
     else:
         value, kind = int(body), None
     if sign == "-":

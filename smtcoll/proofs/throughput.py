@@ -39,7 +39,7 @@ def write_throughput_certificate(topo: Topology, coll: Collective, out_dir: Path
 
     b = time_bound(topo, coll, gbps_per_unit)
     if b.certificate is None:
-        raise ModelError("collective", f"{coll.name} moves nothing on {topo.name}: no time bound to certify")
+        raise ModelError("collective", f"{coll.name} on {topo.name}: no time bound to certify ({b.witness})")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     topo_d, coll_d = specs.topology_to_dict(topo), specs.collective_to_dict(coll)

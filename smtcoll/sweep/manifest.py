@@ -8,6 +8,7 @@ the two runtimes read `maxBytes` differently). Everything else goes into the sib
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -58,7 +59,9 @@ def build(tasks: Sequence[Task | Invalid], results: dict[str, dict[str, Any]], o
             if rel in files:
                 raise InputError(rel, "two tasks write the same file (two topologies with the same name?)")
             files[rel] = f["xml"]
-            entries.append({"file": rel, **{k: v for k, v in f.items() if k not in ("xml", "name")}})
+            # the hash of the bytes written, whatever the result says (it may come from the cache)
+            entries.append({"file": rel, **{k: v for k, v in f.items() if k not in ("xml", "name")},
+                            "sha256": hashlib.sha256(f["xml"].encode()).hexdigest()})
             row["files"].append(rel)
         for c in res.get("certificates", []):
             names = []

@@ -13,12 +13,15 @@ depend on the number of workers or on the order of completion.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
+import threading
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +30,7 @@ import attrs
 from smtcoll.errors import SmtcollError
 from smtcoll.sweep.cache import Cache
 from smtcoll.sweep.tasks import FAULT_ENV, MEMORY_ENV, Task
+from smtcoll.text import count
 
 ATTEMPTS = 2  # a failed task is retried once
 # The local cluster's scheduler: a worker that dies fails its task at once (the sweep retries it once
@@ -36,6 +40,9 @@ ATTEMPTS = 2  # a failed task is retried once
 # behind a running task, where another task's crash of that worker failed it as KilledWorker).
 CLUSTER_CONFIG = {"distributed.scheduler.allowed-failures": 0, "distributed.scheduler.worker-saturation": 1.0}
 POLL_S = 1.0  # while tasks wait for a free worker: how often to look for one (a restarted worker, say)
+# how long a sweep waits for a worker when none is there (none joined yet, or all died and none came back):
+# then it fails with a clear error instead of waiting for ever (a test hung 10 minutes here)
+WORKER_WAIT_S = 120.0
 
 
 class ClusterError(SmtcollError):
@@ -55,6 +62,7 @@ class Where:
     workers: int = 2
     scheduler: str | None = None
     scheduler_file: Path | None = None
+    dashboard: str | None = None  # the local cluster's dashboard address (`:8787`); none unless asked
 
 
 def execute(payload: dict[str, Any], limits: Limits, fault: str | None = None) -> dict[str, Any]:
@@ -92,6 +100,37 @@ def execute(payload: dict[str, Any], limits: Limits, fault: str | None = None) -
     return result
 
 
+def trusted(task: Task, entry: dict[str, Any]) -> bool:
+    """A cache entry is an input like any other (a disk, a colleague or an attacker may have changed it): each
+    of its files must still hash to its recorded sha256 and pass the independent checker for the runtime it
+    was written for, before it can be written out again. An entry that does not is computed again. Files of a
+    collective the checker knows only from the task's spec (not a built-in) are always computed again."""
+    import hashlib
+    import tempfile
+
+    from smtcoll.check.postconditions import BUILTIN
+    from smtcoll.check.program import check_program_file
+
+    files = entry.get("files", [])
+    if entry.get("status") != "ok" or not isinstance(files, list):
+        return False
+    for f in files:
+        if not isinstance(f, dict) or not isinstance(f.get("xml"), str) or f.get("runtime") not in ("executor",
+                                                                                                   "legacy"):
+            return False
+        if hashlib.sha256(f["xml"].encode()).hexdigest() != f.get("sha256") or f.get("collective") not in BUILTIN:
+            return False
+        with tempfile.TemporaryDirectory(prefix="smtcoll-cache-") as tmp:
+            probe = Path(tmp) / "algo.xml"
+            probe.write_text(f["xml"])
+            report = check_program_file(str(probe), runtime=f["runtime"], collective=f["collective"],
+                                        root=task.coll.root, topology=task.topology)
+        if (report.verdict != "ok" or report.ranks != task.topology.ranks
+                or not (report.runtimes or {}).get(f["runtime"])):
+            return False
+    return True
+
+
 def _client(where: Where) -> tuple[Any, Any]:
     """(client, cluster we started or None)."""
     try:
@@ -103,16 +142,53 @@ def _client(where: Where) -> tuple[Any, Any]:
         if where.scheduler is not None:
             return Client(where.scheduler, timeout="20s"), None
         if where.scheduler_file is not None:
-            return Client(scheduler_file=str(where.scheduler_file), timeout="20s"), None
+            return Client(_scheduler_address(where.scheduler_file), timeout="20s"), None
         import logging
 
-        with dask.config.set(CLUSTER_CONFIG):
+        with dask.config.set(CLUSTER_CONFIG), _workers_ignore_ctrl_c():
+            # no dashboard unless asked: Dask's scheduler serves HTTP on 8787 even with dashboard_address=None,
+            # and warns "Port 8787 is already in use" on a machine running another cluster; port 0 is free
             cluster = LocalCluster(n_workers=where.workers, threads_per_worker=1, processes=True,
-                                   dashboard_address=None, silence_logs=logging.CRITICAL, memory_limit=0)
+                                   dashboard_address=where.dashboard or ":0", silence_logs=logging.CRITICAL,
+                                   memory_limit=0, scheduler_kwargs={"dashboard": where.dashboard is not None})
         return Client(cluster), cluster
     except (OSError, TimeoutError, ValueError) as e:
         target = where.scheduler or where.scheduler_file or "a local cluster"
         raise ClusterError(f"cannot reach the Dask scheduler ({target}): {e}") from None
+
+
+@contextlib.contextmanager
+def _workers_ignore_ctrl_c() -> Iterator[None]:
+    """Start the local workers with SIGINT ignored (a spawned process inherits that, and then neither
+    Python nor asyncio installs a KeyboardInterrupt handler): Ctrl-C in the terminal reaches the whole
+    process group, and each worker printed a KeyboardInterrupt traceback while this process, which owns the
+    cluster, stops them anyway. Only in the main thread (where signal handlers can be set)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _scheduler_address(path: Path) -> str:
+    """The address in a `dask scheduler --scheduler-file` file, read and checked here: Dask's own reading
+    of a garbage file ends in an AssertionError or a KeyError."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise ClusterError(f"--scheduler-file {path}: cannot read: {getattr(e, 'strerror', None) or e}") from None
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        data = None
+    address = data.get("address") if isinstance(data, dict) else None
+    if not isinstance(address, str) or "://" not in address:
+        raise ClusterError(f"--scheduler-file {path}: not a Dask scheduler file (expected a JSON object with an "
+                           "\"address\" such as \"tcp://host:8786\", as `dask scheduler --scheduler-file` writes)")
+    return address
 
 
 Progress = Callable[[str, int, int, int, int], None]  # event, done, running, failed, total
@@ -127,11 +203,11 @@ def run_tasks(tasks: Sequence[Task], limits: Limits, where: Where, cache: Cache,
     todo: list[Task] = []
     for t in tasks:
         hit = cache.get(t.key())
-        if hit is not None:
+        if hit is not None and trusted(t, hit):
             hit.pop("key", None)
             results[t.key()] = hit
         else:
-            todo.append(t)
+            todo.append(t)  # not cached, or a cached entry that no longer verifies: computed again
     total, failed = len(tasks), 0
     done = len(results)
     if progress:
@@ -159,7 +235,12 @@ def run_tasks(tasks: Sequence[Task], limits: Limits, where: Where, cache: Cache,
                         break
                     submit(*queue.popleft(), worker)
                 if not running:  # no worker at all (all restarting, or none joined yet): wait for one
-                    client.wait_for_workers(1)
+                    try:
+                        client.wait_for_workers(1, timeout=WORKER_WAIT_S)
+                    except TimeoutError:
+                        raise ClusterError(f"no Dask worker joined the scheduler within {WORKER_WAIT_S:g} s "
+                                           f"({count(len(queue), 'task')} waiting); start workers (dask worker "
+                                           "ADDRESS) or leave out --scheduler for a local cluster") from None
                     continue
             if progress:
                 progress("update", done, len(running), failed, total)

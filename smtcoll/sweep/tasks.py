@@ -136,7 +136,8 @@ class Candidate:
 
 def compute(payload: dict[str, Any]) -> dict[str, Any]:
     """The task's result (module docstring); raises SmtcollError for unusable input."""
-    from smtcoll.synth import strategies  # z3: only where tasks run
+    from smtcoll.synth.door import synthesize  # z3: only where tasks run
+    from smtcoll.synth.request import WORK_PER_SECOND, Limits, SynthRequest
 
     topo = specs.topology_from_dict(payload["topology"])
     base = specs.collective_from_dict(payload["coll"])
@@ -144,7 +145,12 @@ def compute(payload: dict[str, Any]) -> dict[str, Any]:
     label, nodes, kind = payload["label"], payload["nodes"], payload["collective"]
     status: str
     try:
-        result = strategies.pareto(topo, base, o.max_chunks, o.max_steps, o.budget)
+        # the frontier within a work budget (deterministic: the same files on an idle and a busy machine);
+        # the wall clock is only the safety stop, 30 s before the task's own kill (--task-timeout: 2 x + 60)
+        request = SynthRequest(strategy="pareto", method="exact", max_steps=o.max_steps, max_chunks=o.max_chunks,
+                               limits=Limits(timeout=min(2 * o.budget + 30, 7 * 24 * 3600.0),
+                                             work=max(1, min(10**15, int(o.budget * WORK_PER_SECOND)))))
+        result = synthesize(topo, base, request)
         status = result.status
     except SmtcollError:
         raise

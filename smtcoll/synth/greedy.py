@@ -2,9 +2,10 @@
 
 Per step, candidate sends (u -> v of a chunk u holds and v lacks, where v needs the chunk or is closer to
 a rank that still needs it) are taken in order of the longest remaining distance first while link and
-switch-group capacities allow (ties: the rarest chunk first, then a rotation of the pairs). When the greedy schedule meets the lower bound it is optimal with no
-solver call (Star, hub-and-spoke, DGX-2 Allgather); otherwise it caps the least-steps search (an extra
-step never hurts, so the solver only has to decide the step counts below it).
+switch-group capacities allow (ties: the rarest chunk first, then a rotation of the pairs). When the
+greedy schedule meets the lower bound it is optimal with no solver call (Star, hub-and-spoke, DGX-2
+Allgather); otherwise it caps the least-steps search (an extra step never hurts, so the solver only has
+to decide the step counts below it).
 """
 
 from __future__ import annotations

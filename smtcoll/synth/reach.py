@@ -7,11 +7,13 @@ per distinct set of holders (at most one per chunk), linear in the links: cheap 
 
 from __future__ import annotations
 
+import time
 from collections import deque
 
 import attrs
 
 from smtcoll.model import Collective, Topology
+from smtcoll.synth.result import SynthResult
 
 
 @attrs.frozen
@@ -52,3 +54,17 @@ def unreachable(topo: Topology, coll: Collective) -> Unreachable | None:
         if r not in seen:
             return Unreachable(r, c, hs)
     return None
+
+
+def unreachable_result(topo: Topology, base: Collective, strategy: str, started: float) -> SynthResult | None:
+    """`infeasible` at once, with the witness, when some rank needs a chunk no holder can reach."""
+    w = unreachable(topo, base)
+    if w is None:
+        return None
+    why = w.text()
+    lb = {"steps": None, "steps_why": why, "rounds": None, "rounds_why": why, "least_steps": None,
+          "least_steps_why": why, "rounds_per_chunk": None, "rounds_per_chunk_exact": None}
+    return SynthResult("infeasible", None, strategy, lb, [], message=f"proved: no schedule exists: {why}",
+                       optimal={"proved": True, "why": why, "witness": {"rank": w.rank, "chunk": w.chunk,
+                                                                          "holders": list(w.holders)}},
+                       seconds=time.monotonic() - started)

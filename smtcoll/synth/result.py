@@ -21,7 +21,17 @@ class Outcome:
     schedule: Schedule | None
     seconds: float
     rounds: int | None = None
-    reason: str = ""  # for unknown: "memory" when the memory cap stopped the solver, else the time limit
+    reason: str = ""  # for unknown: "memory" (the memory cap), "budget" (the work budget), "" the time limit
+    work: int = 0  # z3 resource units spent (its rlimit counter): deterministic, unlike seconds
+
+    @property
+    def found(self) -> Schedule:
+        """The schedule of a sat outcome (a sat outcome without one is a bug of ours)."""
+        if self.schedule is None:
+            from smtcoll.errors import InternalError
+
+            raise InternalError(f"internal error: a {self.verdict} solver outcome without a schedule")
+        return self.schedule
 
 
 @attrs.frozen
@@ -81,6 +91,32 @@ def _dicts(items: Iterable[dict[str, Any]]) -> tuple[dict[str, Any], ...]:
 
 
 @attrs.frozen
+class Gap:
+    """Where the engine's schedule stands against the bounds (one round per step): what it may lose."""
+
+    method: str
+    steps: int
+    rounds: int
+    steps_bound: int
+    rounds_bound: int
+
+    @property
+    def gap_steps(self) -> int:
+        return self.steps - self.steps_bound
+
+    @property
+    def gap_rounds(self) -> int:
+        return self.rounds - self.rounds_bound
+
+    def to_json(self) -> dict[str, Any]:
+        return {"method": self.method, "steps": self.steps, "rounds": self.rounds, "steps_bound": self.steps_bound,
+                "rounds_bound": self.rounds_bound, "gap_steps": self.gap_steps, "gap_rounds": self.gap_rounds}
+
+
+JSON_SCHEMA = "smtcoll-synth/1"  # the version of the shape of `synth --format json` and of to_json (docs/synth.md)
+
+
+@attrs.frozen
 class SynthResult:
     status: Status
     schedule: Schedule | None
@@ -94,11 +130,16 @@ class SynthResult:
     message: str = ""
     seconds: float = 0.0
     method: str = "exact"  # what produced the schedule: the exact search, or the engine's method
-    gap: dict[str, Any] = attrs.field(factory=dict)  # engine results: steps and rounds against the bounds
+    gap: Gap | None = None  # engine results: steps and rounds against the bounds
+    # the limit that stopped the exact search, "" when none did: "budget" (its work budget, deterministic),
+    # "time" (the wall-clock safety stop of --timeout) or "memory" (--max-memory)
+    stopped_by: str = ""
+    work: int = 0  # z3 resource units the exact search spent (deterministic: the budget's unit)
 
     def to_json(self) -> dict[str, Any]:
         s = self.schedule
         return {
+            "schema": JSON_SCHEMA,
             "status": self.status,
             "strategy": self.strategy,
             "method": self.method,
@@ -111,8 +152,10 @@ class SynthResult:
             "pruned": [p.to_json() for p in self.pruned],
             "variants": list(self.variants),
             "attempts": [a.to_json() for a in self.attempts],
-            "gap": self.gap,
+            "gap": self.gap.to_json() if self.gap is not None else {},
             "message": self.message,
+            "stopped_by": self.stopped_by or None,
+            "work": self.work,
             "seconds": round(self.seconds, 3),
         }
 

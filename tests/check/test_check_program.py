@@ -86,7 +86,8 @@ def test_race_is_found_whatever_order_the_simulation_takes(tmp_path: Path) -> No
     # the copy is listed after the send: a simulation running tb 0 first would still be racy
     text = allgather2(first_dep=False)
     r1 = check(tmp_path, text)
-    swapped = text.replace('<tb id="0"', '<tb id="X"').replace('<tb id="1"', '<tb id="0"').replace('<tb id="X"', '<tb id="1"')
+    swapped = (text.replace('<tb id="0"', '<tb id="X"').replace('<tb id="1"', '<tb id="0"')
+               .replace('<tb id="X"', '<tb id="1"'))
     swapped = swapped.replace('depid="0"', 'depid="1"')
     r2 = check(tmp_path, swapped)
     assert codes(r1) & {"race", "read-before-write"} and codes(r2) & {"race", "read-before-write"}
@@ -206,7 +207,8 @@ def test_postcondition_wrong_slot(tmp_path: Path) -> None:
 
 
 def test_offset_plus_count_beyond_the_real_buffer(tmp_path: Path) -> None:
-    text = allgather2().replace(step(0, "cpy", "i", 0, "o", 0, hasdep=1), step(0, "cpy", "i", 0, "o", 0, cnt=2, hasdep=1))
+    text = allgather2().replace(step(0, "cpy", "i", 0, "o", 0, hasdep=1),
+                                step(0, "cpy", "i", 0, "o", 0, cnt=2, hasdep=1))
     r = check(tmp_path, text)
     assert "out-of-bounds" in codes(r)
 
@@ -245,7 +247,8 @@ def _ag_gpus() -> list[str]:
 
 
 def test_channel_rules(tmp_path: Path) -> None:
-    r = check(tmp_path, allgather2().replace('chan="0">\n      <step s="0" type="s"', 'chan="1">\n      <step s="0" type="s"'))
+    r = check(tmp_path, allgather2().replace('chan="0">\n      <step s="0" type="s"',
+                                             'chan="1">\n      <step s="0" type="s"'))
     assert "channel" in codes(r)
     r = check(tmp_path, allgather2().replace('recv="1" chan="0"', 'recv="1" chan="33"'))
     assert "parse-rule" in codes(r)

@@ -71,7 +71,7 @@ def test_double_counting_is_caught():
     good = [Step(1, [Send(0, 0, 1)]), Step(1, [Send(0, 1, 2)]), Step(1, [Send(0, 2, 1)]), Step(1, [Send(0, 1, 0)])]
     assert check_schedule(Schedule(topo, coll, good)).verdict == "ok"
     # Rank 0 sends its contribution to rank 1 twice: rank 1 would add it twice.
-    twice = [Step(1, [Send(0, 0, 1)]), Step(1, [Send(0, 0, 1)])] + good[1:]
+    twice = [Step(1, [Send(0, 0, 1)]), Step(1, [Send(0, 0, 1)]), *good[1:]]
     report = check_schedule(Schedule(topo, coll, twice))
     assert "double-count" in codes(report) and report.violations[0].where == {"step": 1, "send": 0}
 
@@ -130,7 +130,8 @@ def test_schedule_checked_on_another_topology(cli):
 
     assert check_schedule_file(path, library.topology("ndv2")).verdict == "ok"
     on_ring = check_schedule_file(path, library.topology("ring:8"))
-    assert codes(on_ring) == {"missing-link", "bandwidth"} and "no link 0 -> 2 in topology 'ring:8'" in on_ring.violations[0].message
+    assert codes(on_ring) == {"missing-link", "bandwidth"}
+    assert "no link 0 -> 2 in topology 'ring:8'" in on_ring.violations[0].message
     assert codes(check_schedule_file(path, library.topology("ring:4"))) == {"topology-mismatch"}
     result = cli("verify", path, "--topology", "ring:8")
     assert result.returncode == 1 and "missing-link" in result.stdout

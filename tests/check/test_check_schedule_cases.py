@@ -38,7 +38,7 @@ def test_deleted_send(tmp_path: Path) -> None:
 
 def test_send_of_a_chunk_not_yet_held(tmp_path: Path) -> None:
     topo, coll, steps = allgather_ring3()
-    steps = [Step(1, [Send(2, 0, 1)] + list(steps[0].sends[1:]))] + steps[1:]
+    steps = [Step(1, [Send(2, 0, 1), *list(steps[0].sends[1:])]), *steps[1:]]
     assert "not-held" in verify(tmp_path, Schedule(topo, coll, steps))
 
 
@@ -46,7 +46,7 @@ def test_send_over_a_missing_link(tmp_path: Path) -> None:
     _, coll, steps = allgather_ring3()
     one_way = Topology("one-way-ring", 3, [Link(0, 1), Link(1, 2), Link(2, 0)])
     assert verify(tmp_path, Schedule(one_way, coll, steps)) == set()
-    assert "missing-link" in verify(tmp_path, Schedule(one_way, coll, steps + [Step(1, [Send(1, 1, 0)])]))
+    assert "missing-link" in verify(tmp_path, Schedule(one_way, coll, [*steps, Step(1, [Send(1, 1, 0)])]))
 
 
 def test_double_counting_in_a_reduction(tmp_path: Path) -> None:

@@ -9,9 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers.xml_mutations import check_mutant, encodings, mutants, seeds, text_edits, tree_edits
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from helpers.xml_mutations import check_mutant, encodings, mutants, seeds, text_edits, tree_edits
 
 REPO = Path(__file__).resolve().parents[2]
 SEEDS = seeds()
@@ -47,7 +47,7 @@ def test_combined_mutants(data: bytes) -> None:
 
 def test_unmutated_seeds_keep_their_verdict() -> None:
     verdicts = {check_mutant(s).verdict for s in SEEDS}
-    assert "ok" in verdicts and "error" in verdicts or len(SEEDS) == 2
+    assert ("ok" in verdicts and "error" in verdicts) or len(SEEDS) == 2
 
 
 MUTANTS = {

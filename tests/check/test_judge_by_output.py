@@ -26,7 +26,8 @@ def allgather_with(extra: dict[int, str], scratch: int = 2) -> str:
         peer = 1 - r
         return gpu(r, 1, 2, scratch,
                    tb(0, -1, -1, 0, step(0, "cpy", "i", 0, "o", r, hasdep=1)),
-                   tb(1, peer, peer, 0, step(0, "s", "o", r, "o", r, depid=0, deps=0), step(1, "r", "o", peer, "o", peer)),
+                   tb(1, peer, peer, 0, step(0, "s", "o", r, "o", r, depid=0, deps=0),
+                      step(1, "r", "o", peer, "o", peer)),
                    *([extra[r]] if r in extra else []))
     return algo(rank(0), rank(1))
 
@@ -50,7 +51,8 @@ def test_uninitialized_read_that_reaches_an_output_is_an_error(tmp_path: Path) -
             first = [step(0, "cpy", "i", 0, "o", 0), step(1, "re", "s", 1, "o", 0, depid=2, deps=0, hasdep=1)]
             extra = [tb(2, -1, -1, 0, step(0, "cpy", "s", 0, "s", 1, hasdep=1))]
         return gpu(r, 1, 2, 2, tb(0, -1, -1, 0, *first),
-                   tb(1, peer, peer, 0, step(0, "s", "o", r, "o", r, depid=0, deps=0), step(1, "r", "o", peer, "o", peer)),
+                   tb(1, peer, peer, 0, step(0, "s", "o", r, "o", r, depid=0, deps=0),
+                      step(1, "r", "o", peer, "o", peer)),
                    *extra)
     r = check(tmp_path, algo(rank(0), rank(1)))
     assert r.verdict == "error" and "read-before-write" in codes(r) and "deadlock" not in codes(r)

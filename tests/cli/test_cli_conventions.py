@@ -200,7 +200,7 @@ def test_help_snapshot_of_key_lines() -> None:
     assert synth["--strategy"] == "instance|least-steps|pareto"
     assert synth["--dir"] == "-d DIR" and synth["--xml"] == "FILE|DIR"
     assert option_rows(["lower"], 100)["--max-buffer-bytes"] == "BYTES [x>=0]"
-    assert option_rows(["verify"], 100)["--runtime"] == "executor|legacy|any"
+    assert option_rows(["verify"], 100)["--runtime"] == "RUNTIME"
     assert option_rows(["verify"], 100)["--max-bytes"] == "BYTES [x>=1]"
     assert "--max-bytes" not in option_rows(["lower"], 100)
 

@@ -45,7 +45,7 @@ def test_link_uses_count_sends_per_step_and_link() -> None:
     uses = link_uses(ring4())
     assert len(uses) == 12 and {u.step for u in uses} == {0, 1}
     assert all(len(u.chunks) == 1 and u.load == 1.0 for u in uses)
-    assert [(u.src, u.dst, u.chunks) for u in uses if u.step == 1][0] == (0, 1, (3,))
+    assert next((u.src, u.dst, u.chunks) for u in uses if u.step == 1) == (0, 1, (3,))
 
 
 def test_show_schedule_text_and_json(tmp_path: Path, capsys) -> None:
@@ -82,7 +82,7 @@ def test_timeline_uses_the_alpha_beta_model() -> None:
 
 
 def load_schedule_from_synth(topo: str) -> Schedule:
-    from smtcoll.synth import strategies
+    from smtcoll.synth.exact import strategies
 
     result = strategies.least_steps(library.topology(topo), library.collective("allgather", 8), None, 1)
     assert result.schedule is not None
@@ -166,7 +166,7 @@ def test_pareto_plot(tmp_path: Path, capsys) -> None:
     code, out, _ = run(capsys, "synth", "-t", "ring:4", "-c", "allgather", "--strategy", "pareto", "--plot", str(png))
     assert code == 0 and png.read_bytes().startswith(PNG) and f"written: {png}" in out
     from smtcoll.draw.pareto import draw_pareto
-    from smtcoll.synth import strategies
+    from smtcoll.synth.exact import strategies
 
     result = strategies.pareto(library.topology("ring:4"), library.collective("allgather", 4))
     ax = draw_pareto(result, "allgather on ring:4").axes[0]

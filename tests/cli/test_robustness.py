@@ -49,16 +49,17 @@ def _subclasses(cls: type) -> list[type]:
 
 
 def test_every_named_exception_has_a_code_of_the_table() -> None:
-    import smtcoll.lower  # noqa: F401  (defines RejectedSchedule, CannotLower)
-    import smtcoll.proofs.certificate  # noqa: F401
-    import smtcoll.synth.strategies  # noqa: F401
+    # imported for the exception classes they define (RejectedSchedule, CannotLower, NotProved, SynthBug)
+    import smtcoll.lower
+    import smtcoll.proofs.certificate
+    import smtcoll.synth.exact.strategies
 
     codes = set(errors.EXIT_CODES.values())
     assert codes == {1, 2, 3, 4, 70}
     for cls in _subclasses(errors.SmtcollError):
         assert cls.exit_code in codes, cls
     assert errors.InternalError.exit_code == errors.EXIT_INTERNAL not in CONTRACT
-    assert smtcoll.synth.strategies.SynthBug.exit_code == errors.EXIT_INTERNAL
+    assert smtcoll.synth.exact.strategies.SynthBug.exit_code == errors.EXIT_INTERNAL
     assert smtcoll.proofs.certificate.NotProved.exit_code == errors.EXIT_LIMIT
     assert errors.exit_code_of(ValueError()) == errors.EXIT_INTERNAL
 
@@ -93,7 +94,7 @@ def test_instance_with_more_than_64_round_distributions(capsys) -> None:
 def test_encoding_cap_guard_answers_sat_and_unsat() -> None:
     import math
 
-    from smtcoll.synth.encoding import MAX_SPLITS, Encoding
+    from smtcoll.synth.exact.encoding import MAX_SPLITS, Encoding
 
     assert math.comb(11, 3) > MAX_SPLITS and math.comb(13, 2) > MAX_SPLITS  # the one-call path, with a guard
     enc = Encoding(library.topology("ring:4"), library.collective("allgather", 4).with_chunks(2), 4, 12)
@@ -166,16 +167,19 @@ def test_instance_that_would_not_fit_the_memory_cap_is_refused(capsys) -> None:
 
 
 def test_least_steps_at_the_memory_cap_keeps_the_greedy_schedule(capsys, tmp_path) -> None:
-    # DGX-1 Alltoall: the greedy schedule is not proved optimal, the encodings do not fit in 100 MB
+    # DGX-1 Alltoall, the exact search: the greedy schedule is not proved optimal, the encodings do not fit
+    # in 100 MB (the engine reaches the bound there: --method exact asks the search)
     out_file = tmp_path / "s.json"
-    code, out, _ = cli(capsys, "synth", "-t", "dgx1", "-c", "alltoall", "--max-memory", "100", "-o", out_file)
+    code, out, _ = cli(capsys, "synth", "-t", "dgx1", "-c", "alltoall", "--max-memory", "100", "-o", out_file,
+                       "--method", "exact")
     assert code == 3 and "memory limit" in out and "--max-memory" in out
     assert json.loads(out_file.read_text())["steps"]
 
 
-def _unknown_after(monkeypatch, calls: int) -> None:
-    """Solver questions after the first `calls` answer `unknown`, as at a time limit."""
-    from smtcoll.synth import strategies
+def _unknown_after(monkeypatch, calls: int, reason: str = "") -> None:
+    """Solver questions after the first `calls` answer `unknown`, as at a time limit (or `reason`: "budget",
+    the work budget; "memory", the memory cap)."""
+    from smtcoll.synth.exact import strategies
     from smtcoll.synth.result import Outcome
 
     real = strategies.InstanceSolver.solve
@@ -184,8 +188,10 @@ def _unknown_after(monkeypatch, calls: int) -> None:
     def solve(self, *a, **k):
         count["n"] += 1
         if count["n"] > calls:
-            self.record(a[0], a[1], a[2], "timeout", 0.0, "direct")
-            return Outcome("unknown", None, 0.0)
+            q = a[0]  # the Instance asked
+            self.record(q.steps, q.rounds, q.chunks, "timeout", 0.0, "direct")
+            self.limit = reason or "time"
+            return Outcome("unknown", None, 0.0, reason=reason)
         return real(self, *a, **k)
 
     monkeypatch.setattr(strategies.InstanceSolver, "solve", solve)
@@ -195,9 +201,9 @@ def test_pareto_at_its_time_limit_keeps_the_frontier(capsys, monkeypatch, tmp_pa
     _unknown_after(monkeypatch, 2)
     out_file = tmp_path / "p.json"
     code, out, _ = cli(capsys, "synth", "-t", "ring:4", "-c", "allgather", "--strategy", "pareto", "-o", out_file,
-                       "--format", "json")
+                       "--format", "json", "--timeout", "600")
     data = json.loads(out)
-    assert code == 3 and data["status"] == "timeout" and data["points"]
+    assert code == 3 and data["status"] == "timeout" and data["points"] and data["stopped_by"] == "time"
     assert data["optimal"]["proved"] is False and "not proved complete" in data["message"]
     assert json.loads(out_file.read_text())["steps"]
 
@@ -205,19 +211,38 @@ def test_pareto_at_its_time_limit_keeps_the_frontier(capsys, monkeypatch, tmp_pa
 def test_least_steps_at_its_time_limit_writes_the_best_known(capsys, monkeypatch, tmp_path) -> None:
     _unknown_after(monkeypatch, 0)
     out_file = tmp_path / "s.json"
-    code, out, _ = cli(capsys, "synth", "-t", "dgx1", "-c", "alltoall", "-o", out_file)
-    assert code == 3 and "best known" in out and out_file.exists()
+    # star:6 Alltoall: the engine's 8 steps are above the bound (5), so `auto` runs the exact search
+    code, out, _ = cli(capsys, "synth", "-t", "star:6", "-c", "alltoall", "-o", out_file, "--timeout", "600")
+    assert code == 3 and "best known" in out and out_file.exists() and "stopped by: the time limit" in out
+
+
+@pytest.mark.parametrize("reason", ["budget", "memory"])
+def test_a_default_limit_answers_with_the_best_known_and_exit_0(capsys, monkeypatch, tmp_path, reason) -> None:
+    # the default budget (or memory cap) is not the user's limit: `auto` answers with the engine's schedule
+    _unknown_after(monkeypatch, 0, reason)
+    out_file = tmp_path / "s.json"
+    code, out, _ = cli(capsys, "synth", "-t", "star:6", "-c", "alltoall", "-o", out_file, "--format", "json")
+    data = json.loads(out)
+    assert code == 0 and data["status"] == "found" and out_file.exists() and data["stopped_by"] == reason
+    assert data["optimal"]["proved"] is False and "not proved optimal" in data["message"]
+    # the same limit set by the user is a limit reached: exit 3, still with the schedule
+    option = ["--budget", "10000000"] if reason == "budget" else ["--max-memory", "4096"]
+    code, out, _ = cli(capsys, "synth", "-t", "star:6", "-c", "alltoall", "-o", out_file, "--force", *option)
+    assert code == 3 and out_file.exists() and "stopped by: the " + ("work budget" if reason == "budget" else
+                                                                    "memory cap") in out
 
 
 # --- lowering after synthesis ---------------------------------------------------------------------
 
 def test_failed_lowering_after_synthesis_keeps_the_result(capsys, tmp_path) -> None:
+    # 32 instances of a two-node Alltoall need more thread blocks per rank than any runtime allows (long
+    # connections are spread over channels since the engine's schedules grew, so the step limit no longer fails)
     sched, xml = tmp_path / "a.json", tmp_path / "a.xml"
-    code, out, err = cli(capsys, "synth", "-t", "ndv2", "--nodes", "2", "-c", "alltoall", "-o", sched, "--xml", xml)
+    code, out, err = cli(capsys, "synth", "-t", "ndv2", "--nodes", "2", "-c", "alltoall", "-o", sched, "--xml", xml,
+                         "--instances", "32")
     assert code == errors.EXIT_NOT_WRITTEN and out.startswith("found:") and sched.exists() and not xml.exists()
-    assert "the executor runtime allows 64" in err and "--runtime legacy" in err and "executor/legacy" not in err
-    code, out, _ = cli(capsys, "synth", "-t", "ndv2", "--nodes", "2", "-c", "alltoall", "--xml", xml,
-                       "--runtime", "legacy")
+    assert "thread blocks" in err and "--instances" in err
+    code, out, _ = cli(capsys, "synth", "-t", "ndv2", "--nodes", "2", "-c", "alltoall", "--xml", xml)
     assert code == 0 and xml.exists()
 
 

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_robustness import CONTRACT, cli
 
 from smtcoll import library
-from test_robustness import CONTRACT, cli
 
 TIMEOUT = 1.0
 MARGIN = 3.0  # the deadline is checked between phases and loop iterations; a loaded CI machine is slow

@@ -27,7 +27,7 @@ def run(capsys, *args: str) -> tuple[int, str, str]:
 
 def test_verified_file_exits_0(tmp_path: Path, capsys) -> None:
     path = write(tmp_path, allgather2())
-    code, out, err = run(capsys, "verify", str(path))
+    code, out, _err = run(capsys, "verify", str(path))
     assert code == 0 and f"{path}: ok" in out and "1 verified" in out
 
 
@@ -59,8 +59,9 @@ def test_json_output_follows_the_contract(tmp_path: Path, capsys) -> None:
     assert code == 1
     data = json.loads(out)
     assert [d["file"] for d in data] == [str(a), str(b)]  # sorted
-    assert set(data[0]) == {"file", "verdict", "format", "collective", "ranks", "runtimes", "violations", "metrics",
-                            "time"}
+    assert set(data[0]) == {"schema", "file", "verdict", "format", "collective", "ranks", "runtimes", "violations",
+                            "metrics", "time"}
+    assert data[0]["schema"] == "smtcoll-verify/1"
     assert data[0]["verdict"] == "ok" and data[1]["verdict"] == "error"
     assert data[0]["runtimes"] == {"executor": True, "legacy": True}
     v = next(v for v in data[1]["violations"] if v["severity"] == "error")

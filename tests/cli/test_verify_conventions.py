@@ -187,7 +187,7 @@ def test_chunks_of_a_custom_collective(tmp_path: Path, capsys) -> None:
         assert code == 0 and "postcondition" not in out, out
     code, out, _ = run(capsys, "verify", "--collective", str(spec), "--chunks", "3", str(xml))
     assert code == 1
-    assert "the file has 2 chunk(s) per rank (i_chunks=2) and --chunks 3: give --chunks 2" in out
+    assert "the file has 2 chunks per rank (i_chunks=2) and --chunks 3: give --chunks 2" in out
     code, _, err = run(capsys, "verify", "--chunks", "2", str(xml))
     assert code == 2 and "--collective" in err
 

@@ -40,7 +40,7 @@ def allgather2(first_dep: bool = True, recv_first: bool = False) -> str:
     """A correct 2-rank out-of-place allgather (each rank copies its chunk, sends it, receives the other)."""
     def rank(r: int) -> str:
         peer = 1 - r
-        dep = dict(depid=0, deps=0) if first_dep else {}
+        dep = {"depid": 0, "deps": 0} if first_dep else {}
         if recv_first:
             ops = (step(0, "r", "o", peer, "o", peer), step(1, "s", "o", r, "o", r, **dep))
         else:

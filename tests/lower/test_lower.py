@@ -104,7 +104,7 @@ def test_composed_allreduce_from_sccl_json(tmp_path: Path) -> None:
 def test_two_instance_allgather_has_no_reductions(mode: str, tmp_path: Path) -> None:
     """SCCL's `--instances 2` Allgather XML reduces; lowered by smtcoll it only copies, on 2 channels."""
     schedule = load_schedule(SCCL / "Allgather.n8-DGX1-steps2.msccl.json")
-    lowered, text = lower_and_verify(schedule, tmp_path, mode=mode, instances=2)
+    lowered, _text = lower_and_verify(schedule, tmp_path, mode=mode, instances=2)
     types = Counter(s.type for g in lowered.program.gpus for t in g.tbs for s in t.steps)
     assert not {"rrc", "rrs", "rrcs", "re"} & set(types)
     assert lowered.program.nchannels == 2 and {t.chan for g in lowered.program.gpus for t in g.tbs} == {0, 1}
@@ -184,17 +184,19 @@ def random_schedules(draw) -> Schedule:
     return build(topo, coll_name, root, chunks, rng)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(schedule=random_schedules(), mode=st.sampled_from(MODES), instances=st.sampled_from([1, 2]),
        protocol=st.sampled_from(["Simple", "LL", "LL128"]))
 def test_random_schedules_lower_to_verified_xml(schedule: Schedule, mode: str, instances: int, protocol: str,
                                                 tmp_path: Path) -> None:
     assert check_schedule(schedule).verdict == "ok"
-    lowered, text = lower_and_verify(schedule, tmp_path, mode=mode, instances=instances, protocol=protocol)
+    _lowered, text = lower_and_verify(schedule, tmp_path, mode=mode, instances=instances, protocol=protocol)
     assert f'proto="{protocol}"' in text
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(schedule=accepted_schedules(), mode=st.sampled_from(MODES))
 def test_random_custom_collectives_lower_for_the_legacy_runtime(schedule: Schedule, mode: str, tmp_path: Path) -> None:
     """Arbitrary non-combining collectives (random pre/postconditions, switch groups) become `custom`
@@ -315,7 +317,8 @@ def test_custom_collective_cannot_go_to_the_executor(tmp_path: Path) -> None:
 def test_chains_are_fused(tmp_path: Path) -> None:
     """A reduce along a line forwards the partial sum with `rrs`; an allreduce there with `rrcs`/`rcs`."""
     topo = library.topology("line:3")
-    reduce = Schedule(topo, library.collective("reduce", 3, root=2), [Step(1, [Send(0, 0, 1)]), Step(1, [Send(0, 1, 2)])])
+    reduce = Schedule(topo, library.collective("reduce", 3, root=2),
+                      [Step(1, [Send(0, 0, 1)]), Step(1, [Send(0, 1, 2)])])
     lowered, _ = lower_and_verify(reduce, tmp_path)
     assert [s.type for t in lowered.program.gpus[1].tbs for s in t.steps] == ["rrs"]
     allreduce = Schedule(topo, library.collective("allreduce", 3), [Step(1, [Send(0, 0, 1)]), Step(1, [Send(0, 1, 2)]),

@@ -5,11 +5,10 @@ from functools import cache
 from pathlib import Path
 
 import pytest
+from test_lower import MODES, lower_and_verify
 
 from smtcoll import library
-from smtcoll.synth import strategies
-
-from test_lower import MODES, lower_and_verify
+from smtcoll.synth.exact import strategies
 
 CASES = [
     ("ring:4", "allgather", None, 1), ("dgx1", "allgather", None, 2), ("star:4", "alltoall", None, 1),

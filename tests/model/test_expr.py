@@ -37,5 +37,5 @@ def test_rejects(text, message):
 
 def test_division_by_zero_names_values():
     e = expr.parse("chunk % (rank - 1)", VARS)
-    with pytest.raises(ModelError, match="division by zero.*rank=1"):
+    with pytest.raises(ModelError, match=r"division by zero.*rank=1"):
         e.evaluate({"chunk": 1, "rank": 1})

@@ -30,7 +30,7 @@ def test_generated(name, ranks, degree, diameter):
 def test_switch_models():
     dgx2 = library.topology("dgx2")
     assert dgx2.ranks == 16 and len(dgx2.switches) == 32
-    out0 = [g for g in dgx2.switches if g.srcs == (0,)][0]
+    out0 = next(g for g in dgx2.switches if g.srcs == (0,))
     assert out0.bandwidth == 1 and len(out0.dsts) == 15
 
 

@@ -71,7 +71,7 @@ def test_alltoall_and_reducescatter_semantics():
     a2a = library.collective("alltoall", 4)
     assert (1, 1 * 4 + 2) in a2a.pre and (2, 1 * 4 + 2) in a2a.post
     rs = library.collective("reducescatter", 4)
-    assert rs.post_sets[2] == {2, 6, 10, 14} and set(rs.address[c] for c in rs.post_sets[2]) == {2}
+    assert rs.post_sets[2] == {2, 6, 10, 14} and {rs.address[c] for c in rs.post_sets[2]} == {2}
 
 
 def test_root_rules():

@@ -2,13 +2,12 @@
 
 
 import pytest
+from helpers.paths import ROOT
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from smtcoll import library, specs
 from smtcoll.errors import InputError
-
-from helpers.paths import ROOT
 
 SPECS = ROOT / "specs"
 

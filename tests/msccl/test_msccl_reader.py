@@ -130,6 +130,7 @@ def test_size_limit_is_checked_before_parsing(tmp_path) -> None:
 
 def test_huge_numbers_are_read_without_allocating() -> None:
     text = algo(gpu(0, 1, 2, 0, tb(0, -1, -1, 0, step(0, "cpy", "i", 0, "o", 0))), ngpus=1000000000)
-    assert read_program_bytes(text.encode(), limits=Limits(max_ranks=2**31, max_chunks=2**40)).program.ngpus == 1000000000
+    read = read_program_bytes(text.encode(), limits=Limits(max_ranks=2**31, max_chunks=2**40))
+    assert read.program.ngpus == 1000000000
     with pytest.raises(InputError, match="--max-ranks"):
         read_program_bytes(text.encode())

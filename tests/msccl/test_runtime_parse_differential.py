@@ -30,7 +30,8 @@ def _cases() -> list[tuple[Path, Path]]:
     out = []
     for j in sorted((ORACLE / "expected").rglob("*.json")):
         rel = j.relative_to(ORACLE / "expected")
-        name = str(rel)[: -len(".executor.json")] if str(rel).endswith(".executor.json") else str(rel)[: -len(".legacy.json")]
+        suffix = ".executor.json" if str(rel).endswith(".executor.json") else ".legacy.json"
+        name = str(rel)[: -len(suffix)]
         top, rest = name.split("/", 1)
         xml = ORACLE / rest if top == "probes" else SHARED / "corpus" / "msccl-xml" / rest
         if top == "probes":
@@ -87,7 +88,8 @@ def test_acceptance_and_program_equal_the_runtimes(xml: Path, oracle: Path) -> N
         theirs = entry["verdict"] == "accepted" and not entry.get("past_array_end")
         we = ours.get(rank, False)
         if entry.get("past_array_end"):
-            assert any(f.code == "array-overflow" and f.where.get("runtime") == runtime for f in findings), f"{runtime} rank {rank} writes past an array; smtcoll must say so"
+            assert any(f.code == "array-overflow" and f.where.get("runtime") == runtime for f in findings), \
+                f"{runtime} rank {rank} writes past an array; smtcoll must say so"
             continue
         messages = [f.message for f in findings if runtime in f.rejects]
         assert we == theirs, (runtime, rank, entry["verdict"], [l["msg"] for l in entry.get("logs", [])][-1:],

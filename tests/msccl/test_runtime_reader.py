@@ -117,7 +117,8 @@ def rank_with(tb1_steps: list[str], r: int, scratch: int = 20) -> str:
 
 def test_more_than_64_dependencies_overflow_the_executor_array(tmp_path: Path) -> None:
     # dependentBid/dependentStep have MSCCL_MAX_NUM_STEPS (64) entries in the executor, 256 in legacy
-    steps = [step(k, "nop", depid=0, deps=0, cnt=0) for k in range(64)] + [step(63, "cpy", "o", 0, "s", 0, depid=0, deps=0)]
+    steps = [*(step(k, "nop", depid=0, deps=0, cnt=0) for k in range(64)),
+             step(63, "cpy", "o", 0, "s", 0, depid=0, deps=0)]
     text = algo(rank_with(steps, 0), rank_with([step(0, "cpy", "o", 1, "s", 0)], 1), ngpus=2)
     r = check(tmp_path, text)
     assert r.verdict == "error" and "array-overflow" in codes(r)

@@ -16,15 +16,15 @@ from pathlib import Path
 import pytest
 from helpers.xmlgen import allgather2, write
 
+from smtcoll.check.files import check_file
 from smtcoll.check.program import check_program
 from smtcoll.cli import app
 from smtcoll.cli.app import run_guarded
-from smtcoll.check.files import check_file
 from smtcoll.errors import InputError
 from smtcoll.msccl.reader import read_program_bytes
 
 SECRET = "smtcoll-secret-7f3a"
-LOL = "".join(f'<!ENTITY lol{k} "{("&lol%d;" % (k - 1)) * 10}">' for k in range(1, 10))
+LOL = "".join(f'<!ENTITY lol{k} "{f"&lol{k - 1};" * 10}">' for k in range(1, 10))
 HOSTILE = {
     "external entity": '<!DOCTYPE algo [<!ENTITY xxe SYSTEM "file://{secret}">]><algo name="&xxe;"/>',
     "external entity in text": '<!DOCTYPE algo [<!ENTITY xxe SYSTEM "{secret}">]><algo>&xxe;</algo>',
@@ -135,8 +135,8 @@ def test_the_command_opens_only_the_file_it_checks(secret: Path, tmp_path: Path,
     report = check_file(str(path), "any", None, None, None)
     assert report.verdict == "unusable" and "DTD" in report.violations[0].message
     assert check_file(str(good), "any", None, None, None).verdict == "ok"
-    with pytest.raises(Touched):  # the guard itself works
-        open(secret)
+    with pytest.raises(Touched), open(secret):  # the guard itself works
+        pass
 
 
 def test_a_huge_attribute_list_or_value_is_bounded(tmp_path: Path, bounded) -> None:

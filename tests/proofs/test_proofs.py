@@ -13,8 +13,6 @@ from pathlib import Path
 
 import pytest
 import z3
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 from helpers.random_schedules import (
     accepted_combining_schedules,
     accepted_schedules,
@@ -27,6 +25,8 @@ from helpers.random_schedules import (
     topologies,
     valid_order,
 )
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from smtcoll import library, specs
 from smtcoll.check.schedule import check_schedule

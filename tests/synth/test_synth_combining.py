@@ -7,8 +7,8 @@ import pytest
 
 from smtcoll import library
 from smtcoll.check.schedule import check_schedule
-from smtcoll.synth import strategies
 from smtcoll.synth.combining import dual_collective
+from smtcoll.synth.exact import strategies
 
 
 def _least(topo: str, coll: str, **kw):

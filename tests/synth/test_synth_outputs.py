@@ -40,10 +40,9 @@ def test_synth_never_reports_an_xml_file_it_did_not_write(tmp_path, capsys, monk
     """When the lowered program fails the checker, `synth --xml` says so and exits 4 (found, but the XML could
     not be written), and no file exists."""
     import pytest
+    from helpers.lowering import break_lowering
 
     from smtcoll.cli import app, run_guarded
-
-    from helpers.lowering import break_lowering
 
     break_lowering(monkeypatch)
     xml = tmp_path / "ag.xml"
@@ -61,10 +60,9 @@ def test_synth_xml_directory_exits_4_when_a_point_cannot_be_written(tmp_path, ca
     import json
 
     import pytest
+    from helpers.lowering import break_lowering
 
     from smtcoll.cli import app, run_guarded
-
-    from helpers.lowering import break_lowering
 
     break_lowering(monkeypatch)
     folder = tmp_path / "points"

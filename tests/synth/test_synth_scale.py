@@ -49,7 +49,7 @@ def test_methods_reach_the_bound(topo: str, coll: str, method: str, steps: int) 
     ("dgx1", "allreduce", 1, 8),  # reducescatter + allgather
     ("a100", "alltoall", 2, 1),
     ("dgx1", "alltoall", 1, 2),
-    ("ring:16", "alltoall", 1, 1),  # a translate cannot split the half-way packets: 36 vs 32
+    ("ring:16", "alltoall", 1, 1),  # the LP-routed paths split the half-way packets: 32, the bound
     ("line:5", "gather", 1, 1),
 ])
 def test_methods_never_beat_the_bound(topo: str, coll: str, nodes: int, chunks: int) -> None:
@@ -106,12 +106,12 @@ def cli(*args: str) -> subprocess.CompletedProcess:
 
 
 def test_synth_reports_the_method_and_gap() -> None:
-    r = cli("synth", "-t", "ring:16", "-c", "alltoall", "--method", "scale", "--format", "json")
+    r = cli("synth", "-t", "a100", "--nodes", "2", "-c", "alltoall", "--method", "scale", "--format", "json")
     assert r.returncode == 0, r.stderr
     d = json.loads(r.stdout)
-    assert d["status"] == "found" and d["method"].startswith("scale: translate")
-    assert d["steps"] == 36 and d["gap"]["steps_bound"] == 32 and d["gap"]["gap_steps"] == 4
-    assert d["optimal"]["proved"] is False and d["lower_bound"]["rounds"] == 32
+    assert d["status"] == "found" and d["method"].startswith("scale: LP-routed")
+    assert d["steps"] == 12 and d["gap"]["steps_bound"] == 10 and d["gap"]["gap_steps"] == 2
+    assert d["optimal"]["proved"] is False and d["lower_bound"]["rounds"] == 10
 
 
 def test_synth_auto_at_the_bound_needs_no_search() -> None:

@@ -6,9 +6,9 @@ import pytest
 
 from smtcoll import library
 from smtcoll.check.schedule import check_schedule
-from smtcoll.synth import strategies
+from smtcoll.synth.exact import strategies
+from smtcoll.synth.exact.symmetry import free_group
 from smtcoll.synth.greedy import greedy_schedule
-from smtcoll.synth.symmetry import free_group
 
 
 def _least(topo: str, coll: str, chunks: int = 1):

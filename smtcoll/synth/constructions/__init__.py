@@ -20,7 +20,7 @@ import attrs
 from smtcoll.check.schedule import check_schedule
 from smtcoll.errors import InternalError, ModelError
 from smtcoll.model import Collective, Schedule, Topology
-from smtcoll.synth.constructions import hier, multiring, nccl
+from smtcoll.synth.constructions import hier, multiring, nccl, treepack
 from smtcoll.synth.constructions.common import NotApplicable
 
 Builder = Callable[[Topology, Collective], Schedule]
@@ -45,6 +45,7 @@ _FAMILIES: dict[str, tuple[Builder, str | None]] = {
     "multiring": (multiring.multiring, None),
     "hier": (hier.hier, None),
     "hier2d": (hier.hier2d, None),
+    "treepack": (treepack.treepack, None),
 }
 # `synth --method` names (short) -> family
 METHODS: dict[str, Builder] = {
@@ -54,6 +55,7 @@ METHODS: dict[str, Builder] = {
     "multiring": multiring.multiring,
     "hier": hier.hier,
     "hier2d": hier.hier2d,
+    "treepack": treepack.treepack,
 }
 
 

@@ -1,4 +1,5 @@
-"""Hierarchical collectives across nodes: inside each node along shortest-path trees, across the nodes
+"""Hierarchical collectives across nodes: inside each node along trees that balance the links' loads
+(`treepack.spanning_tree`, at most 2 hops deeper than the shortest path), across the nodes
 through their NICs, pipelined address by address (the list scheduler of `pipeline.py`), so that the NIC
 carries one address per step while the NVLink trees of the next addresses run beside it.
 
@@ -18,10 +19,12 @@ from __future__ import annotations
 from smtcoll.model import Collective, Schedule, Topology
 from smtcoll.msccl.runtime import MAX_STEPS
 from smtcoll.synth.constructions import rings as ringlib
-from smtcoll.synth.constructions.common import NotApplicable, kind
+from smtcoll.synth.constructions.common import NotApplicable, kind, send_key
 from smtcoll.synth.constructions.pipeline import Plan, busiest_link, schedule_transfers
-from smtcoll.synth.constructions.trees import Gateways, bfs_tree, node_ranks
+from smtcoll.synth.constructions.treepack import Loads, spanning_tree
+from smtcoll.synth.constructions.trees import Gateways, node_ranks
 
+EDGE = 2  # addresses at each end of an Allreduce pipeline that take shortest-path trees
 TARGET_ADDRESSES = 64  # addresses per buffer: enough to pipeline trees a few steps deep
 # transfers on one link at most: its thread block (one per peer and channel) holds MAX_STEPS["executor"]
 # operations (lower/fusion.py keeps a fused pair of connections within it too)
@@ -59,84 +62,69 @@ def hier(topo: Topology, base: Collective) -> Schedule:
 def _plan(what: str, topo: Topology, coll: Collective, members: list[list[int]], gates: Gateways,
           node: list[int]) -> Plan:
     plan = Plan()
+    loads = Loads(topo)
     n, c = len(members), coll.chunk_factor
     if what == "allreduce":
         for a in range(c):
-            _allreduce_address(plan, topo, members, gates, a, a % n, a // n)
+            # shortest trees at both ends of the pipeline (its ramp), balanced ones in between
+            edge = a < EDGE or a >= c - EDGE
+            _allreduce_address(plan, loads, topo, members, gates, a, a % n, a // n, 0 if edge else 2)
         return plan
     for a in coll.addresses:
         owner = a // c
         if what == "allgather":
-            _allgather_address(plan, topo, members, gates, node, a, owner, a)
+            _allgather_address(plan, loads, topo, members, gates, node, a, owner, a)
         else:
-            _reducescatter_address(plan, topo, members, gates, node, a, owner, a)
+            _reducescatter_address(plan, loads, topo, members, gates, node, a, owner, a)
     return plan
 
 
-def _allreduce_address(plan: Plan, topo: Topology, members: list[list[int]], gates: Gateways, a: int,
-                       root_node: int, k: int) -> None:
+def _allreduce_address(plan: Plan, loads: Loads, topo: Topology, members: list[list[int]], gates: Gateways, a: int,
+                       root_node: int, k: int, slack: int = 2) -> None:
     n = len(members)
     foreign: dict[int, list[int]] = {}
     for j in range(n):
         if j == root_node:
             continue
         s, g = gates.pick(j, root_node, k)
-        into_s = plan.reduce(a, bfs_tree(topo, members[j], s, a, inward=True), s)
+        into_s = plan.reduce(a, spanning_tree(topo, s, loads, True, members[j], slack=slack), s)
         foreign.setdefault(g, []).append(plan.add(a, s, g, into_s))
     r = min(foreign) if foreign else members[root_node][0]
-    into_r = plan.reduce(a, bfs_tree(topo, members[root_node], r, a, inward=True), r, foreign)
+    into_r = plan.reduce(a, spanning_tree(topo, r, loads, True, members[root_node], slack=slack), r, foreign)
     done = [*into_r, *foreign.get(r, [])]
-    arrival = plan.broadcast(a, bfs_tree(topo, members[root_node], r, a, inward=False), r, done)
+    arrival = plan.broadcast(a, spanning_tree(topo, r, loads, False, members[root_node], slack=slack), r, done)
     for j in range(n):
         if j == root_node:
             continue
         s, g = gates.pick(root_node, j, k)
         deps = [arrival[s]] if s in arrival else done
         into_g = plan.add(a, s, g, deps)
-        plan.broadcast(a, bfs_tree(topo, members[j], g, a, inward=False), g, [into_g])
+        plan.broadcast(a, spanning_tree(topo, g, loads, False, members[j], slack=slack), g, [into_g])
 
 
-def _allgather_address(plan: Plan, topo: Topology, members: list[list[int]], gates: Gateways, node: list[int],
-                       a: int, owner: int, k: int) -> None:
+def _allgather_address(plan: Plan, loads: Loads, topo: Topology, members: list[list[int]], gates: Gateways,
+                       node: list[int], a: int, owner: int, k: int, slack: int = 2) -> None:
     i = node[owner]
-    arrival = plan.broadcast(a, bfs_tree(topo, members[i], owner, a, inward=False), owner)
+    arrival = plan.broadcast(a, spanning_tree(topo, owner, loads, False, members[i], slack=slack), owner)
     for j in range(len(members)):
         if j == i:
             continue
         s, g = gates.pick(i, j, k)
         into_g = plan.add(a, s, g, [arrival[s]] if s in arrival else [])
-        plan.broadcast(a, bfs_tree(topo, members[j], g, a, inward=False), g, [into_g])
+        plan.broadcast(a, spanning_tree(topo, g, loads, False, members[j], slack=slack), g, [into_g])
 
 
-def _reducescatter_address(plan: Plan, topo: Topology, members: list[list[int]], gates: Gateways,
-                           node: list[int], a: int, owner: int, k: int) -> None:
+def _reducescatter_address(plan: Plan, loads: Loads, topo: Topology, members: list[list[int]], gates: Gateways,
+                           node: list[int], a: int, owner: int, k: int, slack: int = 2) -> None:
     i = node[owner]
     foreign: dict[int, list[int]] = {}
     for j in range(len(members)):
         if j == i:
             continue
         s, g = gates.pick(j, i, k)
-        into_s = plan.reduce(a, bfs_tree(topo, members[j], s, a, inward=True), s)
+        into_s = plan.reduce(a, spanning_tree(topo, s, loads, True, members[j], slack=slack), s)
         foreign.setdefault(g, []).append(plan.add(a, s, g, into_s))
-    plan.reduce(a, bfs_tree(topo, members[i], owner, a, inward=True), owner, foreign)
-
-
-def node_topology(topo: Topology, ranks: list[int]) -> Topology:
-    """The links and switch groups inside one node, renumbered 0..P-1 (for the ring search)."""
-    import attrs
-
-    from smtcoll.model import SwitchGroup
-
-    index = {r: i for i, r in enumerate(ranks)}
-    links = [attrs.evolve(l, src=index[l.src], dst=index[l.dst]) for l in topo.links
-             if l.src in index and l.dst in index]
-    groups = []
-    for g in topo.switches:
-        srcs = [index[r] for r in g.srcs if r in index]
-        dsts = [index[r] for r in g.dsts if r in index]
-        if srcs and dsts and set(g.srcs) <= set(index) and set(g.dsts) <= set(index):
-            groups.append(SwitchGroup(srcs, dsts, g.bandwidth, g.name))
-    return Topology(f"{topo.name}-node", len(ranks), links, groups)
+    plan.reduce(a, spanning_tree(topo, owner, loads, True, members[i], slack=slack), owner, foreign)
 
 
 def hier2d(topo: Topology, base: Collective) -> Schedule:
@@ -166,7 +154,7 @@ def hier2d(topo: Topology, base: Collective) -> Schedule:
                                     f"{(i + 1) % n}")
     sub = 1 if n == 2 or what == "allgather" else n  # pieces per segment for the ring across nodes
     intra_steps = 2 * (p - 1) * sub if what == "allreduce" else (p - 1) * n
-    local = ringlib.find_rings(node_topology(topo, members[0]), per_link=max(1, 64 // intra_steps))
+    local = ringlib.find_rings(ringlib.node_topology(topo, members[0]), per_link=max(1, 64 // intra_steps))
     if not local:
         raise NotApplicable(f"no ring inside a node of {topo.name}")
     k = len(local)
@@ -184,7 +172,7 @@ def hier2d(topo: Topology, base: Collective) -> Schedule:
                         s = (pos - 1 - t) % p if reduce else (pos - t) % p
                         for q in range(sub):
                             sends.append(Send(coll_addr(i, s, q, x), ring[pos], ring[(pos + 1) % p]))
-            steps.append(Step(sub, sorted(sends)))
+            steps.append(Step(sub, sorted(sends, key=send_key)))
 
     if what == "allreduce":
         coll = base.with_chunks(k * p * sub)
@@ -197,13 +185,13 @@ def hier2d(topo: Topology, base: Collective) -> Schedule:
         owners = [(i, s, local[i][s]) for i in range(k) for s in range(p)]
         if n == 2:
             sends = [Send(addr(i, s, 0), x * p + b, (1 - x) * p + b) for i, s, b in owners for x in range(2)]
-            steps.append(Step(_most_per_link(sends, topo), sorted(sends)))
+            steps.append(Step(_most_per_link(sends, topo), sorted(sends, key=send_key)))
         else:
             for reduce in (True, False):
                 for t in range(n - 1):
                     sends = [Send(addr(i, s, (x - 1 - t) % n if reduce else (x - t) % n), x * p + b,
                                   (x + 1) % n * p + b) for i, s, b in owners for x in range(n)]
-                    steps.append(Step(_most_per_link(sends, topo), sorted(sends)))
+                    steps.append(Step(_most_per_link(sends, topo), sorted(sends, key=send_key)))
         intra(addr, False)
     else:
         coll = base.with_chunks(k)
@@ -211,7 +199,7 @@ def hier2d(topo: Topology, base: Collective) -> Schedule:
         for t in range(n - 1):
             sends = [Send(((x - t) % n * p + b) * k + i, x * p + b, (x + 1) % n * p + b)
                      for b in range(p) for x in range(n) for i in range(k)]
-            steps.append(Step(_most_per_link(sends, topo), sorted(sends)))
+            steps.append(Step(_most_per_link(sends, topo), sorted(sends, key=send_key)))
         # inside: ring i carries piece i of every node's copy of the owner's chunk
         for t in range(p - 1):
             sends = []
@@ -220,7 +208,7 @@ def hier2d(topo: Topology, base: Collective) -> Schedule:
                     for pos in range(p):
                         b = ring[(pos - t) % p] - x * p
                         sends += [Send((y * p + b) * k + i, ring[pos], ring[(pos + 1) % p]) for y in range(n)]
-            steps.append(Step(n, sorted(sends)))
+            steps.append(Step(n, sorted(sends, key=send_key)))
     return Schedule(topo, coll, steps, name="hier2d")
 
 

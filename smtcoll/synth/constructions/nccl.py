@@ -9,10 +9,12 @@ builds them (src/graph/search.cc for the rings, src/device/*.h for the per-step 
 
 from __future__ import annotations
 
-from smtcoll.msccl.runtime import MAX_STEPS
+import itertools
+
 from smtcoll.model import Collective, Schedule, Send, Step, Topology
+from smtcoll.msccl.runtime import MAX_STEPS
 from smtcoll.synth.constructions import rings as ringlib
-from smtcoll.synth.constructions.common import NotApplicable, kind
+from smtcoll.synth.constructions.common import NotApplicable, kind, send_key
 from smtcoll.synth.constructions.pipeline import Plan, busiest_link, schedule_transfers
 
 CHAIN_PIECES = 8  # Broadcast/Reduce pieces per ring: NCCL pipelines a chain over slices of the buffer
@@ -83,7 +85,7 @@ def direct(topo: Topology, base: Collective) -> Schedule:
             hops.setdefault(h, []).append(Send(s * n + d, u, v))
             u, h = v, h + 1
     coll = base.with_chunks(1)
-    steps = [Step(_rounds(topo, sends), sorted(sends)) for _, sends in sorted(hops.items())]
+    steps = [Step(_rounds(topo, sends), sorted(sends, key=send_key)) for _, sends in sorted(hops.items())]
     return Schedule(topo, coll, steps, name="nccl_direct")
 
 
@@ -195,7 +197,7 @@ def _tree_address(plan: Plan, topo: Topology, a: int, chain: list[int], parents:
         block = blocks[j]
         arrived = [up[ch] for ch in sorted(children.get(j, []))]
         last = None
-        for u, v in zip(block, block[1:]):
+        for u, v in itertools.pairwise(block):
             last = plan.add(a, u, v, arrived if last is None else [last])
         deps = arrived if last is None else [last]
         parent = parents[j]
@@ -209,7 +211,7 @@ def _tree_address(plan: Plan, topo: Topology, a: int, chain: list[int], parents:
     reduce(root)
     # the sum is at the root node's last rank: back along its chain
     top = blocks[root]
-    if all(topo.has_link(v, u) for u, v in zip(top, top[1:])):
+    if all(topo.has_link(v, u) for u, v in itertools.pairwise(top)):
         arrival: dict[int, int] = {}
         prev = reduce_done
         for u, v in zip(reversed(top), list(reversed(top))[1:]):
@@ -223,7 +225,7 @@ def _tree_address(plan: Plan, topo: Topology, a: int, chain: list[int], parents:
             block = blocks[ch]
             t = plan.add(a, blocks[j][-1], block[0], got)
             prev = [t]
-            for u, v in zip(block, block[1:]):
+            for u, v in itertools.pairwise(block):
                 prev = [plan.add(a, u, v, prev)]
             down(ch, prev)
 

@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 import attrs
 
 from smtcoll.model import Send, Step, Topology
+from smtcoll.synth.constructions.common import send_key
 
 Tree = Mapping[int, int]  # child -> parent (in-tree) or rank -> parent it receives from (out-tree)
 
@@ -75,14 +76,28 @@ class Plan:
 
 
 def schedule_transfers(topo: Topology, plan: Plan) -> list[Step]:
-    """Each transfer, in order, into the earliest step after its dependencies with a free lane on its
-    link and a free unit in each switch group it crosses; steps of one round."""
+    """The shorter of two list schedules: transfers in the plan's order (address by address), and level
+    by level (every address's first hop, then every second hop, ...: the ramp-up fills the links sooner);
+    the plan's order on a tie."""
+    level: list[int] = []
+    for t in plan.transfers:
+        level.append(1 + max((level[d] for d in t.after), default=0))
+    by_level = sorted(range(len(plan.transfers)), key=lambda i: (level[i], i))
+    first = _list_schedule(topo, plan, list(range(len(plan.transfers))))
+    second = _list_schedule(topo, plan, by_level)
+    return second if len(second) < len(first) else first
+
+
+def _list_schedule(topo: Topology, plan: Plan, order: list[int]) -> list[Step]:
+    """Each transfer, in `order` (dependencies first), into the earliest step after its dependencies with
+    a free lane on its link and a free unit in each switch group it crosses; steps of one round."""
     groups_of: dict[tuple[int, int], list[int]] = {}
     link_load: list[dict[tuple[int, int], int]] = []
     group_load: list[dict[int, int]] = []
-    step_of: list[int] = []
+    step_of: dict[int, int] = {}
     first_free: dict[tuple[int, int], int] = {}  # per link: every step before it is full
-    for t in plan.transfers:
+    for i in order:
+        t = plan.transfers[i]
         key = (t.src, t.dst)
         bw = topo.bandwidth(*key)
         if bw == 0:
@@ -101,15 +116,16 @@ def schedule_transfers(topo: Topology, plan: Plan) -> list[Step]:
         link_load[s][key] = link_load[s].get(key, 0) + 1
         for g in groups_of[key]:
             group_load[s][g] = group_load[s].get(g, 0) + 1
-        step_of.append(s)
+        step_of[i] = s
         f = first_free.get(key, 0)
         while f < len(link_load) and link_load[f].get(key, 0) >= bw:
             f += 1
         first_free[key] = f
     per_step: list[list[Send]] = [[] for _ in link_load]
-    for t, s in zip(plan.transfers, step_of):
+    for i, s in step_of.items():
+        t = plan.transfers[i]
         per_step[s].append(Send(t.chunk, t.src, t.dst))
-    return [Step(1, sorted(sends)) for sends in per_step if sends]
+    return [Step(1, sorted(sends, key=send_key)) for sends in per_step if sends]
 
 
 def busiest_link(plan: Plan) -> int:

@@ -20,7 +20,10 @@ import functools
 import re
 from collections.abc import Iterator, Sequence
 
-from smtcoll.model import Collective, Send, Step, Topology
+import attrs
+
+from smtcoll.model import Collective, Send, Step, SwitchGroup, Topology
+from smtcoll.synth.constructions.common import send_key
 
 Ring = tuple[int, ...]
 SEARCH_BUDGET = 400_000  # search nodes (rank extensions, packing choices); the built-ins need far fewer
@@ -148,12 +151,52 @@ def _pack(res: _Residual, cycles: list[Ring], most: int, budget: list[int]) -> l
     return best
 
 
+def node_topology(topo: Topology, ranks: list[int]) -> Topology:
+    """The links and switch groups inside one node, renumbered 0..P-1 (for the ring search)."""
+    index = {r: i for i, r in enumerate(ranks)}
+    links = [attrs.evolve(l, src=index[l.src], dst=index[l.dst]) for l in topo.links
+             if l.src in index and l.dst in index]
+    groups = []
+    for g in topo.switches:
+        srcs = [index[r] for r in g.srcs if r in index]
+        dsts = [index[r] for r in g.dsts if r in index]
+        if srcs and dsts and set(g.srcs) <= set(index) and set(g.dsts) <= set(index):
+            groups.append(SwitchGroup(srcs, dsts, g.bandwidth, g.name))
+    return Topology(f"{topo.name}-node", len(ranks), links, groups)
+
+
+def _joined_node_rings(topo: Topology, node: list[int], per_link: int | None) -> list[Ring]:
+    """Rings through the nodes made of the rings inside one node, as NCCL builds its inter-node rings
+    (paths inside each node between the NICs, src/graph/search.cc): ring i of a node is cut after some
+    local rank x, every node runs the same path from x's successor e to x, and node j's x reaches node
+    j + 1's e through a NIC. Cuts are chosen so that the rings stay lane- and NIC-disjoint."""
+    n = max(node) + 1
+    p = topo.ranks // n
+    if topo.ranks % n or any(node[r] != r // p for r in range(topo.ranks)):
+        return []
+    local = find_rings(node_topology(topo, list(range(p))), None, per_link)
+    res = _Residual(topo, per_link)
+    out: list[Ring] = []
+    for ring in local:
+        for cut in range(p):
+            path = ring[cut + 1:] + ring[:cut + 1]  # e ... x
+            full = tuple(j * p + r for j in range(n) for r in path)
+            pairs = edges(full)
+            if all(res.free(u, v) for u, v in pairs):
+                for u, v in pairs:
+                    res.take(u, v, 1)
+                out.append(full)
+                break
+    return out
+
+
 @functools.lru_cache(maxsize=64)
 def find_rings(topo: Topology, limit: int | None = None, per_link: int | None = None) -> tuple[Ring, ...]:
     """As many lane-disjoint directed Hamiltonian rings as the search finds (at most `limit`, at most
-    `per_link` through one link); () when there is none (a disconnected topology, a line). Greedy first (each ring the first one left in
-    lexicographic order); when that stops short of the capacity bound and the topology has at most
-    MAX_CYCLES Hamiltonian cycles, an exact packing of all of them within the search budget."""
+    `per_link` through one link); () when there is none (a disconnected topology, a line). Greedy first
+    (each ring the first one left in lexicographic order); when that stops short of the capacity bound and
+    the topology has at most MAX_CYCLES Hamiltonian cycles, an exact packing of all of them within the
+    search budget."""
     if topo.ranks < 2:
         return ()
     res = _Residual(topo, per_link)
@@ -163,6 +206,9 @@ def find_rings(topo: Topology, limit: int | None = None, per_link: int | None = 
         most = min(most, limit)
     if most < 1:
         return ()
+    joined = _joined_node_rings(topo, node, per_link) if max(node) else []
+    if joined:  # NCCL's own construction across nodes; the search below is for single nodes mostly
+        return tuple(joined[:most])
     budget = [SEARCH_BUDGET]
     greedy: list[Ring] = []
     for start in _starts(topo, node):
@@ -178,7 +224,9 @@ def find_rings(topo: Topology, limit: int | None = None, per_link: int | None = 
     for ring in greedy:
         for u, v in edges(ring):
             res.take(u, v, -1)
-    if len(greedy) >= most or max(node):
+    if max(node):
+        return tuple(joined if len(joined) > len(greedy) else greedy)
+    if len(greedy) >= most:
         return tuple(greedy)
     every: list[Ring] = []
     for ring in _cycles(res, node, 0, budget):
@@ -206,7 +254,7 @@ def allgather_steps(rings: Sequence[Ring], coll: Collective) -> list[Step]:
     for t in range(n - 1):
         sends = [Send(ring[(p - t) % n] * k + i, ring[p], ring[(p + 1) % n])
                  for i, ring in enumerate(rings) for p in range(n)]
-        steps.append(Step(1, sorted(sends)))
+        steps.append(Step(1, sorted(sends, key=send_key)))
     return steps
 
 
@@ -218,7 +266,7 @@ def reducescatter_steps(rings: Sequence[Ring], coll: Collective) -> list[Step]:
     for t in range(n - 1):
         sends = [Send(ring[(p - 1 - t) % n] * k + i, ring[p], ring[(p + 1) % n])
                  for i, ring in enumerate(rings) for p in range(n)]
-        steps.append(Step(1, sorted(sends)))
+        steps.append(Step(1, sorted(sends, key=send_key)))
     return steps
 
 
@@ -232,7 +280,7 @@ def allreduce_steps(rings: Sequence[Ring], coll: Collective) -> list[Step]:
         for t in range(n - 1):
             sends = [Send(i * n + (p - phase - t) % n, ring[p], ring[(p + 1) % n])
                      for i, ring in enumerate(rings) for p in range(n)]
-            steps.append(Step(1, sorted(sends)))
+            steps.append(Step(1, sorted(sends, key=send_key)))
     return steps
 
 
@@ -252,4 +300,4 @@ def chain_steps(rings: Sequence[Ring], coll: Collective, root: int, pieces: int,
         for j in range(pieces):
             for h in range(n - 1):
                 per_step[j + h].append(Send(i * pieces + j, chain[h], chain[h + 1]))
-    return [Step(1, sorted(sends)) for sends in per_step]
+    return [Step(1, sorted(sends, key=send_key)) for sends in per_step]

@@ -11,8 +11,11 @@ is data flow only, scheduled as soon as possible (`_asap`):
   the pair sums travel to the outer ends of the pairs as copies (every rank on the way holds a part of
   them), where B1|B2 and B3|B0 exchange: those four ranks hold the total, which spreads as copies.
   That is the hypercube(2) pattern of recursive doubling on four super-nodes: about 3n/4 steps on a
-  ring of n, 1.5x its distance bound n/2. On a torus every rank runs the cycle of its first dimension,
-  then, from its own row total on, the cycle of the next: the phases overlap across ranks.
+  ring of n, 1.5x its distance bound n/2. Or **two arcs** that reduce to their centres from both sides,
+  send the sums to their ends as copies, exchange across both boundaries and spread (the exact
+  search's shape on ring:6); each dimension takes the plan with fewer steps. On a torus every rank runs
+  the cycle of its first dimension, then, from its own row total on, the cycle of the next: the phases
+  overlap across ranks.
 
 Every value a send carries is the sender's value when the step begins (the checker's semantics): a
 send is scheduled after every send into its sender that the plan created before it, so the plan's
@@ -29,30 +32,29 @@ from smtcoll.model import Collective, Schedule, Send, Step, Topology
 from smtcoll.synth.scale import translate
 
 
-@attrs.frozen
+@attrs.define
 class _Plan:
-    """Sends (src, dst) in data-flow order: each waits for every earlier send into its src."""
+    """Sends (src, dst) in data-flow order, being built: each waits for every earlier send into its src."""
 
     ranks: int
     sends: list[tuple[int, int]] = attrs.field(factory=list)
     into: list[list[int]] = attrs.field(factory=list)  # rank -> indices of sends into it, in plan order
     deps: list[tuple[int, ...]] = attrs.field(factory=list)
     after: list[tuple[int, ...]] = attrs.field(factory=list)  # earlier sends into dst: arrive first
-    phase: list[int] = attrs.field(factory=lambda: [0])  # index of the first send of the current phase
-
+    phase: int = 0  # index of the first send of the current phase
 
     def __attrs_post_init__(self) -> None:
         self.into.extend([] for _ in range(self.ranks))
 
     def start_phase(self) -> None:
-        self.phase[0] = len(self.sends)
+        self.phase = len(self.sends)
 
     def send(self, src: int, dst: int, together: bool = False) -> None:
         """Strictly after the earlier sends into dst (a copy must not overtake what it contains);
         `together`: only after those of earlier phases (the values of this phase's together-sends
         into dst are disjoint: reductions from both sides)."""
         self.deps.append(tuple(self.into[src]))
-        first = self.phase[0]
+        first = self.phase
         self.after.append(tuple(i for i in self.into[dst] if i < first) if together else tuple(self.into[dst]))
         self.into[dst].append(len(self.sends))
         self.sends.append((src, dst))
@@ -67,7 +69,7 @@ class _Plan:
             self.sends.append((a, b))
 
     def chain(self, ranks: list[int], together: bool = False) -> None:
-        for a, b in zip(ranks, ranks[1:], strict=False):
+        for a, b in itertools.pairwise(ranks):
             self.send(a, b, together)
 
 

@@ -22,7 +22,7 @@ import attrs
 
 from smtcoll.bounds import SearchBounds, search_bounds
 from smtcoll.check.schedule import check_schedule
-from smtcoll.errors import SmtcollError
+from smtcoll.errors import InternalError, SmtcollError
 from smtcoll.model import Collective, Schedule, Send, Step, Topology
 from smtcoll.synth.combining import dual_collective, reverse_schedule
 from smtcoll.synth.scale import allreduce, greedy, routing, translate
@@ -59,7 +59,7 @@ def synthesize(topo: Topology, coll: Collective) -> Scaled:
     report = check_schedule(sched)
     if report.verdict != "ok":
         first = report.errors[0]
-        raise SmtcollError(f"internal error: the {method} schedule is rejected by the checker ({first.code}: "
+        raise InternalError(f"internal error: the {method} schedule is rejected by the checker ({first.code}: "
                            f"{first.message}); please report this")
     return Scaled(sched, method, b)
 

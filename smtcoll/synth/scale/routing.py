@@ -1,12 +1,10 @@
 """Alltoall routed with a global view: a flow LP spreads the traffic over the bottleneck links and switch
 groups, its flows are rounded into one path per chunk, and the paths into steps.
 
-1. **LP** (HiGHS through `scipy.optimize.linprog`): one commodity per source rank (every chunk a source
-   sends, aggregated: P x links variables, not P^2 x links), flow conservation at every other rank with
-   its demand, and `sum of flows on a link <= bandwidth * T`, `sum over a switch group's links <= its
-   bandwidth * T` (the capacity model of `smtcoll.bounds.flow_network`: a switch group is one shared
-   capacity, a NIC shared by a node included); minimise T, then (a tiny weight) the total flow, so that
-   no flow circulates. T is the LP lower bound on the rounds for these chunks (`bounds.lp_bound`).
+1. **LP**: the bounds' concurrent flow LP (`smtcoll.bounds.lp.concurrent_flow`, HiGHS): one commodity
+   per source rank (P x links variables, not P^2 x links), flow conservation with the demands, and
+   `flow on a link <= bandwidth * T`, `through a switch group <= its bandwidth * T` (a switch group,
+   a NIC shared by a node included, is one shared capacity); minimise T, the LP bound on the rounds.
 2. **Paths**: each source's flow is decomposed into paths to its destinations (a standard flow
    decomposition), and each chunk takes, among the paths of its pair with LP flow left, the one whose
    busiest link or group is least loaded so far, then the most LP flow (a half-way chunk on a ring
@@ -19,14 +17,16 @@ Nothing here is trusted: the engine checks the schedule, and keeps it only when 
 
 from __future__ import annotations
 
+import itertools
 from collections import defaultdict
+from fractions import Fraction
 
 import attrs
 
 from smtcoll.model import Collective, Schedule, Send, Step, Topology
 from smtcoll.synth.scale.translate import alltoall_shape
 
-LP_MAX_VARIABLES = 200_000  # P x links: 1024 ranks on a torus would be 4 million
+LP_MAX_VARIABLES = 40_000  # P x links: HiGHS takes about 5 s CPU at 20,000 (a100 x 4), 15-20 s at 67,584 (dgx2 x 4)
 
 
 def routed_alltoall(topo: Topology, coll: Collective, max_steps: int) -> Schedule | None:
@@ -42,62 +42,27 @@ def routed_alltoall(topo: Topology, coll: Collective, max_steps: int) -> Schedul
     if flows is None:
         return None
     paths = _choose_paths(topo, links, pairs, flows)
-    return _store_and_forward(topo, coll, paths, max_steps)
+    # two priorities for the store and forward (each a few milliseconds): the fewer steps, the first on ties
+    found = [x for x in (_store_and_forward(topo, coll, paths, max_steps, critical) for critical in (False, True))
+             if x is not None]
+    return min(found, key=lambda x: len(x.steps)) if found else None
 
 
 def _lp_flows(topo: Topology, links: list[tuple[int, int]], pairs: dict[tuple[int, int], list[int]]
               ) -> dict[int, dict[tuple[int, int], float]] | None:
-    """source -> link -> flow of the LP optimum (only positive flows)."""
-    import numpy as np
-    from scipy.optimize import linprog
-    from scipy.sparse import coo_matrix
+    """source -> link -> flow of the concurrent flow LP's optimum (positive flows only), solved by the
+    bounds' LP layer (`smtcoll.bounds.lp.concurrent_flow`: the same LP `bounds` proves its rounds with)."""
+    from smtcoll.bounds.lp import Commodity, concurrent_flow
 
-    p, nl = topo.ranks, len(links)
     sources = sorted({s for s, _ in pairs})
-    demand: dict[tuple[int, int], int] = {k: len(v) for k, v in pairs.items()}
-    n = len(sources) * nl + 1
-    t_var = n - 1
-    rows, cols, vals, b_eq = [], [], [], []
-    row = 0
-    for si, s in enumerate(sources):
-        for v in range(p):
-            if v == s:
-                continue
-            for e, (a, b) in enumerate(links):
-                if v in (a, b):
-                    rows.append(row)
-                    cols.append(si * nl + e)
-                    vals.append(1.0 if b == v else -1.0)
-            b_eq.append(float(demand.get((s, v), 0)))
-            row += 1
-    a_eq = coo_matrix((vals, (rows, cols)), shape=(row, n)).tocsr()
-    rows, cols, vals, b_ub = [], [], [], []
-    row = 0
-    caps: list[tuple[list[int], int]] = [([e], topo.bandwidth(*links[e])) for e in range(nl)]
-    for g in topo.switches:
-        members = [e for e, (a, b) in enumerate(links) if a in g.srcs and b in g.dsts]
-        if members:
-            caps.append((members, g.bandwidth))
-    for members, bw in caps:
-        for si in range(len(sources)):
-            rows += [row] * len(members)
-            cols += [si * nl + e for e in members]
-            vals += [1.0] * len(members)
-        rows.append(row)
-        cols.append(t_var)
-        vals.append(-float(bw))
-        b_ub.append(0.0)
-        row += 1
-    a_ub = coo_matrix((vals, (rows, cols)), shape=(row, n)).tocsr()
-    cost = np.full(n, 1e-6)  # no circulating flow
-    cost[t_var] = 1.0
-    res = linprog(cost, A_ub=a_ub, b_ub=b_ub, A_eq=a_eq, b_eq=b_eq, bounds=(0, None), method="highs")
-    if res.status != 0:
+    commodities = [Commodity(frozenset({s}), {d: Fraction(len(c)) for (x, d), c in sorted(pairs.items()) if x == s})
+                   for s in sources]
+    sol = concurrent_flow(topo, commodities, [Fraction(l.bandwidth) for l in topo.links],
+                          [Fraction(g.bandwidth) for g in topo.switches])
+    if sol is None:
         return None
-    out: dict[int, dict[tuple[int, int], float]] = {}
-    for si, s in enumerate(sources):
-        out[s] = {links[e]: float(res.x[si * nl + e]) for e in range(nl) if res.x[si * nl + e] > 1e-7}
-    return out
+    return {s: {(topo.links[e].src, topo.links[e].dst): f for e, f in enumerate(sol.flows[i]) if f > 1e-7}
+            for i, s in enumerate(sources)}
 
 
 def _decompose(s: int, flow: dict[tuple[int, int], float], demand: dict[int, int]
@@ -110,10 +75,10 @@ def _decompose(s: int, flow: dict[tuple[int, int], float], demand: dict[int, int
     for a, b in sorted(flow):
         out_edges[a].append(b)
     paths: dict[int, list[tuple[tuple[int, ...], float]]] = defaultdict(list)
-    for _ in range(10 * len(flow) + 10 * len(demand) + 10):
+    for _ in range(len(demand) * (len(flow) + 2) + 10):
         if all(x <= 1e-6 for x in left.values()):
             break
-        # depth-first along positive edges to a rank with demand left (the flow is acyclic by the cost)
+        # depth-first along positive edges to a rank with demand left, never revisiting a rank
         path = [s]
         seen = {s}
         while True:
@@ -121,7 +86,12 @@ def _decompose(s: int, flow: dict[tuple[int, int], float], demand: dict[int, int
             if v != s and left.get(v, 0) > 1e-6:
                 break
             nxt = [w for w in out_edges[v] if flow.get((v, w), 0) > 1e-6 and w not in seen]
-            if not nxt:
+            if not nxt:  # a dead end (rounding, or a cycle): drop its last edge and start again
+                if len(path) > 1:
+                    flow[(path[-2], path[-1])] = 0.0
+                    path = [s]
+                    seen = {s}
+                    continue
                 path = []
                 break
             w = max(nxt, key=lambda x: (flow[(v, x)], -x))
@@ -130,8 +100,8 @@ def _decompose(s: int, flow: dict[tuple[int, int], float], demand: dict[int, int
         if not path:
             break
         d = path[-1]
-        amount = min([left[d]] + [flow[(a, b)] for a, b in zip(path, path[1:], strict=False)])
-        for a, b in zip(path, path[1:], strict=False):
+        amount = min([left[d]] + [flow[(a, b)] for a, b in itertools.pairwise(path)])
+        for a, b in itertools.pairwise(path):
             flow[(a, b)] -= amount
         left[d] -= amount
         paths[d].append((tuple(path), amount))
@@ -144,7 +114,8 @@ class _Cand:
     left: float  # LP flow of this path not yet given to a chunk
 
 
-REROUTE_PASSES = 4
+REROUTE_PASSES = 12
+REROUTE_BUDGET = 300_000  # candidate paths evaluated by the reroute passes in all: a count, not a clock
 RELAY_PATHS_UP_TO = 64  # ranks: beyond, the candidate paths are the LP's only
 
 
@@ -152,7 +123,8 @@ def _choose_paths(topo: Topology, links: list[tuple[int, int]], pairs: dict[tupl
                   flows: dict[int, dict[tuple[int, int], float]]) -> list[tuple[int, tuple[int, ...]]]:
     """(chunk, path) for every chunk: the rounding of the LP, then a few passes that take each chunk off
     its path and put it back on the candidate path whose busiest link or group is least loaded (the
-    candidates: the LP's paths for its pair, the direct link and, up to 64 ranks, every two-hop path)."""
+    candidates: the LP's paths for its pair, the direct link and, up to 64 ranks, every two-hop path),
+    within REROUTE_BUDGET candidate evaluations (deterministic: the same on a busy machine)."""
     groups_of = {(a, b): topo.switches_of(a, b) for a, b in links}
     linkset = set(links)
     load: dict[tuple[int, int], int] = defaultdict(int)
@@ -160,14 +132,23 @@ def _choose_paths(topo: Topology, links: list[tuple[int, int]], pairs: dict[tupl
 
     def busiest(path: tuple[int, ...]) -> float:
         worst = 0.0
-        for a, b in zip(path, path[1:], strict=False):
+        for a, b in itertools.pairwise(path):
             worst = max(worst, (load[(a, b)] + 1) / topo.bandwidth(a, b))
             for g in groups_of[(a, b)]:
                 worst = max(worst, (gload[g] + 1) / topo.switches[g].bandwidth)
         return worst
 
+    def spread_cost(path: tuple[int, ...]) -> float:
+        # the sum of squared loads the path would add to: moves that lower no maximum still even out
+        total = 0.0
+        for a, b in itertools.pairwise(path):
+            total += ((load[(a, b)] + 1) / topo.bandwidth(a, b)) ** 2
+            for g in groups_of[(a, b)]:
+                total += ((gload[g] + 1) / topo.switches[g].bandwidth) ** 2
+        return total
+
     def put(path: tuple[int, ...], k: int) -> None:
-        for a, b in zip(path, path[1:], strict=False):
+        for a, b in itertools.pairwise(path):
             load[(a, b)] += k
             for g in groups_of[(a, b)]:
                 gload[g] += k
@@ -179,24 +160,28 @@ def _choose_paths(topo: Topology, links: list[tuple[int, int]], pairs: dict[tupl
         options = _decompose(s, flows[s], demand)
         for d in sorted(demand):
             cands = [_Cand(path, amount) for path, amount in options.get(d, [])]
-            if not cands:
-                return []
             known = {c.path for c in cands}
             extra: list[tuple[int, ...]] = [(s, d)] if (s, d) in linkset else []
             if topo.ranks <= RELAY_PATHS_UP_TO:
                 extra += [(s, r, d) for r in range(topo.ranks) if (s, r) in linkset and (r, d) in linkset]
             cands += [_Cand(x, 0.0) for x in extra if x not in known]
+            if not cands:
+                return []
             for chunk in pairs[(s, d)]:
                 best = max(cands, key=lambda c: (c.left > 1e-6, -busiest(c.path), round(c.left, 6), -len(c.path)))
                 best.left -= 1
                 put(best.path, 1)
                 out.append((chunk, best.path))
                 cands_of.append(cands)
+    evaluated = 0
     for _ in range(REROUTE_PASSES):
         changed = False
         for i, (chunk, path) in enumerate(out):
+            evaluated += len(cands_of[i])
+            if evaluated > REROUTE_BUDGET:
+                return out
             put(path, -1)
-            chosen = min(cands_of[i], key=lambda c: (busiest(c.path), len(c.path), c.path)).path
+            chosen = min(cands_of[i], key=lambda c: (busiest(c.path), spread_cost(c.path), len(c.path), c.path)).path
             put(chosen, 1)
             if chosen != path:
                 out[i] = (chunk, chosen)
@@ -207,11 +192,27 @@ def _choose_paths(topo: Topology, links: list[tuple[int, int]], pairs: dict[tupl
 
 
 def _store_and_forward(topo: Topology, coll: Collective, paths: list[tuple[int, tuple[int, ...]]],
-                       max_steps: int) -> Schedule | None:
+                       max_steps: int, critical: bool = False) -> Schedule | None:
+    """`critical`: the chunk whose remaining hops cross the resource (link or switch group) with the
+    most work left, relative to its capacity, goes first; else the most hops to go first."""
     if not paths:
         return None
     links = sorted((l.src, l.dst) for l in topo.links)
     groups_of = {(a, b): topo.switches_of(a, b) for a, b in links}
+    work: dict[object, int] = defaultdict(int)  # chunks still to cross each link and group
+    for _, path in paths:
+        for a, b in itertools.pairwise(path):
+            work[(a, b)] += 1
+            for g in groups_of[(a, b)]:
+                work[g] += 1
+
+    def urgency(i: int) -> float:
+        path = paths[i][1]
+        worst = 0.0
+        for a, b in zip(path[at[i]:], path[at[i] + 1:], strict=False):
+            worst = max(worst, work[(a, b)] / topo.bandwidth(a, b),
+                        *(work[g] / topo.switches[g].bandwidth for g in groups_of[(a, b)]))
+        return worst
     at = [0] * len(paths)  # position along the path
     waiting: dict[tuple[int, int], list[int]] = defaultdict(list)  # link -> packets whose next hop it is
     for i, (_, path) in enumerate(paths):
@@ -227,10 +228,10 @@ def _store_and_forward(topo: Topology, coll: Collective, paths: list[tuple[int, 
         link_left = {link: topo.bandwidth(*link) for link in waiting}
         # every waiting chunk in one order, the most hops to go first (then a rotation by step): the
         # chunks on the long paths are the ones that can make the schedule longer
-        cand = sorted(((-(len(paths[i][1]) - 1 - at[i]), (i + t) % len(paths), i, link)
-                       for link, queue in waiting.items() for i in queue))
+        cand = sorted(((-urgency(i) if critical else 0.0, -(len(paths[i][1]) - 1 - at[i]), (i + t) % len(paths), i,
+                        link) for link, queue in waiting.items() for i in queue))
         moved: list[int] = []
-        for _, _, i, link in cand:
+        for _, _, _, i, link in cand:
             if link_left[link] <= 0 or any(group_left[g] <= 0 for g in groups_of[link]):
                 continue
             link_left[link] -= 1
@@ -245,6 +246,9 @@ def _store_and_forward(topo: Topology, coll: Collective, paths: list[tuple[int, 
             chunk, path = paths[i]
             u, v = path[at[i]], path[at[i] + 1]
             sends.append((coll.address[chunk], u, v))
+            work[(u, v)] -= 1
+            for g in groups_of[(u, v)]:
+                work[g] -= 1
             at[i] += 1
             if at[i] + 1 < len(path):
                 waiting[(path[at[i]], path[at[i] + 1])].append(i)

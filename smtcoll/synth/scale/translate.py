@@ -140,7 +140,8 @@ def allgather_tree(g: Group, pieces: int) -> list[list[tuple[int, int, int]]]:
 TAIL_BUDGET = 200_000  # search nodes for the last steps
 
 
-def _finish_exactly(g: Group, nbr: np.ndarray, steps: list[list[tuple[int, int, int]]]) -> list[list[tuple[int, int, int]]]:
+def _finish_exactly(g: Group, nbr: np.ndarray,
+                    steps: list[list[tuple[int, int, int]]]) -> list[list[tuple[int, int, int]]]:
     """When the greedy needs more steps than ceil((N-1)/|D|) (its last steps fill fewer directions than
     there are), search its last two or three steps exhaustively for a fill of every direction."""
     per_step = sum(g.bandwidth)
@@ -190,7 +191,7 @@ def _tail_search(g: Group, nbr: np.ndarray, held: np.ndarray, steps_left: int,
             for _, x, di in chosen:
                 nxt[nbr[x, di]] = True
             rest = _tail_search(g, nbr, nxt, steps_left - 1, budget)
-            return None if rest is None else [list(chosen)] + rest
+            return None if rest is None else [list(chosen), *rest]
         # skipping a slot is allowed only while enough slots remain to reach `want`
         for x, y in options[i]:
             if y in used:

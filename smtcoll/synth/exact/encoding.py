@@ -27,6 +27,7 @@ time-reversed schedule sends every partial value exactly once.
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 from collections.abc import Iterator, Sequence
@@ -205,9 +206,8 @@ class Encoding:
                             add(_imp(xv, self._lit(h[c, u, s - 1])))
                             if no_resend and prev is not False:
                                 add(_imp(xv, _not(self._lit(prev))))
-                        if self.tree or no_resend:
-                            if len(arrivals) > 1:
-                                add(_atmost([xv for _, xv in arrivals], 1))
+                        if (self.tree or no_resend) and len(arrivals) > 1:
+                            add(_atmost([xv for _, xv in arrivals], 1))
                         if prev is True:
                             h[c, v, s] = True
                             continue
@@ -219,7 +219,7 @@ class Encoding:
         for s in range(1, S + 1 if not self.unbounded else 1):
             lits = self.extra[s - 1]
             load: dict[tuple[int, int], list[str]] = {}
-            for (a, u, v, t), xv in x.items():
+            for (_, u, v, t), xv in x.items():
                 if t == s:
                     load.setdefault((u, v), []).append(xv)
             for u, v, bw in links:
@@ -248,7 +248,7 @@ class Encoding:
         """Implied: a rank that needs a chunk it lacks receives it in some step (propagates without
         going through the chain of holdings)."""
         into: dict[tuple[int, int], list[str]] = {}
-        for (a, u, v, s), xv in self.x.items():
+        for (a, _, v, _), xv in self.x.items():
             into.setdefault((a, v), []).append(xv)
         for r, c in self.coll.post:
             if c not in self.coll.pre_sets[r]:
@@ -278,7 +278,7 @@ class Encoding:
                     return
                 groups.setdefault((a // f, tuple(c // f for c in cs)), []).append(list(cs))
         for members in groups.values():
-            for first, second in zip(members, members[1:]):
+            for first, second in itertools.pairwise(members):
                 va = [self.h[c, r, s] for c in first for s in range(1, S) for r in range(P)]
                 vb = [self.h[c, r, s] for c in second for s in range(1, S) for r in range(P)]
                 self._lex_geq(va, vb)
@@ -286,7 +286,7 @@ class Encoding:
     def _lex_geq(self, va: list, vb: list) -> None:
         add = self._add
         eq: Literal[True] | str = True  # True until the first undecided pair, then its literal
-        for i, (a, b) in enumerate(zip(va, vb)):
+        for a, b in zip(va, vb):
             if isinstance(a, bool) and isinstance(b, bool):
                 if a == b:
                     continue
@@ -401,14 +401,18 @@ class Encoding:
             self._copies[a, u, v, s] = k
 
     # --- solving -----------------------------------------------------------------------------------
-    def check(self, rounds: int | None = None, deadline: float | None = None,
+    def check(self, rounds: int | None = None, deadline: float | None = None, work: int | None = None,
               ) -> Outcome:
         """Is there a schedule with at most `rounds` rounds (default: the cap given at construction)?
 
         Fewer rounds can always be padded (more rounds never hurt), so this asks for exactly `rounds`.
         When the distributions of the rounds over the steps are few, each is tried as an assumption on
         the same solver (pure cardinality constraints, learned clauses kept: measured faster than one
-        call with the rounds free); otherwise one call with the distribution left to the solver."""
+        call with the rounds free); otherwise one call with the distribution left to the solver.
+
+        `work`: the most z3 resource units (its deterministic `rlimit` counter) the calls may spend; the
+        outcome says how many they spent, so that a budget in these units gives the same answers on an
+        idle and on a loaded machine. `deadline` (wall clock) is only the safety stop of --timeout."""
         cap = self.rounds if rounds is None else rounds
         extra = cap - self.steps
         if not 0 <= extra <= self.rounds - self.steps:
@@ -421,9 +425,14 @@ class Encoding:
         else:
             splits = [None]
         unknown = False
+        spent = 0
+        reason = ""
         for split in splits:
             if deadline is not None and time.monotonic() >= deadline:
                 unknown = True
+                break
+            if work is not None and spent >= work:
+                unknown, reason = True, "budget"
                 break
             assumptions = self._assume(split, extra)
             # always set a timeout: z3 searches differently with one (measured: DGX-1 Allgather (3,7,6)
@@ -433,17 +442,27 @@ class Encoding:
                 unknown = True
                 break
             self.solver.set("timeout", max(1, min(int(left * 1000), NO_LIMIT_S * 1000)))
+            self.solver.set("rlimit", 0 if work is None else work - spent)  # per call (z3 counts it from 0)
+            before = self._work()
             res = self.solver.check(*assumptions)
+            spent += self._work() - before
             if res == z3.sat:
                 sched = self._decode(self.solver.model())
-                return Outcome("sat", sched, time.process_time() - t0, sched.rounds)
+                return Outcome("sat", sched, time.process_time() - t0, sched.rounds, work=spent)
             if res != z3.unsat:
-                reason = self.solver.reason_unknown()
-                if "memory" in reason:
-                    return Outcome("unknown", None, time.process_time() - t0, reason="memory")
+                if "memory" in self.solver.reason_unknown():
+                    return Outcome("unknown", None, time.process_time() - t0, reason="memory", work=spent)
                 unknown = True
+                reason = "budget" if work is not None and spent >= work else ""
                 break
-        return Outcome("unknown" if unknown else "unsat", None, time.process_time() - t0)
+        return Outcome("unknown" if unknown else "unsat", None, time.process_time() - t0, reason=reason, work=spent)
+
+    def _work(self) -> int:
+        """z3's resource counter of this solver so far (deterministic, unlike its time)."""
+        try:
+            return int(self.solver.statistics().get_key_value("rlimit count"))
+        except z3.Z3Exception:  # no work counted yet
+            return 0
 
     def _assume(self, split: tuple[int, ...] | None, extra: int) -> list[str]:
         self._flush()

@@ -15,17 +15,18 @@ import math
 import time
 from collections.abc import Callable
 from fractions import Fraction
+from typing import Any
 
-from smtcoll.check.schedule import check_schedule
-from smtcoll.errors import InternalError
-from smtcoll.model import Collective, Schedule, Step, Topology
 from smtcoll.bounds import SearchBounds as Bounds
 from smtcoll.bounds import search_bounds as bounds
-from smtcoll.synth.combining import compose, dual_collective, reverse_schedule
+from smtcoll.check.schedule import check_schedule
+from smtcoll.errors import InternalError
 from smtcoll.limits import encoding_fits, encoding_variables
+from smtcoll.model import Collective, Instance, Schedule, Step, Topology
+from smtcoll.synth.combining import compose, dual_collective, reverse_schedule
+from smtcoll.synth.exact.symmetry import SymmetricEncoding, applicable
 from smtcoll.synth.greedy import greedy_schedule
-from smtcoll.synth.reach import unreachable
-from smtcoll.synth.symmetry import SymmetricEncoding, applicable
+from smtcoll.synth.reach import unreachable_result
 from smtcoll.synth.result import Attempt, Outcome, Point, SynthResult
 
 Progress = Callable[[Attempt], None]
@@ -63,15 +64,31 @@ def _checked(schedule: Schedule) -> Schedule:
 
 
 class Clock:
-    """The time limit of a run, and its memory cap (MB; None: no cap) that refuses encodings too large."""
+    """The limits of a run: its work budget in z3 resource units (deterministic: the same answers on an
+    idle and a loaded machine), the wall-clock time limit (the safety stop of --timeout) and the memory
+    cap (MB) that refuses encodings too large; None: no such limit."""
 
-    def __init__(self, timeout: float | None, max_memory_mb: int | None = None) -> None:
+    def __init__(self, timeout: float | None, max_memory_mb: int | None = None, work: int | None = None) -> None:
         self.start = time.monotonic()
         self.deadline = None if timeout is None else self.start + timeout
         self.max_memory_mb = max_memory_mb
+        self.work = work
+        self.spent = 0
+
+    def work_left(self) -> int | None:
+        return None if self.work is None else max(0, self.work - self.spent)
+
+    def spend(self, units: int) -> None:
+        self.spent += units
+
+    def out_of_work(self) -> bool:
+        return self.work is not None and self.spent >= self.work
+
+    def out_of_time(self) -> bool:
+        return self.deadline is not None and time.monotonic() >= self.deadline
 
     def expired(self) -> bool:
-        return self.deadline is not None and time.monotonic() >= self.deadline
+        return self.out_of_work() or self.out_of_time()
 
 
 class InstanceSolver:
@@ -82,8 +99,9 @@ class InstanceSolver:
     def __init__(self, topo: Topology, base: Collective, clock: Clock, progress: Progress | None = None) -> None:
         self.topo, self.base, self.clock, self.progress = topo, base, clock, progress
         self.attempts: list[Attempt] = []
-        self.limit = "time"  # the limit behind the last `unknown`: "time", or "memory" (see limit_text)
-        self._enc: dict[tuple, object] = {}  # Encoding or SymmetricEncoding, by (kind, steps, cap, chunks)
+        self.limit = "time"  # the limit behind the last `unknown`: "time", "budget" or "memory" (limit_text)
+        # Encoding or SymmetricEncoding, by kind and the instance encoded (rounds: the cap; None: any rounds)
+        self._enc: dict[tuple[str, Instance], Any] = {}
 
     def collective(self, chunks: int) -> Collective:
         return self.base.with_chunks(chunks)
@@ -93,25 +111,32 @@ class InstanceSolver:
             self._groups = applicable(self.topo, coll)
         return self._groups
 
-    def _encoding(self, kind: str, steps: int, rounds: int | None, chunks: int, cap: int | None):
+    def _encoding(self, kind: str, question: Instance, cap: int | None) -> Any:
+        steps, rounds, chunks = question.steps, question.rounds, question.chunks
         # reuse an encoding whose rounds cap covers the question (the rounds are assumptions)
-        for (k, s, c_ap, c), enc in self._enc.items():
-            if k == kind and s == steps and c == chunks and (c_ap is None) == (rounds is None) \
-                    and (c_ap is None or c_ap >= rounds):
+        for (k, encoded), enc in self._enc.items():
+            if k == kind and encoded.steps == steps and encoded.chunks == chunks and \
+                    (encoded.rounds is None) == (rounds is None) and \
+                    (encoded.rounds is None or rounds is None or encoded.rounds >= rounds):
                 return enc
         rounds = None if rounds is None else max(rounds, cap or 0)
+        key = (kind, Instance(steps, rounds, chunks))
         coll = self.collective(chunks)
         self._fits(coll, steps, steps if rounds is None else rounds)
         if kind == "symmetric":
-            enc = SymmetricEncoding(self.topo, coll, self._group(coll), steps,
+            group = self._group(coll)
+            assert group is not None  # "symmetric" is tried only when the group exists (solve)
+            enc = SymmetricEncoding(self.topo, coll, group, steps,
                                     steps if rounds is None else rounds, deadline=self.clock.deadline)
-            self._enc[kind, steps, rounds, chunks] = enc
+            self._enc[key] = enc
             return enc
         # z3 is imported only when a question needs the solver (bounds and the greedy answer many alone)
-        from smtcoll.synth.encoding import Encoding
+        from smtcoll.synth.exact.encoding import Encoding
 
         if kind == "dual":
-            dual, _ = dual_collective(coll)
+            pair = dual_collective(coll)
+            assert pair is not None  # "dual" is tried only when the dual exists (solve)
+            dual = pair[0]
             enc = Encoding(self.topo.reversed(), dual, steps, rounds, tree=True, unbounded=rounds is None,
                            deadline=self.clock.deadline)
         else:
@@ -121,15 +146,14 @@ class InstanceSolver:
             phase = None if _single_needers(coll) else "always_true"
             enc = Encoding(self.topo, coll, steps, rounds, unbounded=rounds is None,
                            progress_only=kind == "shortest", phase=phase, deadline=self.clock.deadline)
-        self._enc[kind, steps, rounds, chunks] = enc
+        self._enc[key] = enc
         return enc
 
-    def solve(self, steps: int, rounds: int | None, chunks: int, cap: int | None = None) -> Outcome:
-        """Is there a schedule with `steps` steps, at most `rounds` rounds (None: any) and `chunks`?
+    def solve(self, question: Instance, cap: int | None = None) -> Outcome:
+        """Is there a schedule of `question`: its steps, at most its rounds (None: any) and its chunks?
         `cap`: the most rounds later questions about (steps, chunks) may ask, to encode once."""
+        steps, rounds, chunks = question.steps, question.rounds, question.chunks
         coll = self.collective(chunks)
-        if rounds is not None and rounds < steps:
-            return Outcome("unsat", None, 0.0)
         kinds = ["direct"]
         if coll.is_combining and dual_collective(coll) is not None:
             kinds = ["dual", "direct"]
@@ -139,14 +163,16 @@ class InstanceSolver:
             kinds = ["shortest", "direct"]
         for kind in kinds:
             if self.clock.expired():
-                self.record(steps, rounds, chunks, "timeout", 0.0, kind)
-                return Outcome("unknown", None, 0.0)
+                self.limit = "budget" if self.clock.out_of_work() else "time"
+                self.record(steps, rounds, chunks, "budget" if self.limit == "budget" else "timeout", 0.0, kind)
+                return Outcome("unknown", None, 0.0, reason=self.limit)
             t0 = time.process_time()
-            from smtcoll.synth.encoding import OutOfTime
+            from smtcoll.synth.exact.encoding import OutOfTime
 
             try:
-                enc = self._encoding(kind, steps, rounds, chunks, cap)
-                out = enc.check(rounds, deadline=self.clock.deadline)
+                enc = self._encoding(kind, question, cap)
+                out = enc.check(rounds, deadline=self.clock.deadline, work=self.clock.work_left())
+                self.clock.spend(out.work)
             except OutOfTime:
                 out = Outcome("unknown", None, time.process_time() - t0)
             except _TooLarge:
@@ -155,14 +181,16 @@ class InstanceSolver:
             if out.verdict == "sat":
                 sched = out.schedule
                 if kind == "dual":
-                    sched = reverse_schedule(sched, self.topo, coll, dual_collective(coll)[1])
+                    pair = dual_collective(coll)
+                    assert pair is not None  # "dual" is tried only when the dual exists
+                    sched = reverse_schedule(sched, self.topo, coll, pair[1])
                 sched = _checked(tight_rounds(sched))
                 self.record(steps, rounds, chunks, "sat", seconds, kind)
                 return Outcome("sat", sched, seconds, sched.rounds)
             if out.verdict == "unknown":
                 self.limit = out.reason or "time"
-                self.record(steps, rounds, chunks, "memory-limit" if self.limit == "memory" else "timeout",
-                            seconds, kind)
+                self.record(steps, rounds, chunks, {"memory": "memory-limit", "budget": "budget"}.get(
+                    self.limit, "timeout"), seconds, kind)
                 return Outcome("unknown", None, seconds, reason=self.limit)
             # only the exact encoding may answer unsat; the others are shapes tried first
             self.record(steps, rounds, chunks, "unsat" if kind == "direct" else "no-shape", seconds, kind)
@@ -179,6 +207,9 @@ class InstanceSolver:
             raise _TooLarge()
 
     def limit_text(self) -> str:
+        if self.limit == "budget":
+            return (f"work budget: {self.clock.work} z3 resource units spent (raise it with --budget; the same "
+                    "on any machine)")
         if self.limit == "memory":
             return (f"memory limit: the next encoding would not fit in {self.clock.max_memory_mb} MB "
                     "(raise it with --max-memory)")
@@ -193,20 +224,6 @@ class InstanceSolver:
 
 class _TooLarge(Exception):
     """An encoding estimated not to fit the memory cap (answered as `unknown` for the memory limit)."""
-
-
-def unreachable_result(topo: Topology, base: Collective, strategy: str, clock: Clock) -> SynthResult | None:
-    """`infeasible` at once, with the witness, when some rank needs a chunk no holder can reach."""
-    w = unreachable(topo, base)
-    if w is None:
-        return None
-    why = w.text()
-    lb = {"steps": None, "steps_why": why, "rounds": None, "rounds_why": why, "least_steps": None,
-          "least_steps_why": why, "rounds_per_chunk": None, "rounds_per_chunk_exact": None}
-    return SynthResult("infeasible", None, strategy, lb, [], message=f"proved: no schedule exists: {why}",
-                       optimal={"proved": True, "why": why, "witness": {"rank": w.rank, "chunk": w.chunk,
-                                                                          "holders": list(w.holders)}},
-                       seconds=_secs(clock))
 
 
 def _single_needers(coll: Collective) -> bool:
@@ -226,9 +243,10 @@ def _bound_json(b: Bounds, one_round: bool, chunks: int = 1) -> dict:
 
 def instance(topo: Topology, base: Collective, steps: int, rounds: int | None, chunks: int,
              timeout: float | None = None, progress: Progress | None = None,
-             max_memory_mb: int | None = None) -> SynthResult:
-    clock = Clock(timeout, max_memory_mb)
-    if (early := unreachable_result(topo, base, "instance", clock)) is not None:
+             max_memory_mb: int | None = None, work: int | None = None,
+             clock: Clock | None = None) -> SynthResult:
+    clock = clock or Clock(timeout, max_memory_mb, work)  # a caller's clock: its limits are shared
+    if (early := unreachable_result(topo, base, "instance", clock.start)) is not None:
         return early
     solver = InstanceSolver(topo, base, clock, progress)
     coll = solver.collective(chunks)
@@ -237,12 +255,13 @@ def instance(topo: Topology, base: Collective, steps: int, rounds: int | None, c
     lb = _bound_json(b, rounds is None, chunks)
     why = _infeasible_by_bound(b, steps, R, chunks)
     if why:
-        return SynthResult("infeasible", None, "instance", lb, [], pruned=[Point(steps, R, chunks, "infeasible", why, claim=(steps, R))],
+        return SynthResult("infeasible", None, "instance", lb, [],
+                           pruned=[Point(steps, R, chunks, "infeasible", why, claim=(steps, R))],
                            message=f"proved: no schedule with {steps} steps and {R} rounds ({why})",
                            seconds=_secs(clock))
-    out = solver.solve(steps, R, chunks)
+    out = solver.solve(Instance(steps, R, chunks))
     if out.verdict == "sat":
-        p = Point(steps, out.schedule.rounds, chunks, "found", schedule=out.schedule)
+        p = Point(steps, out.found.rounds, chunks, "found", schedule=out.schedule)
         return SynthResult("found", out.schedule, "instance", lb, solver.attempts, [p], seconds=_secs(clock))
     if out.verdict == "unsat":
         return SynthResult("infeasible", None, "instance", lb, solver.attempts,
@@ -250,7 +269,7 @@ def instance(topo: Topology, base: Collective, steps: int, rounds: int | None, c
                            message=f"proved: no schedule with {steps} steps and {R} rounds (unsat)",
                            seconds=_secs(clock))
     return SynthResult("timeout", None, "instance", lb, solver.attempts, message=f"{solver.limit_text()} reached",
-                       seconds=_secs(clock))
+                       seconds=_secs(clock), stopped_by=solver.limit)
 
 
 def _infeasible_by_bound(b: Bounds, steps: int, rounds: int, chunks: int) -> str:
@@ -274,11 +293,12 @@ def default_max_steps(topo: Topology, lower: int) -> int:
 def least_steps(topo: Topology, base: Collective, rounds: int | None = None, chunks: int = 1,
                 max_steps: int | None = None, timeout: float | None = None,
                 progress: Progress | None = None, max_memory_mb: int | None = None,
-                known: Schedule | None = None) -> SynthResult:
+                known: Schedule | None = None, work: int | None = None,
+                clock: Clock | None = None) -> SynthResult:
     """Fewest steps (one round per step, or `rounds` rounds in all), starting at the best lower bound.
     `known`: a checked schedule (one round per step) that caps the search when it beats the greedy."""
-    clock = Clock(timeout, max_memory_mb)
-    if (early := unreachable_result(topo, base, "least-steps", clock)) is not None:
+    clock = clock or Clock(timeout, max_memory_mb, work)  # a caller's clock: its limits are shared
+    if (early := unreachable_result(topo, base, "least-steps", clock.start)) is not None:
         return early
     solver = InstanceSolver(topo, base, clock, progress)
     coll = solver.collective(chunks)
@@ -317,13 +337,13 @@ def least_steps(topo: Topology, base: Collective, rounds: int | None = None, chu
             solver.record(len(greedy.steps), len(greedy.steps), chunks, "sat", time.process_time() - t0, "greedy")
     for S in range(start, top + 1):
         R = S if rounds is None else rounds
-        if greedy is not None and S == len(greedy.steps):
+        if greedy is not None and len(greedy.steps) == S:
             out = Outcome("sat", greedy, 0.0, greedy.rounds)
         else:
-            out = solver.solve(S, R, chunks)
+            out = solver.solve(Instance(S, R, chunks))
         if out.verdict == "sat":
-            sched = out.schedule
-            if S == start:
+            sched = out.found
+            if start == S:
                 why = f"lower bound: {b.steps_why(rounds is None, chunks)}"
             else:
                 why = f"unsat for {start}..{S - 1} steps" + (f"; below {start}: {b.steps_why(rounds is None, chunks)}"
@@ -334,13 +354,13 @@ def least_steps(topo: Topology, base: Collective, rounds: int | None = None, chu
                                [Point(S, sched.rounds, chunks, "found")], pruned, optimal, variants,
                                seconds=_secs(clock))
         if out.verdict == "unknown":
-            known = f"; best known: {len(greedy.steps)} steps (greedy)" if greedy is not None else ""
+            best = f"; best known: {len(greedy.steps)} steps (greedy)" if greedy is not None else ""
             return SynthResult("timeout", greedy, "least-steps", lbj, solver.attempts, [], pruned,
                                {"steps_at_least": S, "steps_at_most": len(greedy.steps) if greedy else None,
                                 "proved": False},
                                message=f"{solver.limit_text()}: no schedule with fewer than {S} steps; {S} "
-                                       f"undecided{known}",
-                               seconds=_secs(clock))
+                                       f"undecided{best}",
+                               seconds=_secs(clock), stopped_by=solver.limit)
         pruned.append(Point(S, R, chunks, "infeasible", "unsat", claim=(S, R)))
     return SynthResult("infeasible", None, "least-steps", lbj, solver.attempts, [], pruned,
                        {"steps_at_least": top + 1, "proved": True},
@@ -364,10 +384,10 @@ def _allreduce_variants(topo: Topology, base: Collective, chunks: int, direct: S
     k = chunks // P
     rs = least_steps(topo, library.collective("reducescatter", P), chunks=k,
                      timeout=None if clock.deadline is None else max(0.1, clock.deadline - time.monotonic()),
-                     progress=progress, max_memory_mb=clock.max_memory_mb)
+                     progress=progress, clock=clock)
     ag = least_steps(topo, library.collective("allgather", P), chunks=k,
                      timeout=None if clock.deadline is None else max(0.1, clock.deadline - time.monotonic()),
-                     progress=progress, max_memory_mb=clock.max_memory_mb)
+                     progress=progress, clock=clock)
     if rs.schedule is None or ag.schedule is None:
         out.append({"method": "reducescatter+allgather", "status": "timeout"})
         return tuple(out)
@@ -381,11 +401,12 @@ def _allreduce_variants(topo: Topology, base: Collective, chunks: int, direct: S
 
 def pareto(topo: Topology, base: Collective, max_chunks: int = 6, max_steps: int | None = None,
            timeout: float | None = None, progress: Progress | None = None,
-           max_memory_mb: int | None = None) -> SynthResult:
-    """Every Pareto-optimal (steps, rounds per chunk) point with at most `max_chunks` chunks; at a time
-    limit, the frontier found so far (not proved complete)."""
-    clock = Clock(timeout, max_memory_mb)
-    if (early := unreachable_result(topo, base, "pareto", clock)) is not None:
+           max_memory_mb: int | None = None, work: int | None = None,
+           clock: Clock | None = None) -> SynthResult:
+    """Every Pareto-optimal (steps, rounds per chunk) point with at most `max_chunks` chunks; at a limit
+    (the work budget, the time or the memory), the frontier found so far (not proved complete)."""
+    clock = clock or Clock(timeout, max_memory_mb, work)  # a caller's clock: its limits are shared
+    if (early := unreachable_result(topo, base, "pareto", clock.start)) is not None:
         return early
     solver = InstanceSolver(topo, base, clock, progress)
     b = bounds(topo, base)
@@ -400,7 +421,7 @@ def pareto(topo: Topology, base: Collective, max_chunks: int = 6, max_steps: int
         return SynthResult("timeout", pts[-1].schedule if pts else None, "pareto", lbj, solver.attempts,
                            pts, pruned, _frontier_json(pts, False),
                            message=f"{solver.limit_text()} {msg}; the frontier found so far is not proved "
-                                   "complete", seconds=_secs(clock))
+                                   "complete", seconds=_secs(clock), stopped_by=solver.limit)
 
     # 1. the fewest steps with any rounds (C = 1 suffices: fewer chunks never hurt the steps)
     S = max(1, b.steps_value)
@@ -409,33 +430,34 @@ def pareto(topo: Topology, base: Collective, max_chunks: int = 6, max_steps: int
                             claim=(S - 1, None)))
     top = max_steps if max_steps is not None else default_max_steps(topo, S)
     while True:
-        if S > top:
+        if top < S:
             return SynthResult("infeasible", None, "pareto", lbj, solver.attempts, points, pruned,
                                message=f"proved: no schedule with at most {top} steps", seconds=_secs(clock))
-        out = solver.solve(S, None, 1)
+        out = solver.solve(Instance(S, None, 1))
         if out.verdict == "sat":
             break
         if out.verdict == "unknown":
             return timed_out(f"while deciding whether {S} steps are possible")
-        pruned.append(Point(S, None, 1, "infeasible", "unsat with any rounds (and so with any chunks)", claim=(S, None)))
+        pruned.append(Point(S, None, 1, "infeasible", "unsat with any rounds (and so with any chunks)",
+                            claim=(S, None)))
         S += 1
     first = S
     best: Fraction | None = None
     best_point: Point | None = None
     # rounds the unbounded schedule needs: a feasible cap for C = 1
-    r0 = out.schedule.rounds
+    r0 = out.found.rounds
     while True:
         if best is not None and Fraction(S, max_chunks) >= best:
             pruned.append(Point(S, None, 0, "infeasible",
                                 f"dominated: every schedule with >= {S} steps has rounds/chunk >= {S}/{max_chunks} "
                                 f">= {_q(best)} (rounds >= steps, chunks <= {max_chunks})"))
             break
-        if S > top:
+        if top < S:
             pruned.append(Point(S, None, 0, "timeout", f"not searched: --max-steps {top}"))
             break
         improved: Point | None = None
         order = sorted(range(1, max_chunks + 1), key=lambda c: (Fraction(b.rounds(c), c), c))
-        if S == first:
+        if first == S:
             order = [1] + [c for c in order if c != 1]
         for C in order:
             lo = max(S, b.rounds(C))
@@ -452,29 +474,31 @@ def pareto(topo: Topology, base: Collective, max_chunks: int = 6, max_steps: int
                 continue
             # the bound first (a sat there ends this column and often the search), then the most rounds
             # that would still improve (an unsat there rules out the whole column: more rounds never hurt)
-            found, R = None, None
+            found: Schedule | None = None
+            R = 0
             for probe in ([lo, hi] if lo < hi else [hi]):
-                res = solver.solve(S, probe, C, cap=hi if probe == hi else None)
+                res = solver.solve(Instance(S, probe, C), cap=hi if probe == hi else None)
                 if res.verdict == "unknown":
                     return timed_out(f"at {S} steps, {C} chunk(s), {probe} rounds", improved)
                 if res.verdict == "sat":
-                    found, R = res.schedule, res.schedule.rounds
+                    found, R = res.found, res.found.rounds
                     break
                 pruned.append(Point(S, probe, C, "infeasible", f"unsat with at most {probe} rounds", claim=(S, probe)))
                 lo = probe + 1
             if found is None:
                 continue
             # between: fewer rounds for this C until unsat
-            while R - 1 >= lo:
-                more = solver.solve(S, R - 1, C)
+            while lo <= R - 1:
+                more = solver.solve(Instance(S, R - 1, C))
                 if more.verdict == "unknown":
                     better = best is None or Fraction(R, C) < best
                     return timed_out(f"at {S} steps, {C} chunk(s), {R - 1} rounds",
                                      Point(S, R, C, "found", schedule=found) if better else improved)
                 if more.verdict == "unsat":
-                    pruned.append(Point(S, R - 1, C, "infeasible", f"unsat with at most {R - 1} rounds", claim=(S, R - 1)))
+                    pruned.append(Point(S, R - 1, C, "infeasible", f"unsat with at most {R - 1} rounds",
+                                        claim=(S, R - 1)))
                     break
-                found, R = more.schedule, more.schedule.rounds
+                found, R = more.found, more.found.rounds
             q = Fraction(R, C)
             if best is None or q < best:
                 best = q
@@ -483,16 +507,17 @@ def pareto(topo: Topology, base: Collective, max_chunks: int = 6, max_steps: int
                 break
         if improved is not None:
             # the same rounds/chunk with fewer chunks is the simpler schedule: look for it
+            assert improved.rounds is not None  # a point found has its rounds
             q = Fraction(improved.rounds, improved.chunks)
             for C in range(q.denominator, improved.chunks, q.denominator):
                 R = q.numerator * (C // q.denominator)
-                if R < max(S, b.rounds(C)):
+                if max(S, b.rounds(C)) > R:
                     pruned.append(Point(S, R, C, "infeasible", f"bound: rounds >= {max(S, b.rounds(C))}",
                                         claim=(S, R) if b.rounds(C) > R else None))
                     continue
-                res = solver.solve(S, R, C)
+                res = solver.solve(Instance(S, R, C))
                 if res.verdict == "sat":
-                    improved = Point(S, res.schedule.rounds, C, "found", schedule=res.schedule)
+                    improved = Point(S, res.found.rounds, C, "found", schedule=res.schedule)
                     break
                 if res.verdict == "unknown":
                     return timed_out(f"at {S} steps, {C} chunk(s), {R} rounds", improved)

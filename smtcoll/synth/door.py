@@ -1,0 +1,251 @@
+"""The front door of synthesis: `synthesize(topology, collective, request) -> SynthResult`.
+
+The CLI (`smtcoll synth`), the API (`smtcoll.synthesize`) and the sweep build a `SynthRequest` and call
+this function, so the same request gives the same result from all three. It chooses the synthesizer:
+
+- `exact`: the SMT search (`smtcoll.synth.exact`, z3), within its work budget;
+- `scale`: the large-instance engine (`smtcoll.synth.scale`, no solver): seconds, checked, with its gap;
+- a throughput construction (`ring`, `tree`, `direct`, `multiring`, `hier`, `hier2d`:
+  `smtcoll.synth.constructions`): its schedule;
+- `auto` (the default): the engine first; the exact search only where it can still improve on it (the
+  engine is above the bound and the encoding is small enough to answer within the budget), with the
+  engine's schedule as its cap. When a limit the user did not set stops the exact search (the default
+  work budget, the default memory cap), the answer is the best schedule known with its gap, exit 0: the
+  default answers. A limit the user set (`--timeout`, `--budget`, `--max-memory`) that stops it is
+  `timeout` (exit 3), still with the best schedule known.
+
+A new method is one more branch here and, when it needs options, one more field of `SynthRequest`
+(docs/architecture.md). Every schedule returned has passed the independent checker (the exact search and
+the engine each check what they produce; a rejected one is an internal error, exit 70).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Iterator
+from fractions import Fraction
+from typing import TYPE_CHECKING
+
+import attrs
+
+from smtcoll import limits
+from smtcoll.model import Collective, Topology
+from smtcoll.synth.reach import unreachable_result
+from smtcoll.synth.request import CONSTRUCTIONS, SynthRequest, check_inputs
+from smtcoll.synth.result import Attempt, Gap, Point, SynthResult
+
+if TYPE_CHECKING:
+    from smtcoll.synth.exact.strategies import Clock
+    from smtcoll.synth.scale.engine import Scaled
+
+Progress = Callable[[Attempt], None]
+
+AUTO_EXACT_UP_TO = 16  # ranks: beyond, the exact search does not answer within its default budget
+# The largest encoding (limits.encoding_variables) `auto` builds: building is not counted by z3's budget,
+# and past this it costs seconds and hundreds of MB before the first solver call (measured: ring:16
+# Alltoall, about 4 * 10^5 variables, 6.5 s CPU building the first encodings; mi250 Alltoall 1 GB).
+AUTO_EXACT_VARIABLES = 60_000
+
+
+def synthesize(topology: Topology, collective: Collective, request: SynthRequest | None = None,
+               progress: Progress | None = None) -> SynthResult:
+    """Answer `request` for `collective` (C = 1; the request's `chunks` splits it) on `topology`.
+
+    Raises the named errors of smtcoll.errors for a request the inputs refuse (ModelError for a rank
+    count mismatch, TooLarge for an instance above the limits) before any work."""
+    request = request or SynthRequest()
+    check_inputs(topology, collective, request)
+    limits.cap_memory(request.limits.memory_mb)
+    early = unreachable_result(topology, collective, request.chosen, time.monotonic())
+    if early is not None:
+        return early
+    if request.chosen == "instance":
+        return _answered(_instance(topology, collective, request, progress), request)
+    if request.chosen == "pareto":
+        return _answered(_pareto(topology, collective, request, progress), request)
+    if request.method in CONSTRUCTIONS:
+        return construction_result(topology, collective, request.method)
+    return _answered(_least_steps(topology, collective, request, progress), request)
+
+
+# --- the exact search ----------------------------------------------------------------------------
+
+@contextlib.contextmanager
+def _exact_search(request: SynthRequest) -> Iterator[Clock]:
+    """The exact search's clock (its work budget, the safety time limit, the memory cap), with z3's own
+    memory cap set for the run and reset after (the cap is this request's, not the process's)."""
+    import z3  # the solver: imported only when the exact search runs
+
+    from smtcoll.synth.exact.strategies import Clock
+
+    memory = request.limits.memory_mb
+    z3.set_param("memory_max_size", memory)
+    try:
+        yield Clock(request.limits.timeout, memory, request.limits.budget)
+    finally:
+        z3.set_param("memory_max_size", 0)
+
+
+def _instance(topo: Topology, coll: Collective, request: SynthRequest, progress: Progress | None) -> SynthResult:
+    from smtcoll.synth.exact import strategies
+
+    assert request.steps is not None  # the instance strategy needs steps (checked by the request)
+    with _exact_search(request) as clock:
+        result = strategies.instance(topo, coll, request.steps, request.rounds, request.chunks, progress=progress,
+                                     clock=clock)
+    return attrs.evolve(result, work=clock.spent)
+
+
+def _least_steps(topo: Topology, coll: Collective, request: SynthRequest, progress: Progress | None) -> SynthResult:
+    from_engine: SynthResult | None = None
+    scaled: Scaled | None = None
+    if request.method != "exact" and request.rounds is None:
+        from_engine, scaled = engine_result(topo, coll, request.chunks)
+        if progress is not None and from_engine.attempts:
+            progress(from_engine.attempts[0])
+        if request.method == "scale" or scaled is None:
+            return from_engine
+        over = request.max_steps is not None and len(scaled.schedule.steps) > request.max_steps
+        why_not = _exact_cannot_improve(topo, coll, request, scaled)
+        if not over and (from_engine.optimal.get("proved") or why_not):
+            if why_not and not from_engine.optimal.get("proved"):
+                return attrs.evolve(from_engine, message=f"{from_engine.message}; {why_not}")
+            return from_engine
+    from smtcoll.synth.exact import strategies
+
+    with _exact_search(request) as clock:
+        exact = strategies.least_steps(topo, coll, request.rounds, request.chunks, request.max_steps, None, progress,
+                                       known=None if scaled is None else scaled.schedule, clock=clock)
+    exact = attrs.evolve(exact, work=clock.spent)
+    if from_engine is None or scaled is None:
+        return exact
+    if exact.schedule is scaled.schedule:  # the search did not beat the engine: say where it came from
+        exact = attrs.evolve(exact, method=from_engine.method, gap=from_engine.gap)
+    return attrs.evolve(exact, attempts=(*from_engine.attempts, *exact.attempts))
+
+
+def _exact_cannot_improve(topo: Topology, coll: Collective, request: SynthRequest, scaled: Scaled) -> str:
+    """Why `auto` leaves the engine's schedule as the answer ("" when the exact search may improve it)."""
+    if request.method == "exact":
+        return ""
+    if topo.ranks > AUTO_EXACT_UP_TO:
+        return f"the exact search is not tried above {AUTO_EXACT_UP_TO} ranks (--method exact forces it)"
+    steps = max(1, len(scaled.schedule.steps) - 1)  # the largest encoding it would build
+    split = coll.with_chunks(request.chunks) if request.chunks != 1 else coll
+    n = limits.encoding_variables(steps, steps, topo.ranks, len(topo.links), split.chunks, len(split.addresses))
+    if n > AUTO_EXACT_VARIABLES:
+        return (f"the exact search is not tried: its encoding of {steps} steps (about {n} variables) is beyond "
+                f"what it answers within its budget (--method exact forces it)")
+    return ""
+
+
+# --- the engine ----------------------------------------------------------------------------------
+
+def engine_result(topo: Topology, base: Collective, chunks: int) -> tuple[SynthResult, Scaled | None]:
+    """The engine's schedule as a least-steps result, with its gap to the bound (optimal at the bound)."""
+    from smtcoll.synth.scale.engine import NoSchedule
+    from smtcoll.synth.scale.engine import synthesize as engine
+
+    t0, c0 = time.monotonic(), time.process_time()
+    coll = base.with_chunks(chunks)
+    try:
+        scaled = engine(topo, coll)
+    except NoSchedule as e:
+        from smtcoll.bounds import search_bounds
+
+        return SynthResult("infeasible", None, "least-steps", search_bounds(topo, coll).to_json(True, chunks), [],
+                           message=f"proved: {e}", seconds=time.monotonic() - t0, method="scale"), None
+    s, b = scaled.schedule, scaled.bounds
+    gap = Gap(scaled.method, len(s.steps), s.rounds, b.least_steps(True, chunks), b.rounds(chunks))
+    at_bound = len(s.steps) <= b.least_steps(True, chunks) and s.rounds == len(s.steps)
+    optimal = ({"steps": len(s.steps), "proved": True, "why": f"lower bound: {b.steps_why(True, chunks)}"}
+               if at_bound else {"steps_at_least": b.least_steps(True, chunks), "steps_at_most": len(s.steps),
+                                 "proved": False})
+    message = "" if at_bound else (f"{gap.gap_steps} step(s) above the lower bound "
+                                   f"({gap.steps} vs {gap.steps_bound}), "
+                                   f"{gap.gap_rounds} round(s) above ({gap.rounds} vs {gap.rounds_bound})")
+    attempt = Attempt(len(s.steps), s.rounds, chunks, "sat", time.process_time() - c0, "scale")
+    # the claim optimality rests on (one step fewer is impossible), for --prove, as the exact search has
+    below = len(s.steps) - 1
+    pruned = [Point(below, None, chunks, "infeasible", f"bound: {b.steps_why(True, chunks)}", claim=(below, below))
+              ] if at_bound and below >= 1 else []
+    return SynthResult("found", s, "least-steps", b.to_json(True, chunks), [attempt],
+                       [Point(len(s.steps), s.rounds, chunks, "found", schedule=s)], pruned, optimal=optimal,
+                       message=message, seconds=time.monotonic() - t0, method=f"scale: {scaled.method}",
+                       gap=gap), scaled
+
+
+def construction_result(topo: Topology, base: Collective, method: str) -> SynthResult:
+    """`--method NAME` of a throughput construction (smtcoll.synth.constructions.METHODS): its checked
+    schedule, with the bounds at the chunk factor it chose."""
+    from smtcoll.bounds import search_bounds
+    from smtcoll.synth.constructions import build
+
+    t0, c0 = time.monotonic(), time.process_time()
+    s = build(method, topo, base)
+    c = s.collective.chunk_factor
+    attempt = Attempt(len(s.steps), s.rounds, c, "sat", time.process_time() - c0, method)
+    return SynthResult("found", s, "least-steps", search_bounds(topo, s.collective).to_json(True, c), [attempt],
+                       [Point(len(s.steps), s.rounds, c, "found")], optimal={"proved": False},
+                       seconds=time.monotonic() - t0, method=f"construction: {method}")
+
+
+# --- pareto --------------------------------------------------------------------------------------
+
+def _pareto(topo: Topology, coll: Collective, request: SynthRequest, progress: Progress | None) -> SynthResult:
+    """The frontier of the exact search; `auto` and `scale` seed it with the engine's point, as the sweep
+    does, so that an incomplete (or skipped) search still answers with a schedule."""
+    seed: SynthResult | None = None
+    why_not = ""
+    if request.method != "exact":
+        seed, scaled = engine_result(topo, coll, 1)
+        if progress is not None and seed.attempts:
+            progress(seed.attempts[0])
+        if scaled is None:
+            return attrs.evolve(seed, strategy="pareto")
+        why_not = "the exact search is not run (--method scale)" if request.method == "scale" else \
+            _exact_cannot_improve(topo, coll, request, scaled)
+        if why_not:
+            return _engine_frontier(seed, why_not)
+    from smtcoll.synth.exact import strategies
+
+    with _exact_search(request) as clock:
+        exact = strategies.pareto(topo, coll, request.max_chunks, request.max_steps, None, progress, clock=clock)
+    exact = attrs.evolve(exact, work=clock.spent)
+    if seed is None or exact.status != "timeout" or seed.schedule is None:
+        return exact
+    # an incomplete frontier: the engine's point joins it unless a point found dominates it
+    e = seed.points[0]
+    if any(p.steps <= e.steps and Fraction(p.rounds or 0, p.chunks) <= Fraction(e.rounds or 0, e.chunks)
+           for p in exact.points):
+        return exact
+    points = sorted((*exact.points, e), key=lambda p: (p.steps, Fraction(p.rounds or 0, p.chunks)))
+    return attrs.evolve(exact, points=points, schedule=exact.schedule or seed.schedule,
+                        attempts=(*seed.attempts, *exact.attempts),
+                        message=f"{exact.message}; the engine's point ({e.steps}, {e.rounds}, {e.chunks}) joins it",
+                        optimal={**exact.optimal, "frontier": [[p.steps, p.rounds, p.chunks] for p in points]})
+
+
+def _engine_frontier(seed: SynthResult, why: str) -> SynthResult:
+    """The engine's point as a frontier of one, not proved complete."""
+    p = seed.points[0]
+    return attrs.evolve(seed, strategy="pareto", pruned=(),
+                        optimal={"frontier": [[p.steps, p.rounds, p.chunks]], "proved": False},
+                        message=f"{seed.message + '; ' if seed.message else ''}the frontier is the engine's point, "
+                                f"not proved complete: {why}")
+
+
+# --- the answer ----------------------------------------------------------------------------------
+
+def _answered(result: SynthResult, request: SynthRequest) -> SynthResult:
+    """A limit the user did not set (the default work budget or memory cap) that stopped the exact
+    search after it had a schedule is not a failure: the schedule is the answer, with its gap (exit 0)."""
+    if result.status != "timeout" or result.schedule is None or request.method != "auto" \
+            or request.limits.given(result.stopped_by):
+        return result
+    what = {"budget": "its default work budget", "memory": "the default memory cap"}.get(result.stopped_by,
+                                                                                        result.stopped_by)
+    return attrs.evolve(result, status="found",
+                        message=f"{result.message} (the exact search stopped at {what}; the best schedule known is "
+                                "the answer, not proved optimal)")

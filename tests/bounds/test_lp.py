@@ -1,0 +1,54 @@
+"""The one LP layer (`smtcoll.bounds.lp`): HiGHS behind `solve`, the concurrent flow by source set and its
+dual lengths, which the time bound turns into exact certificates and `synth/scale` uses for routing."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import pytest
+
+from smtcoll import library
+from smtcoll.bounds.lp import Commodity, concurrent_flow, lp_bound, solve, unicast_commodities
+from smtcoll.bounds.throughput import lengths_certificate, rates
+from smtcoll.model import Link, Topology
+
+
+def test_solve_returns_value_and_duals():
+    # min x0 + x1 subject to x0 + x1 >= 2 (as -x0 - x1 <= -2): value 2, the constraint's marginal -1
+    r = solve([1.0, 1.0], [[-1.0, -1.0]], [-2.0])
+    assert r.status == 0 and r.value == 2.0 and r.ineq_duals == (-1.0,)
+
+
+def test_concurrent_flow_on_a_line_and_its_dual_proves_the_same():
+    # 0 -> 1 -> 2, unit capacities: 1 unit from 0 to 2 and 1 from 1 to 2 share the link 1 -> 2: T = 2
+    topo = Topology("line3", 3, [Link(0, 1), Link(1, 2)])
+    coms = [Commodity(frozenset({0}), {2: Fraction(1)}), Commodity(frozenset({1}), {2: Fraction(1)})]
+    sol = concurrent_flow(topo, coms, [Fraction(1), Fraction(1)], [])
+    assert sol is not None and abs(sol.value - 2) < 1e-9
+    assert sol.flows[0] == pytest.approx((1.0, 1.0)) and sol.flows[1] == pytest.approx((0.0, 1.0))  # the routing
+    assert sol.link_lengths[1] > 0 and sol.link_lengths[0] == 0  # only the shared link is a bottleneck
+    # with a small cost per unit of flow (a routing's choice: no circulating flow) the time is the same
+    costly = concurrent_flow(topo, coms, [Fraction(1), Fraction(1)], [], flow_cost=1e-6)
+    assert costly is not None and abs(costly.value - 2) < 1e-9
+
+
+def test_alltoall_commodities_are_one_per_source():
+    coll = library.collective("alltoall", 8)
+    coms = unicast_commodities(coll)
+    assert coms is not None and len(coms) == 8 and all(sum(c.demand.values()) == 7 for c in coms)
+    assert unicast_commodities(library.collective("allgather", 8)) is None  # multicast: no
+
+
+def test_rounds_lp_is_the_compact_one_and_as_strong_as_before():
+    topo = library.topology("a100", 2)
+    b = lp_bound(topo, library.collective("alltoall", 16))
+    assert b.value == 10 and b.witness["commodities"] == 16  # issue 24's proved bound, 16 commodities
+
+
+def test_lengths_certificate_is_weak_duality_for_any_lengths():
+    topo = library.topology("ring:4")
+    coll = library.collective("alltoall", 4)
+    r = rates(topo)
+    ones = lengths_certificate(topo, coll, r, [Fraction(1)] * len(topo.links), [])
+    # every rank sends 1/4 of the buffer to each other rank: distances 1, 1, 2 -> 4 x (1/4 + 1/4 + 2/4)
+    assert ones.demand_distance == 4 and ones.capacity_length == sum(r.link)

@@ -1,0 +1,64 @@
+"""Start-up: each command imports what it uses and nothing else (docs/benchmarks.md has the timings).
+
+Not a timing test: a fresh interpreter runs the command and lists the modules it imported; a module a
+command does not need (the solver, the numerics, the lowering, the pictures, the sweep's scheduler) fails
+the test whatever the machine's load."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+PROBE = """import json, sys
+from smtcoll.__main__ import main
+sys.argv = ['smtcoll'] + sys.argv[1:]
+try:
+    main()
+except SystemExit:
+    pass
+sys.stderr.write('MODULES ' + json.dumps(sorted(sys.modules)) + '\\n')
+"""
+
+SOLVER = ("z3", "cvc5")
+NUMERICS = ("numpy", "scipy", "networkx")
+PICTURES = ("matplotlib",)
+SWEEP = ("dask", "distributed", "jsonschema")
+LOWERING = ("smtcoll.lower",)
+SYNTH = ("smtcoll.synth", "smtcoll.bounds", "smtcoll.proofs")
+
+# command line -> the modules (and their submodules) it must not import
+CASES = {
+    ("--version",): ("typer", "click", "pydantic", "rich", "smtcoll.check", "smtcoll.specs", *SOLVER, *NUMERICS),
+    ("verify", "examples/allgather-ring4.xml"): (*SOLVER, *NUMERICS, *PICTURES, *SWEEP, *LOWERING, *SYNTH),
+    ("verify", "examples/allgather-ring4.json"): (*SOLVER, *NUMERICS, *PICTURES, *SWEEP, *LOWERING, *SYNTH),
+    ("list",): (*SOLVER, *NUMERICS, *PICTURES, *SWEEP, *LOWERING, *SYNTH),
+    ("show", "topology", "ring:4"): (*SOLVER, *NUMERICS, *PICTURES, *SWEEP, *LOWERING, *SYNTH),
+    # the engine answers ring:4 at its bound: no solver (its translate method is numpy's)
+    ("synth", "-t", "ring:4", "-c", "allgather"): (*SOLVER, "scipy", *PICTURES, *SWEEP, *LOWERING,
+                                                    "smtcoll.synth.exact", "smtcoll.proofs"),
+    # an instance the exact search answers: the solver, but not the lowering, the pictures or the sweep
+    ("synth", "-t", "ring:4", "-c", "allgather", "--steps", "2"): (*PICTURES, *SWEEP, *LOWERING, "smtcoll.proofs"),
+    ("lower", "examples/allgather-ring4.json", "-o", "{tmp}/a.xml"): (*SOLVER, *NUMERICS, *PICTURES, *SWEEP,
+                                                                       *SYNTH),
+}
+
+
+def imported(args: tuple[str, ...], tmp: Path) -> list[str]:
+    run = subprocess.run([sys.executable, "-c", PROBE, *(a.format(tmp=tmp) for a in args)], capture_output=True,
+                         text=True, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=120)
+    line = next((x for x in run.stderr.splitlines() if x.startswith("MODULES ")), None)
+    assert line is not None, run.stderr
+    return json.loads(line.removeprefix("MODULES "))
+
+
+@pytest.mark.parametrize("args", list(CASES), ids=" ".join)
+def test_a_command_imports_only_what_it_uses(args: tuple[str, ...], tmp_path: Path) -> None:
+    modules = imported(args, tmp_path)
+    unneeded = sorted(m for m in modules for banned in CASES[args] if m == banned or m.startswith(banned + "."))
+    assert not unneeded, f"smtcoll {' '.join(args)} imports {unneeded[:10]}"
