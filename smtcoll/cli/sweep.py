@@ -58,14 +58,14 @@ def _nodes(text: str) -> tuple[int, ...]:
 
 @app.command("sweep")
 def sweep_command(
-    topology: Annotated[Optional[list[str]], typer.Option("--topology", "-t", metavar="NAME|FILE",
+    topology: Annotated[list[str] | None, typer.Option("--topology", "-t", metavar="NAME|FILE",
                                                           help="a built-in name (ndv2, ring:8) or a "
                                                           "topology .toml file; repeat or separate with commas "
                                                           "(required)")] = None,
-    collective: Annotated[Optional[list[str]], typer.Option("--collective", "-c", metavar="NAME|FILE",
+    collective: Annotated[list[str] | None, typer.Option("--collective", "-c", metavar="NAME|FILE",
                                                             help="collectives, e.g. allreduce,allgather (built-in "
                                                             "names or .toml files; required)")] = None,
-    output: Annotated[Optional[Path], typer.Option("--output", "-o", metavar="DIR",
+    output: Annotated[Path | None, typer.Option("--output", "-o", metavar="DIR",
                                                    help="the algorithm directory to write (only XML "
                                                    "files; the manifest, report and plot go to OUTPUT.sweep/; "
                                                    "required)")] = None,
@@ -99,16 +99,16 @@ def sweep_command(
                                                      "dashboard at this address, e.g. :8787 (default: none)")] = None,
     cache: Annotated[Path | None, typer.Option(metavar="DIR",
                                                   help="the task cache folder (default: OUTPUT.sweep/cache)")] = None,
-    model: Annotated[Optional[Path], typer.Option("--model", metavar="FILE",
+    model: Annotated[Path | None, typer.Option("--model", metavar="FILE",
                                                   help="the cost model's knob file (TOML; default: the shipped "
                                                   "specs/models/default.toml, see --print-model)")] = None,
     print_model: Annotated[bool, typer.Option("--print-model", metavar="",
                                               help="print the cost model's knob file (--model's or the "
                                               "default) and exit: copy it, edit it, pass it with --model")] = False,
-    alpha_us: Annotated[Optional[float], typer.Option("--alpha-us", metavar="US",
+    alpha_us: Annotated[float | None, typer.Option("--alpha-us", metavar="US",
                                                       help="latency (µs) of links without timing (the model's "
                                                       "default_alpha_us)")] = None,
-    gbps_per_unit: Annotated[Optional[float], typer.Option("--gbps-per-unit", metavar="GBPS",
+    gbps_per_unit: Annotated[float | None, typer.Option("--gbps-per-unit", metavar="GBPS",
                                                            help="GB/s per unit of bandwidth of links without "
                                                            "timing (the model's default_gbps)")] = None,
     prove: Annotated[bool, typer.Option("--prove", metavar="", help="write certificates of the frontier's claims into "
@@ -137,7 +137,7 @@ def sweep_command(
     limits_mod.check_timeout(task_timeout, "--task-timeout")
     for name, value in (("--alpha-us", alpha_us),
                         ("--gbps-per-unit", gbps_per_unit)):
-        if not (math.isfinite(value) and value > 0):
+        if value is not None and not (math.isfinite(value) and value > 0):
             raise ModelError(name, f"must be a finite number > 0, got {value}")
     for name, ivalue, low in (("--max-chunks", max_chunks, 1), ("--max-steps", max_steps, 1),
                               ("--workers", workers, 1)):

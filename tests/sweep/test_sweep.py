@@ -84,7 +84,7 @@ def test_piecewise_envelope_is_the_pointwise_fastest_and_tiles(curves, low, extr
     for r, i in chosen:
         for size in {r.low, r.high, (r.low + r.high) // 2}:
             assert cs[i].at(size) == min(c.at(size) for c in cs)
-        assert all(a != b for (_, a), (_, b) in zip(chosen, chosen[1:]))  # neighbours differ: merged
+        assert all(a != b for (_, a), (_, b) in itertools.pairwise(chosen))  # neighbours differ: merged
 
 
 def _lowered(topo_name: str, coll_name: str, protocol: str, instances: int):
