@@ -194,7 +194,7 @@ def test_cache_round_trip_ignores_corrupt_entries(tmp_path):
     assert cache.get(key) is None
     path.write_text(json.dumps({"status": "ok", "key": "cd" * 32}))  # an entry under the wrong name
     assert cache.get(key) is None
-    assert not [p for p in tmp_path.rglob("*.tmp")]
+    assert not list(tmp_path.rglob("*.tmp"))
 
 
 def test_cli_rejects_bad_options_with_exit_2(cli, tmp_path):
