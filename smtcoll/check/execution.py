@@ -22,9 +22,11 @@ FIFO back-pressure is not used as an order: it is fragile and depends on the pro
 
 from __future__ import annotations
 
+import heapq
 import random
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
+from typing import Any
 
 import attrs
 
@@ -110,7 +112,9 @@ def execute(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity
             initial: Mapping[int, Value] | None = None, data: bool = True, split: int | None = None,
             timing: dict[tuple[int, int], tuple[float, float]] | None = None,
             rng: random.Random | None = None, seeds: dict[tuple[int, int], int] | None = None,
-            outputs: frozenset[int] = frozenset()) -> ExecutionResult:
+            outputs: frozenset[int] = frozenset(),
+            occupy: Mapping[tuple[int, int, int], tuple[Any, tuple[tuple[Hashable, Any], ...]]] | None = None,
+            ) -> ExecutionResult:
     """Run the program; `capacity` is the FIFO size in messages (None: unbounded), a message being one
     step's transfer, or with `split` (the runtime's maxAllowedCount at some buffer size, `messages.py`) each
     piece of at most `split` chunks of it: split=1 is the worst case of large buffers, where every chunk of
@@ -118,7 +122,11 @@ def execute(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity
     only progress, for the deadlock checks). `timing` maps a link (src, dst) to (latency, time per chunk)
     for the alpha-beta estimate: a link carries one chunk at a time, in the order of this run. With `rng`,
     thread blocks are interleaved at random, one chunk at a time (for testing that results do not depend
-    on the order when no race is reported)."""
+    on the order when no race is reported). `occupy` (instead of `timing`) maps a connection (src, dst,
+    channel) to (latency, ((resource, time per chunk), ...)): a chunk leaves when its thread block is ready
+    and every resource it crosses (the link, the channel, a switch group, ...) is free, holds each for its
+    time, and arrives the slowest of them plus the latency later. Times may be any ordered numbers that add
+    (the sweep passes exact affine ones, `smtcoll.sweep.model`)."""
     geo = geometry
     per_message = split if split is not None else 1 << 30  # chunks per FIFO message (cnt < 2^16)
     report = _Findings(geo.mode)
@@ -182,12 +190,13 @@ def execute(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity
     recv_waiters: dict[tuple[int, int, int], list[_Tb]] = {}
     send_waiters: dict[tuple[int, int, int], list[_Tb]] = {}
     flag_waiters: dict[tuple[int, int], list[_Tb]] = {}
-    ready: deque[_Tb] = deque(states)
+    ready: deque[_Tb] | _StepOrder = deque(states) if occupy is None else _StepOrder(states)
     for st in states:
         st.queued = True
     done_trans = 0
     messages = 0
     link_free: dict[tuple[int, int], float] = {}
+    res_free: dict[Hashable, Any] = {}
 
     def wake(waiters: dict, key: object) -> None:
         for w in waiters.pop(key, ()):
@@ -341,7 +350,15 @@ def execute(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity
                     if st.piece == tr.cnt and (st.uid, st.pc) in bits:
                         k |= 1 << bits[(st.uid, st.pc)]
                     arrival = 0.0
-                    if timing is not None:
+                    if occupy is not None:
+                        latency, held = occupy[st.send_conn]
+                        depart = max([st.time] + [res_free.get(res, 0) for res, _ in held])
+                        busy = max(hold for _, hold in held)
+                        for res, hold in held:
+                            res_free[res] = depart + hold
+                        st.time = depart + busy
+                        arrival = depart + busy + latency
+                    elif timing is not None:
                         link = (st.rank, st.send_conn[1])
                         alpha, per = timing.get(link, (0.0, 1.0))
                         depart = max(st.time, link_free.get(link, 0.0))
@@ -352,7 +369,7 @@ def execute(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity
                         in_flight[st.send_conn] = in_flight.get(st.send_conn, 0) + 1
                     messages += 1
                     wake(recv_waiters, st.send_conn)
-                if rng is not None and st.piece < tr.cnt:
+                if (rng is not None or occupy is not None) and st.piece < tr.cnt:
                     requeue(st)
                     return
             if (st.uid, st.pc) in bits:
@@ -364,7 +381,7 @@ def execute(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity
             st.piece = 0
             st.started = False
             done_trans += 1
-            if rng is not None and st.pc < len(trans):
+            if (rng is not None or occupy is not None) and st.pc < len(trans):
                 requeue(st)
                 return
         st.blocked = ""
@@ -375,7 +392,7 @@ def execute(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity
             ready.append(st)
 
     while ready:
-        if rng is not None:
+        if rng is not None and isinstance(ready, deque):
             ready.rotate(-rng.randrange(len(ready)))
         st = ready.popleft()
         st.queued = False
@@ -392,6 +409,31 @@ def execute(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity
 
 
 _KNOWN = frozenset({"s", "r", "rcs", "rrs", "rrc", "rrcs", "cpy", "re"})
+
+
+class _StepOrder:
+    """The ready thread blocks of a timed run (`occupy`), one chunk at a time, in the order of the step
+    their next transmission is (then their place): close to the order in time, so a link is claimed in the
+    order its chunks come, and fixed whatever the times are (the sweep relies on that: its times are then
+    a maximum of lines in the buffer size)."""
+
+    def __init__(self, states: Sequence[_Tb]) -> None:
+        self.heap: list[tuple[int, int, int, _Tb]] = []
+        for st in states:
+            self.append(st)
+
+    def _key(self, st: _Tb) -> tuple[int, int, int]:
+        step = st.trans[st.pc].first if st.pc < len(st.trans) else 1 << 30
+        return step, st.piece, st.uid
+
+    def append(self, st: _Tb) -> None:
+        heapq.heappush(self.heap, (*self._key(st), st))
+
+    def popleft(self) -> _Tb:
+        return heapq.heappop(self.heap)[-1]
+
+    def __len__(self) -> int:
+        return len(self.heap)
 
 
 def _dups(v: Value) -> int:

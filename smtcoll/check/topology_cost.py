@@ -9,15 +9,18 @@ rounds instead (one chunk takes 1/bandwidth rounds, no latency).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 from smtcoll import library
-from smtcoll.check.execution import TbInput
+from smtcoll.check import buffers, postconditions
+from smtcoll.check.execution import TbInput, execute
+from smtcoll.check.transmissions import lower as lower_tb
 from smtcoll.errors import SmtcollError
 from smtcoll.model import Collective, Topology
 from smtcoll.model.timed import BoundFn, group_gbps
-from smtcoll.msccl.program import Finding
+from smtcoll.msccl.program import Finding, Program
+from smtcoll.msccl.runtime import FIFO_MESSAGES
 
 DEFAULT_CHUNK_BYTES = 1 << 20  # the chunk size the microsecond estimate is given for
 
@@ -115,3 +118,33 @@ def program_time(report: Any, topology: Topology | None = None, bound: BoundFn |
         if coll is not None and coll.ranks == topology.ranks:
             b = bound(topology, coll, DEFAULT_CHUNK_BYTES)
     return {"claimed": None, "verified": None, "alpha_beta": ab, "bound": b}
+
+
+def program_thread_blocks(p: Program) -> list[TbInput]:
+    """The thread blocks of a read or lowered program, as the execution runs them (`check.program`)."""
+    tbs: list[TbInput] = []
+    seen: set[int] = set()
+    for g in sorted(p.gpus, key=lambda g: g.id if g.id is not None else -1):
+        if g.id is None or g.id in seen:
+            continue
+        seen.add(g.id)
+        for tb in g.tbs:
+            assert tb.id is not None and tb.send is not None and tb.recv is not None and tb.chan is not None
+            tbs.append(TbInput(g.id, tb.id, tb.send, tb.recv, tb.chan, tuple(lower_tb(tb))))
+    return tbs
+
+
+def program_makespan(p: Program, occupy: Callable[[tuple[int, int, int]], tuple[Any, tuple[tuple[Hashable, Any], ...]]],
+                     tbs: Sequence[TbInput] | None = None) -> Any:
+    """When the last thread block of `p` finishes, each chunk it sends holding the resources `occupy` gives
+    for its connection (src, dst, channel) as `execution.execute` describes; the same run as the checker's
+    estimate, with the caller's numbers (None when the program deadlocks)."""
+    assert p.ngpus is not None and p.nchunksperloop is not None and p.nchannels is not None
+    tbs = program_thread_blocks(p) if tbs is None else tbs
+    conns = {(t.rank, t.send, t.chan) for t in tbs if t.send >= 0}
+    table = {c: occupy(c) for c in sorted(conns)}
+    kind = p.coll if p.coll in postconditions.BUILTIN else "custom"
+    geo = buffers.Geometry(kind, p.ngpus, p.nchunksperloop, False,
+                           {g.id: (g.s_chunks or 0) for g in p.gpus if g.id is not None})
+    run = execute(tbs, geo, p.nchannels, FIFO_MESSAGES.get(p.proto or "", 2), None, data=False, occupy=table)
+    return None if run.deadlock else run.makespan

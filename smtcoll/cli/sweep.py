@@ -58,14 +58,17 @@ def _nodes(text: str) -> tuple[int, ...]:
 
 @app.command("sweep")
 def sweep_command(
-    topology: Annotated[list[str], typer.Option("--topology", "-t", metavar="NAME|FILE",
-                                                help="a built-in name (ndv2, ring:8) or a "
-                                                "topology .toml file; repeat or separate with commas")],
-    collective: Annotated[list[str], typer.Option("--collective", "-c", metavar="NAME|FILE", help="collectives, e.g. "
-                                                  "allreduce,allgather (built-in names or .toml files)")],
-    output: Annotated[Path, typer.Option("--output", "-o", metavar="DIR",
-                                         help="the algorithm directory to write (only XML "
-                                         "files; the manifest, report and plot go to OUTPUT.sweep/)")],
+    topology: Annotated[list[str] | None, typer.Option("--topology", "-t", metavar="NAME|FILE",
+                                                          help="a built-in name (ndv2, ring:8) or a "
+                                                          "topology .toml file; repeat or separate with commas "
+                                                          "(required)")] = None,
+    collective: Annotated[list[str] | None, typer.Option("--collective", "-c", metavar="NAME|FILE",
+                                                            help="collectives, e.g. allreduce,allgather (built-in "
+                                                            "names or .toml files; required)")] = None,
+    output: Annotated[Path | None, typer.Option("--output", "-o", metavar="DIR",
+                                                   help="the algorithm directory to write (only XML "
+                                                   "files; the manifest, report and plot go to OUTPUT.sweep/; "
+                                                   "required)")] = None,
     nodes: Annotated[str, typer.Option(metavar="N[,N...]",
                                        help="node counts, e.g. 1,2,4 (composed through the NIC model)")] = "1",
     sizes: Annotated[str, typer.Option(metavar="LOW:HIGH",
@@ -96,11 +99,18 @@ def sweep_command(
                                                      "dashboard at this address, e.g. :8787 (default: none)")] = None,
     cache: Annotated[Path | None, typer.Option(metavar="DIR",
                                                   help="the task cache folder (default: OUTPUT.sweep/cache)")] = None,
-    alpha_us: Annotated[float, typer.Option("--alpha-us", metavar="US", help="latency per step (µs) of links without "
-                                            "timing")] = 1.0,
-    gbps_per_unit: Annotated[float, typer.Option("--gbps-per-unit", metavar="GBPS",
-                                                 help="GB/s per unit of bandwidth of "
-                                                 "links without timing")] = 25.0,
+    model: Annotated[Path | None, typer.Option("--model", metavar="FILE",
+                                                  help="the cost model's knob file (TOML; default: the shipped "
+                                                  "specs/models/default.toml, see --print-model)")] = None,
+    print_model: Annotated[bool, typer.Option("--print-model", metavar="",
+                                              help="print the cost model's knob file (--model's or the "
+                                              "default) and exit: copy it, edit it, pass it with --model")] = False,
+    alpha_us: Annotated[float | None, typer.Option("--alpha-us", metavar="US",
+                                                      help="latency (µs) of links without timing (the model's "
+                                                      "default_alpha_us)")] = None,
+    gbps_per_unit: Annotated[float | None, typer.Option("--gbps-per-unit", metavar="GBPS",
+                                                           help="GB/s per unit of bandwidth of links without "
+                                                           "timing (the model's default_gbps)")] = None,
     prove: Annotated[bool, typer.Option("--prove", metavar="", help="write certificates of the frontier's claims into "
                                         "OUTPUT.sweep/proofs")] = False,
     fmt: Annotated[Format, typer.Option("--format", metavar="text|json",
@@ -114,6 +124,10 @@ def sweep_command(
         import z3  # noqa: F401
     except ImportError as e:
         raise SmtcollError(missing_extra(e, "sweep") or f"smtcoll sweep cannot start: {e}") from None
+    from fractions import Fraction
+
+    import attrs
+
     from smtcoll.sweep import cost
     from smtcoll.sweep.plan import Request, sweep
     from smtcoll.sweep.run import Limits, Where, rich_progress
@@ -123,7 +137,7 @@ def sweep_command(
     limits_mod.check_timeout(task_timeout, "--task-timeout")
     for name, value in (("--alpha-us", alpha_us),
                         ("--gbps-per-unit", gbps_per_unit)):
-        if not (math.isfinite(value) and value > 0):
+        if value is not None and not (math.isfinite(value) and value > 0):
             raise ModelError(name, f"must be a finite number > 0, got {value}")
     for name, ivalue, low in (("--max-chunks", max_chunks, 1), ("--max-steps", max_steps, 1),
                               ("--workers", workers, 1)):
@@ -131,9 +145,22 @@ def sweep_command(
             raise ModelError(name, f"must be >= {low}, got {ivalue}")
     if scheduler is not None and scheduler_file is not None:
         raise ModelError("--scheduler", "give --scheduler or --scheduler-file, not both")
+    if print_model:
+        path = model or cost.default_model_path()
+        cost.Model.load(path)  # a wrong file is an error here too
+        typer.echo(path.read_text(), nl=False)
+        return
+    for flag, given in (("--topology", topology), ("--collective", collective), ("--output", output)):
+        if not given:
+            raise ModelError(flag, "required (or give --print-model)")
+    assert topology is not None and collective is not None and output is not None
+    knobs = cost.Model.load(model)
+    if alpha_us is not None:
+        knobs = attrs.evolve(knobs, default_alpha_us=Fraction(repr(alpha_us)))
+    if gbps_per_unit is not None:
+        knobs = attrs.evolve(knobs, default_gbps=Fraction(repr(gbps_per_unit)))
     runtimes = {"both": ("executor", "legacy"), "auto": ("executor",)}.get(runtime.canonical, (runtime.canonical,))
-    options = Options(parse_range(sizes), runtimes, timeout, max_chunks, max_steps,
-                      cost.Timing(alpha_us, gbps_per_unit), prove)
+    options = Options(parse_range(sizes), runtimes, timeout, max_chunks, max_steps, knobs, prove)
     request = Request(_names(topology, "--topology"), _nodes(nodes), _names(collective, "--collective"), options)
     limits = Limits(task_timeout if task_timeout is not None else 2 * timeout + 60,
                     parse_size(task_memory, "--task-memory"))

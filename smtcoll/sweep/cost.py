@@ -1,62 +1,151 @@
-"""The α-β model that ranks candidates: a schedule lowered with a protocol and a number of instances.
+"""The time model that ranks candidates: the LOWERED program (the MSCCL XML the sweep writes) run as the
+runtime runs it, every thread block on its own, every chunk on its link (docs/sweep.md, "The cost model").
 
-A step of the schedule takes `max α of its links + the protocol's latency + per extra instance latency`
-plus its rounds times the time one chunk takes on its slowest link. With `B` the buffer size (bytes, the
-runtime's nBytes) and `A` the addresses in the largest per-rank buffer, a chunk is `B / A` bytes, so
+The run is the checker's own execution (`smtcoll.check.topology_cost.program_makespan`): a chunk leaves when
+its thread block is ready and every resource it crosses is free (its link, its channel, the switch groups of
+the link), holds each for `chunk bytes / (GB/s x protocol efficiency)`, and arrives that plus the hop's
+latency later; a thread block waits for the chunks it receives and for its dependencies. NIC and NVLink
+traffic thus overlap as on the machine. The call adds NCCL's base latency once.
 
-    T(B) = fixed + slope * B,   fixed = sum over steps of latency,   slope = sum over steps of rounds / (A * rate)
+With `B` the buffer size (the runtime's nBytes), a chunk is `B / nchunksperloop` bytes, so every time in the
+run is `a + b * B` and the program's time `T(B)` is a maximum of such lines (the order of the run does not
+depend on the times): convex and piecewise linear. `predict` recovers its pieces exactly: it runs the
+program with affine numbers (`Affine`: the value at one size and the slope there, compared as the value
+just above that size), takes the supporting line at both ends of the range and, where two supporting
+lines cross above T, the supporting line at the crossing, until every crossing lies on T (convexity makes
+that exact). Everything is a Fraction: the same pieces on every machine.
 
-`rate` is the link's bytes per microsecond per unit of bandwidth, times the protocol's efficiency, and at most
-what `instances` channels can drive. Every candidate is a line; selection takes their lower envelope.
-The numbers are exact fractions so that ties and crossovers are the same on every machine.
-
-Model parameters (a model, not a measurement: `docs/sweep.md`):
-- protocol latency per hop, NCCL's ring figures for NVLink (`src/graph/tuning.cc`, `hwLat`):
-  LL 0.4 µs, Simple 5.7 µs; LL carries 4 bytes of data per 8 sent (efficiency 1/2), Simple all of them;
-- a channel (one instance) drives at most `CHANNEL_GBPS` GB/s; each extra instance costs
-  `INSTANCE_LATENCY_US` per step (more thread blocks to start and synchronize);
-- links without timing get `--alpha-us` / `--gbps-per-unit` (defaults `DEFAULT_ALPHA_US`, `DEFAULT_GBPS`).
+The parameters come from a TOML knob file (`Model.load`; the defaults: `specs/models/default.toml`, printed
+by `smtcoll sweep --print-model`).
 """
 
 from __future__ import annotations
 
+import math
+import tomllib
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from fractions import Fraction
+from pathlib import Path
+from typing import Any
 
 import attrs
 
-from smtcoll.model import Collective, Schedule, Topology
+from smtcoll.errors import InputError, ModelError
+from smtcoll.model import Collective, Topology
 
-PROTOCOL_LATENCY_US = {"LL": Fraction(4, 10), "Simple": Fraction(57, 10)}
-PROTOCOL_EFFICIENCY = {"LL": Fraction(1, 2), "Simple": Fraction(1)}
-PROTOCOLS = ("LL", "Simple")
-INSTANCES = (1, 2, 4, 8)
-CHANNEL_GBPS = Fraction(20)
-INSTANCE_LATENCY_US = Fraction(1, 5)
-DEFAULT_ALPHA_US = 1.0
-DEFAULT_GBPS = 25.0
+PROTOCOL_NAMES = ("LL", "LL128", "Simple")
+LINK_KINDS = ("nvlink", "pci", "net")
 # nccl-tests' bus bandwidth: algorithm bandwidth times the share of the data every rank must move
 BUS_FACTOR = {"allreduce": lambda n: Fraction(2 * (n - 1), n), "allgather": lambda n: Fraction(n - 1, n),
               "reducescatter": lambda n: Fraction(n - 1, n), "alltoall": lambda n: Fraction(n - 1, n)}
 
 
+def default_model_path() -> Path:
+    """The shipped defaults: `specs/models/default.toml` (in a wheel: `smtcoll/specs_data/models/`)."""
+    from smtcoll.specs import spec_files_dir
+
+    folder = spec_files_dir()
+    if folder is None:
+        raise InputError("specs/models/default.toml", "the built-in spec files are not installed")
+    return folder / "models" / "default.toml"
+
+
+def _dec(value: Any, where: str, positive: bool = True) -> Fraction:
+    """A TOML number as the decimal written (0.47 is 47/100), checked."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ModelError(where, f"expected a number, got {value!r}")
+    f = Fraction(repr(float(value))) if isinstance(value, float) else Fraction(value)
+    if f < 0 or (positive and f == 0):
+        raise ModelError(where, f"must be {'> 0' if positive else '>= 0'}, got {value!r}")
+    return f
+
+
 @attrs.frozen
-class Timing:
-    """α (µs) and speed (GB/s per unit of bandwidth) for links that carry none."""
+class Model:
+    """The cost model's knobs (docs/sweep.md). Times in µs, speeds in GB/s (1 GB/s = 1000 bytes/µs)."""
 
-    alpha_us: float = DEFAULT_ALPHA_US
-    gbps_per_unit: float = DEFAULT_GBPS
+    protocols: tuple[str, ...]
+    instances: tuple[int, ...]
+    call_latency_us: Mapping[str, Fraction]  # per call, by protocol (NCCL's baseLat, ring)
+    hop_latency_us: Mapping[str, Mapping[str, Fraction]]  # per message, by link kind and protocol (hwLat, ring)
+    efficiency: Mapping[str, Fraction]  # data bytes per byte sent, by protocol
+    channel_gbps: Fraction  # what one channel (one thread block pair) drives at most
+    intra_node: str  # the kind of the links inside a node: nvlink or pci
+    link_alpha: bool  # add the topology's per-link alpha_us to each hop's protocol latency
+    default_alpha_us: Fraction  # links without timing
+    default_gbps: Fraction
 
-    def alpha(self, topo: Topology, src: int, dst: int) -> Fraction:
-        link = topo.link(src, dst)
-        value = link.alpha_us if link is not None and link.alpha_us is not None else self.alpha_us
-        return Fraction(repr(float(value)))  # the decimal as written (0.7 is 7/10)
+    @classmethod
+    def load(cls, path: Path | None = None) -> Model:
+        """The knob file `path` (default: the shipped defaults); a wrong file is an InputError naming it."""
+        path = path or default_model_path()
+        try:
+            data = tomllib.loads(path.read_text())
+        except OSError as e:
+            raise InputError(str(path), f"cannot read the cost model: {e.strerror or e}") from None
+        except tomllib.TOMLDecodeError as e:
+            raise InputError(str(path), f"not TOML: {e}") from None
+        try:
+            return cls.from_dict(data.get("model", data))
+        except ModelError as e:
+            raise InputError(str(path), str(e)) from None
 
-    def unit_rate(self, topo: Topology, src: int, dst: int) -> Fraction:
-        """Bytes per µs of one unit of bandwidth (GB/s = 1e3 bytes/µs)."""
-        link = topo.link(src, dst)
-        if link is not None and link.gbps:
-            return Fraction(repr(float(link.gbps))) * 1000 / link.bandwidth
-        return Fraction(repr(float(self.gbps_per_unit))) * 1000
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Model:
+        known = {"protocols", "instances", "call_latency_us", "hop_latency_us", "efficiency", "channel_gbps",
+                 "intra_node", "link_alpha", "default_alpha_us", "default_gbps"}
+        extra = sorted(set(d) - known)
+        if extra:
+            raise ModelError(f"model.{extra[0]}", f"unknown key (known: {', '.join(sorted(known))})")
+        missing = sorted(known - set(d))
+        if missing:
+            raise ModelError(f"model.{missing[0]}", "missing")
+        protocols = tuple(d["protocols"])
+        if not protocols or any(p not in PROTOCOL_NAMES for p in protocols) or len(set(protocols)) != len(protocols):
+            raise ModelError("model.protocols", f"give distinct names from {', '.join(PROTOCOL_NAMES)}")
+        instances = tuple(d["instances"])
+        if not instances or any(not isinstance(i, int) or isinstance(i, bool) or not 1 <= i <= 32 for i in instances):
+            raise ModelError("model.instances", "give whole numbers from 1 to 32")
+
+        def per_proto(table: Any, where: str, positive: bool) -> dict[str, Fraction]:
+            if not isinstance(table, dict):
+                raise ModelError(where, "expected a table of protocol = number")
+            for p in protocols:
+                if p not in table:
+                    raise ModelError(f"{where}.{p}", "missing")
+            for p in table:
+                if p not in PROTOCOL_NAMES:
+                    raise ModelError(f"{where}.{p}", f"unknown protocol (known: {', '.join(PROTOCOL_NAMES)})")
+            return {p: _dec(table[p], f"{where}.{p}", positive) for p in PROTOCOL_NAMES if p in table}
+
+        hops = d["hop_latency_us"]
+        if not isinstance(hops, dict) or sorted(hops) != sorted(LINK_KINDS):
+            raise ModelError("model.hop_latency_us", f"expected the tables {', '.join(LINK_KINDS)}")
+        eff = per_proto(d["efficiency"], "model.efficiency", True)
+        if any(v > 1 for v in eff.values()):
+            raise ModelError("model.efficiency", "an efficiency is at most 1")
+        if d["intra_node"] not in ("nvlink", "pci"):
+            raise ModelError("model.intra_node", "nvlink or pci")
+        if not isinstance(d["link_alpha"], bool):
+            raise ModelError("model.link_alpha", "true or false")
+        return cls(protocols, tuple(sorted(set(instances))),
+                   per_proto(d["call_latency_us"], "model.call_latency_us", False),
+                   {k: per_proto(hops[k], f"model.hop_latency_us.{k}", False) for k in LINK_KINDS}, eff,
+                   _dec(d["channel_gbps"], "model.channel_gbps"), d["intra_node"], d["link_alpha"],
+                   _dec(d["default_alpha_us"], "model.default_alpha_us", False),
+                   _dec(d["default_gbps"], "model.default_gbps"))
+
+    def to_json(self) -> dict[str, Any]:
+        """The knobs as the manifest records them (floats of the exact values)."""
+        def table(m: Mapping[str, Fraction]) -> dict[str, float]:
+            return {k: float(v) for k, v in m.items()}
+
+        return {"protocols": list(self.protocols), "instances": list(self.instances),
+                "call_latency_us": table(self.call_latency_us),
+                "hop_latency_us": {k: table(v) for k, v in self.hop_latency_us.items()},
+                "efficiency": table(self.efficiency), "channel_gbps": float(self.channel_gbps),
+                "intra_node": self.intra_node, "link_alpha": self.link_alpha,
+                "default_alpha_us": float(self.default_alpha_us), "default_gbps": float(self.default_gbps)}
 
 
 def addresses(coll: Collective) -> int:
@@ -75,34 +164,229 @@ class Line:
     fixed: Fraction
     slope: Fraction
 
-    def at(self, size: int) -> Fraction:
+    def at(self, size: int | Fraction) -> Fraction:
         return self.fixed + self.slope * size
 
 
-def predict(schedule: Schedule, protocol: str, instances: int, timing: Timing) -> Line:
-    """The α-β line of `schedule` lowered with `protocol` and `instances` (module docstring)."""
-    topo = schedule.topology
-    chunk_share = addresses(schedule.collective)
-    fixed, slope = Fraction(0), Fraction(0)
-    for step in schedule.steps:
-        pairs = sorted({(s.src, s.dst) for s in step.sends})
-        if not pairs:
+@attrs.frozen
+class Piecewise:
+    """A convex piecewise linear time: `lines[i]` holds from `starts[i]` (real) to the next start."""
+
+    starts: tuple[Fraction, ...]
+    lines: tuple[Line, ...]
+
+    def line_at(self, size: int | Fraction) -> Line:
+        i = 0
+        while i + 1 < len(self.starts) and self.starts[i + 1] <= size:
+            i += 1
+        return self.lines[i]
+
+    def at(self, size: int | Fraction) -> Fraction:
+        return self.line_at(size).at(size)
+
+    @staticmethod
+    def of(line: Line) -> Piecewise:
+        return Piecewise((Fraction(0),), (line,))
+
+    def to_json(self) -> list[dict[str, Any]]:
+        return [{"from_bytes": float(s), "fixed_us": round(float(ln.fixed), 6), "us_per_byte": float(ln.slope)}
+                for s, ln in zip(self.starts, self.lines)]
+
+
+class Affine:
+    """`v + s * (B - B0)` near one size B0: added like numbers, ordered by the value at B0 and then by the
+    slope (the larger just above B0): the run's maximum is then the supporting line to the right of B0.
+    Hand-written: the run needs a number type, and no library offers one that orders this way."""
+
+    __slots__ = ("s", "v")
+
+    def __init__(self, v: Any, s: Any) -> None:
+        self.v, self.s = v, s
+
+    def __add__(self, o: Any) -> Affine:
+        if isinstance(o, Affine):
+            return Affine(self.v + o.v, self.s + o.s)
+        if o == 0:  # the run starts its clocks at 0.0: no float may creep in
+            return self
+        return Affine(self.v + Fraction(o), self.s)
+
+    __radd__ = __add__
+
+    def _key(self) -> tuple[Fraction, Fraction]:
+        return self.v, self.s
+
+    @staticmethod
+    def _other(o: Any) -> tuple[Any, Any]:
+        return (o.v, o.s) if isinstance(o, Affine) else (o, 0)
+
+    def __lt__(self, o: Any) -> bool:
+        return self._key() < self._other(o)
+
+    def __le__(self, o: Any) -> bool:
+        return self._key() <= self._other(o)
+
+    def __gt__(self, o: Any) -> bool:
+        return self._key() > self._other(o)
+
+    def __ge__(self, o: Any) -> bool:
+        return self._key() >= self._other(o)
+
+    def __eq__(self, o: object) -> bool:
+        return self._key() == self._other(o)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+Occupy = Callable[[tuple[int, int, int]], tuple[Any, tuple[tuple[Hashable, Any], ...]]]
+
+
+@attrs.frozen
+class Machine:
+    """What the run needs of the topology: per link (data µs per byte, latency), switch groups per link."""
+
+    per_byte: Mapping[tuple[int, int], Fraction]  # link -> µs per byte at efficiency 1
+    kind: Mapping[tuple[int, int], str]
+    alpha: Mapping[tuple[int, int], Fraction]
+    groups: Mapping[tuple[int, int], tuple[tuple[int, Fraction], ...]]  # link -> (group, µs per byte)
+
+
+def machine(topo: Topology, nodes: int, model: Model) -> Machine:
+    """Link speeds, kinds and switch groups of `topo` (`nodes` nodes of equal size, node-major ranks: a link
+    between nodes goes through a NIC)."""
+    from smtcoll.model.timed import group_gbps
+
+    per_node = max(1, topo.ranks // max(1, nodes))
+    per_byte: dict[tuple[int, int], Fraction] = {}
+    kind: dict[tuple[int, int], str] = {}
+    alpha: dict[tuple[int, int], Fraction] = {}
+    groups: dict[tuple[int, int], tuple[tuple[int, Fraction], ...]] = {}
+    for lk in topo.links:
+        key = (lk.src, lk.dst)
+        gbps = Fraction(repr(float(lk.gbps))) if lk.gbps else model.default_gbps * lk.bandwidth
+        per_byte[key] = 1 / (gbps * 1000)
+        kind[key] = "net" if lk.src // per_node != lk.dst // per_node else model.intra_node
+        alpha[key] = Fraction(repr(float(lk.alpha_us))) if lk.alpha_us is not None else model.default_alpha_us
+        gs = []
+        for g in topo.switches_of(lk.src, lk.dst):
+            rate = group_gbps(topo, topo.switches[g])
+            if rate:
+                gs.append((g, 1 / (Fraction(repr(float(rate))) * 1000)))
+        groups[key] = tuple(gs)
+    return Machine(per_byte, kind, alpha, groups)
+
+
+def occupancy(m: Machine, model: Model, protocol: str, chunk: Affine | Fraction) -> Occupy:
+    """The resources a chunk of `chunk` bytes holds on each connection, and its hop latency."""
+    eff = model.efficiency[protocol]
+    chan_per_byte = 1 / (model.channel_gbps * 1000 * eff)
+
+    def scale(c: Fraction) -> Any:
+        if isinstance(chunk, Affine):
+            return Affine(chunk.v * c, chunk.s * c)
+        return chunk * c
+
+    def occupy(conn: tuple[int, int, int]) -> tuple[Any, tuple[tuple[Hashable, Any], ...]]:
+        src, dst, chan = conn
+        link = (src, dst)
+        if link not in m.per_byte:  # the checker reports a missing link; the run still needs a number
+            return Fraction(0), (((src, dst), scale(Fraction(0))),)
+        lat = model.hop_latency_us[m.kind[link]][protocol] + (m.alpha[link] if model.link_alpha else 0)
+        held: list[tuple[Hashable, Any]] = [(link, scale(m.per_byte[link] / eff)),
+                                            ((src, dst, chan), scale(chan_per_byte))]
+        held += [(("group", g), scale(c / eff)) for g, c in m.groups[link]]
+        return (Affine(lat, Fraction(0)) if isinstance(chunk, Affine) else lat), tuple(held)
+
+    return occupy
+
+
+MAX_PIECES = 64
+
+
+def predict(program: Any, m: Machine, model: Model, low: int, high: int,
+            dominated: Callable[[Line, Line], bool] | None = None) -> Piecewise | None:
+    """The exact time of the lowered `program` (an `msccl.program.Program`) for every buffer size in
+    [low, high] (module docstring); None when the program does not run to its end (deadlock), or when
+    `dominated(first, last)` says the supporting lines at both ends already show it loses everywhere."""
+    from smtcoll.check.topology_cost import program_makespan, program_thread_blocks
+
+    tbs = program_thread_blocks(program)
+    n = Fraction(program.nchunksperloop)
+    proto = program.proto
+    base = model.call_latency_us[proto]
+
+    conns = sorted({(t.rank, t.send, t.chan) for t in tbs if t.send >= 0})
+
+    def tangent(size: Fraction) -> Line | None:
+        occ = occupancy(m, model, proto, Affine(size / n, 1 / n))
+        table = {c: occ(c) for c in conns}
+        # every number of the run is a sum of these: in units of 1/d they are whole numbers, which add and
+        # compare many times faster than fractions (and as exactly)
+        d = 1
+        for lat, held in table.values():
+            for x in (lat.v, lat.s, *(h.v for _, h in held), *(h.s for _, h in held)):
+                d = math.lcm(d, x.denominator)
+        scaled = {c: (Affine(int(lat.v * d), int(lat.s * d)),
+                      tuple((k, Affine(int(h.v * d), int(h.s * d))) for k, h in held))
+                  for c, (lat, held) in table.items()}
+        t = program_makespan(program, scaled.__getitem__, tbs)
+        if t is None:
+            return None
+        if not isinstance(t, Affine):  # nothing is sent (one rank)
+            t = Affine(Fraction(0), Fraction(0))
+        v, sl = Fraction(t.v, d), Fraction(t.s, d)
+        return Line(v + base - sl * size, sl)
+
+    lo, hi = Fraction(low), Fraction(high)
+    first, last = tangent(lo), tangent(hi)
+    if first is None or last is None or (dominated is not None and dominated(first, last)):
+        return None
+    found: dict[Fraction, Line] = {lo: first}
+    work = [(lo, first, hi, last)]
+    while work:
+        a, la, b, lb = work.pop()
+        if la == lb or la.slope == lb.slope or len(found) > MAX_PIECES:
             continue
-        fixed += max(timing.alpha(topo, u, v) for u, v in pairs) + PROTOCOL_LATENCY_US[protocol] \
-            + INSTANCE_LATENCY_US * (instances - 1)
-        rate = min(min(timing.unit_rate(topo, u, v), CHANNEL_GBPS * 1000 * instances) for u, v in pairs)
-        slope += Fraction(step.rounds) / (chunk_share * rate * PROTOCOL_EFFICIENCY[protocol])
-    return Line(fixed, slope)
+        x = (lb.fixed - la.fixed) / (la.slope - lb.slope)
+        lx = tangent(x)
+        if lx is None:
+            return None
+        if lx.at(x) == la.at(x):
+            found[x] = lb
+            continue
+        found[x] = lx
+        work += [(a, la, x, lx), (x, lx, b, lb)]
+    # `found` maps a start to the line from there; keep the starts where the line changes
+    starts: list[Fraction] = []
+    lines: list[Line] = []
+    for s in sorted(found):
+        if not lines or found[s] != lines[-1]:
+            starts.append(s)
+            lines.append(found[s])
+    return Piecewise(tuple(starts), tuple(lines))
 
 
-def bound_line(topo: Topology, coll: Collective, steps: int, rounds_per_chunk: Fraction, timing: Timing) -> Line:
-    """No schedule beats `steps * min α + rounds_per_chunk * (B / A) / fastest rate`, whatever its protocol
-    and instances: the bound the report measures the gap to (protocol overheads are not counted)."""
-    alphas = [timing.alpha(topo, link.src, link.dst) for link in topo.links]
-    rates = [timing.unit_rate(topo, link.src, link.dst) for link in topo.links]
-    if not alphas:
-        return Line(Fraction(0), Fraction(0))
-    return Line(steps * min(alphas), rounds_per_chunk / (addresses(coll) * max(rates)))
+def chord(curve: Piecewise, low: int, high: int) -> Line:
+    """The line through the curve's ends: above the (convex) curve everywhere between them."""
+    a, b = curve.at(low), curve.at(high)
+    slope = (b - a) / (high - low) if high > low else Fraction(0)
+    return Line(a - slope * low, slope)
+
+
+def beaten(first: Line, last: Line, uppers: Sequence[Line], low: int, high: int) -> bool:
+    """True when some candidate is at least as fast at every size of [low, high]: the candidate is at
+    least max(first, last) (its supporting lines), each of `uppers` at most its line (a chord). The
+    difference of the two is convex and piecewise linear, so checking at its breakpoints is exact."""
+    if not uppers:
+        return False
+    points = {Fraction(low), Fraction(high)}
+    if first.slope != last.slope:
+        points.add((last.fixed - first.fixed) / (first.slope - last.slope))
+    for i, u in enumerate(uppers):
+        for v in uppers[i + 1:]:
+            if u.slope != v.slope:
+                points.add((v.fixed - u.fixed) / (u.slope - v.slope))
+    return all(max(first.at(x), last.at(x)) >= min(u.at(x) for u in uppers)
+               for x in points if low <= x <= high)
 
 
 def bus_bandwidth(kind: str, ranks: int, size: int, micros: Fraction) -> float | None:
@@ -111,3 +395,4 @@ def bus_bandwidth(kind: str, ranks: int, size: int, micros: Fraction) -> float |
     if factor is None or micros <= 0:
         return None
     return float(Fraction(size) / micros / 1000 * factor(ranks))
+

@@ -16,10 +16,9 @@ from typing import Any
 
 from smtcoll.errors import InputError, SmtcollError
 from smtcoll.files import write_text
-from smtcoll.sweep import cost
 from smtcoll.sweep.tasks import Invalid, Options, Task
 
-FORMAT = "smtcoll-sweep/1"
+FORMAT = "smtcoll-sweep/2"
 SCHEMA = Path(__file__).with_name("manifest.schema.json")
 
 
@@ -51,6 +50,8 @@ def build(tasks: Sequence[Task | Invalid], results: dict[str, dict[str, Any]], o
             row["attempts"] = res.get("attempts", [row["why"]])
         if "synth" in res:
             row["synth"] = res["synth"]
+        if "candidates" in res:
+            row["candidates"] = res["candidates"]
         row["files"], row["rejected"], row["certificates"] = [], res.get("rejected", []), []
         found_versions = found_versions or res.get("versions", {})
         for f in res.get("files", []):
@@ -74,12 +75,7 @@ def build(tasks: Sequence[Task | Invalid], results: dict[str, dict[str, Any]], o
         "format": FORMAT,
         "versions": found_versions,
         "request": request,
-        "model": {"protocol_latency_us": {k: float(v) for k, v in cost.PROTOCOL_LATENCY_US.items()},
-                  "protocol_efficiency": {k: float(v) for k, v in cost.PROTOCOL_EFFICIENCY.items()},
-                  "channel_gbps": float(cost.CHANNEL_GBPS), "instance_latency_us": float(cost.INSTANCE_LATENCY_US),
-                  "instances": list(cost.INSTANCES), "protocols": list(cost.PROTOCOLS),
-                  "timing_defaults": {"alpha_us": options.timing.alpha_us,
-                                      "gbps_per_unit": options.timing.gbps_per_unit}},
+        "model": options.model.to_json(),
         "files": entries,
         "tasks": task_rows,
         "summary": {"tasks": len(tasks), "failed": sum(1 for r in task_rows if r["status"] != "ok"),

@@ -29,7 +29,7 @@ class Request:
         return {"topologies": list(self.topologies), "nodes": list(self.nodes),
                 "collectives": list(self.collectives), "sizes": o["sizes"], "runtimes": o["runtimes"],
                 "budget": o["budget"], "max_chunks": o["max_chunks"], "max_steps": o["max_steps"],
-                "timing": o["timing"], "prove": o["prove"]}
+                "model": o["model"], "prove": o["prove"]}
 
 
 def _label(name: str) -> str:

@@ -9,8 +9,6 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from smtcoll.sweep.sizes import human
-
 
 def _groups(manifest: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
     groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
@@ -19,8 +17,32 @@ def _groups(manifest: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
     return groups
 
 
+def _time(us: float) -> str:
+    """A time as people read it: 8.3 µs, 412 µs, 26.9 ms, 1.27 s."""
+    if us < 1000:
+        return f"{us:.3g} µs" if us < 100 else f"{us:.0f} µs"
+    if us < 1e6:
+        return f"{us / 1000:.3g} ms"
+    return f"{us / 1e6:.3g} s"
+
+
+def _size(n: int) -> str:
+    """A size in the largest binary unit, rounded: 106667 -> 104KiB (exact ends are in the manifest)."""
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            v = n / scale
+            return f"{v:.0f}{unit}" if v >= 10 or n % scale == 0 else f"{v:.1f}{unit}"
+    return f"{n}B"
+
+
+def _ratio(x: float | None) -> str:
+    return "-" if x is None else f"{x:.2f}x"
+
+
 def tables(manifest: dict[str, Any], width: int = 120) -> str:
-    """The report as text (the same on a terminal and in `report.txt`, without colours)."""
+    """The report as text (the same on a terminal and in `report.txt`, without colours): per collective and
+    machine, the size ranges with the chosen algorithm, and at the range's largest size its time, NCCL's
+    best (ring or tree) in the same model, the throughput bound, and the ratios."""
     from rich.console import Console
     from rich.table import Table
 
@@ -29,28 +51,34 @@ def tables(manifest: dict[str, Any], width: int = 120) -> str:
     runtimes = manifest["request"]["runtimes"]
     for kind, files in _groups(manifest).items():
         table = Table(title=f"{kind}", title_justify="left")
-        for col in ("topology", "ranks", "sizes", "algorithm (steps, rounds, chunks)", "protocol", "instances",
-                    "predicted", "gap to bound"):
-            table.add_column(col, justify="right" if col in ("ranks", "instances") else "left")
+        for col, just in (("machine", "left"), ("sizes", "left"), ("algorithm", "left"), ("proto", "left"),
+                          ("inst", "right"), ("time", "right"), ("busbw GB/s", "right"), ("NCCL", "right"),
+                          ("vs NCCL", "right"), ("bound", "right"), ("of bound", "right")):
+            table.add_column(col, justify=just, no_wrap=True)  # type: ignore[arg-type]
         for f in files:
             if f["runtime"] != runtimes[0]:
                 continue  # the same selection for every runtime
-            lo, hi = f["predicted"][0], f["predicted"][-1]
-            gaps = [p["gap"] for p in f["predicted"] if p.get("gap") is not None]
-            i = f["instance"]
-            table.add_row(f"{f['topology']} x{f['nodes']}", str(f["ranks"]),
-                          f"{human(f['sizes'][0])}..{human(f['sizes'][1])}",
-                          f"({i['steps']}, {i['rounds']}, {i['chunks']}) {f['method']}", f["protocol"],
-                          str(f["instances"]), f"{lo['time_us']:.4g}..{hi['time_us']:.4g} µs",
-                          f"{min(gaps):.0%}..{max(gaps):.0%}" if gaps else "no bound")
+            at = f["predicted"][-1]
+            nccl = [v for k, v in sorted(at.items()) if k.startswith("nccl_")]
+            bound = at.get("bound_us")
+            algo = f["algorithm"] if f.get("nccl") is None else f"NCCL {f['nccl']}"
+            table.add_row(f"{f['topology']} x{f['nodes']}", f"{_size(f['sizes'][0])}..{_size(f['sizes'][1])}",
+                          algo[:28], f["protocol"], str(f["instances"]), _time(at["time_us"]),
+                          "-" if at["busbw_gbps"] is None else f"{at['busbw_gbps']:.1f}",
+                          _time(min(nccl)) if nccl else "-", _ratio(at.get("vs_nccl")),
+                          _time(bound) if bound else "-",
+                          f"{bound / at['time_us']:.0%}" if bound else "-")
         console.print(table)
+    console.print("time, busbw, NCCL and bound at the largest size of each range; vs NCCL: NCCL's best (ring or "
+                  "tree) time / ours; of bound: the bound's time / ours (docs/sweep.md)")
     failed = [t for t in manifest["tasks"] if t["status"] != "ok"]
     for t in failed:
         console.print(f"FAILED {t['collective']} on {t['topology']} x{t['nodes']}: {t['why']}")
     for t in manifest["tasks"]:
         for r in t["rejected"]:
             console.print(f"not used for {t['collective']} on {t['topology']} x{t['nodes']} ({r['runtime']}, "
-                          f"{r.get('protocol')}, {r.get('instances')} instance(s)): {r['why']}")
+                          f"{r.get('candidate')}, {r.get('protocol')}, {r.get('instances')} instance(s)): "
+                          f"{r['why'][:200]}", soft_wrap=True)
     s = manifest["summary"]
     console.print(f"{s['files']} file(s) from {s['tasks']} task(s), {s['failed']} failed")
     return buf.getvalue()

@@ -1,10 +1,11 @@
-"""The fastest candidate for every buffer size: the lower envelope of the candidates' lines over the
+"""The fastest candidate for every buffer size: the lower envelope of the candidates' times over the
 requested range, as consecutive size ranges that tile it (no gap, no overlap).
 
-Each candidate's predicted time is a line in the size, so the fastest candidate changes only where two
-lines cross, and as the size grows it moves to candidates with ever smaller slopes (latency-optimal first,
-bandwidth-optimal last). The envelope is computed exactly (fractions), with ties broken by the candidate's
-`rank` (its place in a fixed order) so that the result never depends on the order of evaluation.
+Each candidate's predicted time is piecewise linear in the size (`cost.Piecewise`). Between two
+consecutive breakpoints of any candidate every candidate is one line, so there the fastest changes only
+where two lines cross, moving to ever smaller slopes (`envelope_lines`); the ranges of those pieces are
+joined where the winner stays the same. Everything is exact (fractions), ties go to the smaller slope and
+then to the smaller index, so the result never depends on the order of evaluation.
 """
 
 from __future__ import annotations
@@ -12,11 +13,11 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from smtcoll.sweep.cost import Line
+from smtcoll.sweep.cost import Line, Piecewise
 from smtcoll.sweep.sizes import SizeRange
 
 
-def envelope(lines: Sequence[Line], requested: SizeRange) -> list[tuple[SizeRange, int]]:
+def envelope_lines(lines: Sequence[Line], requested: SizeRange) -> list[tuple[SizeRange, int]]:
     """(range, index into `lines`) in increasing size; the ranges tile `requested`. Among equal times the
     smaller slope wins (it stays best for larger sizes), then the smaller index."""
     if not lines:
@@ -43,6 +44,28 @@ def envelope(lines: Sequence[Line], requested: SizeRange) -> list[tuple[SizeRang
         out.append((SizeRange(start, switch - 1), cur))
         flatter = [i for i, line in enumerate(lines) if line.slope < lines[cur].slope]
         start, cur = switch, best_at(switch, flatter)
+
+
+def envelope(curves: Sequence[Piecewise], requested: SizeRange) -> list[tuple[SizeRange, int]]:
+    """(range, index into `curves`) in increasing size, tiling `requested` (module docstring)."""
+    if not curves:
+        return []
+    # a breakpoint x: the sizes up to floor(x) are on the piece before it, the larger ones after it
+    cuts = sorted({math.floor(x) for c in curves for x in c.starts[1:] if requested.low <= x < requested.high})
+    cuts = [x for x in cuts if requested.low <= x < requested.high]
+    out: list[tuple[SizeRange, int]] = []
+    start = requested.low
+    for end in [*cuts, requested.high]:
+        if end < start:
+            continue
+        part = SizeRange(start, end)
+        for rng, i in envelope_lines([c.line_at(start) for c in curves], part):
+            if out and out[-1][1] == i and out[-1][0].high + 1 == rng.low:
+                out[-1] = (SizeRange(out[-1][0].low, rng.high), i)
+            else:
+                out.append((rng, i))
+        start = end + 1
+    return out
 
 
 def tiles(ranges: Sequence[SizeRange], requested: SizeRange) -> bool:

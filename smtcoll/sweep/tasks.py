@@ -46,13 +46,13 @@ class Options:
     budget: float = 60.0  # the synthesizer's time limit per task, seconds (`synth --timeout`)
     max_chunks: int = 4
     max_steps: int | None = None
-    timing: cost.Timing = attrs.Factory(cost.Timing)
+    model: cost.Model = attrs.Factory(cost.Model.load)
     prove: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return {"sizes": [self.sizes.low, self.sizes.high], "runtimes": list(self.runtimes), "budget": self.budget,
                 "max_chunks": self.max_chunks, "max_steps": self.max_steps,
-                "timing": {"alpha_us": self.timing.alpha_us, "gbps_per_unit": self.timing.gbps_per_unit},
+                "model": self.model.to_json(),
                 "prove": self.prove}
 
 
@@ -103,9 +103,8 @@ def _safe(text: str) -> str:
 
 
 def _options(data: dict[str, Any]) -> Options:
-    t = data["timing"]
     return Options(SizeRange(*data["sizes"]), tuple(data["runtimes"]), data["budget"], data["max_chunks"],
-                   data["max_steps"], cost.Timing(t["alpha_us"], t["gbps_per_unit"]), data["prove"])
+                   data["max_steps"], cost.Model.from_dict(data["model"]), data["prove"])
 
 
 def versions() -> dict[str, str]:
@@ -117,12 +116,22 @@ def versions() -> dict[str, str]:
 # --- the task ------------------------------------------------------------------------------------
 
 @attrs.frozen
-class Candidate:
-    point: int  # index into the frontier
+class Source:
+    """A schedule that may be chosen: a frontier point, the engine's, a construction (`nccl`: the NCCL
+    algorithm it is, "ring" or "tree", or None)."""
+
+    name: str
+    method: str
     schedule: Schedule
+    nccl: str | None = None
+
+
+@attrs.frozen
+class Candidate:
+    source: int  # index into the sources
     protocol: str
     instances: int
-    line: cost.Line
+    curve: cost.Piecewise
 
 
 def compute(payload: dict[str, Any]) -> dict[str, Any]:
@@ -151,42 +160,126 @@ def compute(payload: dict[str, Any]) -> dict[str, Any]:
         result = SynthResult("timeout", None, "pareto", {}, (),
                              message=f"the synthesizer failed ({type(e).__name__}: {str(e)[:200]}); please report this")
         status = "error"
-    schedules = [p.schedule for p in result.points if p.schedule is not None]
+    complete = result.status == "found"
+    frontier = "pareto" if complete else "pareto (time limit: frontier incomplete)"
+    sources = [Source(f"({p.steps},{p.rounds},{p.chunks})", frontier, p.schedule)
+               for p in result.points if p.schedule is not None]
+    scaled = _scaled(topo, base, o.max_steps)
+    if scaled is not None:
+        i = scaled.schedule.instance
+        sources.append(Source(f"({i.steps},{i.rounds},{i.chunks})", f"engine: {scaled.method}", scaled.schedule))
+    for name, schedule, nccl in _constructions(topo, base, o.max_steps):
+        if nccl is None and any(src.schedule.steps == schedule.steps and src.schedule.collective ==
+                                schedule.collective for src in sources):
+            continue  # the same schedule as a baseline before it (multiring is NCCL's ring on some machines)
+        sources.append(Source(name, "construction" if nccl is None else f"NCCL {nccl}", schedule, nccl))
     out: dict[str, Any] = {"status": "ok", "versions": versions(),
                            "synth": {"status": status,
                                      "frontier": [[p.steps, p.rounds, p.chunks] for p in result.points
                                                   if p.schedule is not None],
-                                     "complete": result.status == "found", "message": result.message,
+                                     "complete": complete, "message": result.message,
                                      "lower_bound": result.lower_bound, "optimal": result.optimal},
+                           "candidates": [{"name": src.name, "method": src.method, "nccl": src.nccl}
+                                          for src in sources],
                            "files": [], "rejected": [], "certificates": []}
-    method = "pareto" if result.status == "found" else "pareto (time limit: frontier incomplete)"
-    if result.status != "found":  # the large-instance engine's schedule joins an incomplete frontier
-        scaled = _scaled(topo, base, o.max_steps)
-        if scaled is not None:
-            schedules.append(scaled.schedule)
-            method = f"{method} + large-instance engine ({scaled.method})" if len(schedules) > 1 else \
-                f"large-instance engine: {scaled.method} (the exact search: {status})"
-    if not schedules:
+    if not sources:
         out.update(status="failed", why=f"the synthesizer found no schedule ({status}: {result.message})")
         return out
-    cands = [Candidate(i, s, proto, inst, cost.predict(s, proto, inst, o.timing))
-             for i, s in enumerate(schedules) for proto in cost.PROTOCOLS for inst in cost.INSTANCES]
-    lb = result.lower_bound
-    bound = None
-    if lb.get("steps") is not None and lb.get("rounds_per_chunk_exact") is not None:
-        bound = cost.bound_line(topo, base, lb["steps"], Fraction(lb["rounds_per_chunk_exact"]), o.timing)
+    machine = cost.machine(topo, nodes, o.model)
+    cands, rejected = _candidates(sources, machine, o, kind, label, nodes)
+    out["rejected"] += rejected
+    bound = _bound(topo, base, result.lower_bound, o.model)
     for runtime in o.runtimes:
-        files, rejected = _select_and_write(cands, o.sizes, runtime, label, nodes, kind, method, bound, topo.ranks)
+        files, rej = _select_and_write(sources, cands, o.sizes, runtime, label, nodes, kind, bound, topo.ranks)
         out["files"] += files
-        out["rejected"] += rejected
+        out["rejected"] += rej
+    if not out["files"]:
+        out.update(status="failed", why="no candidate lowers and verifies (see rejected)")
     if o.prove:
         out["certificates"] = _certificates(result, topo, base)
     return out
 
 
+def _candidates(sources: list[Source], machine: cost.Machine, o: Options, kind: str, label: str,
+                nodes: int) -> tuple[list[Candidate], list[dict[str, Any]]]:
+    """Every source x protocol x instances that lowers, with its exact time over the requested sizes
+    (the lowered program run in the cost model); the others are rejected with the reason. A candidate
+    that another is at least as fast as at every size is left out (`cost.beaten`); a variant of NCCL's
+    own algorithms only when another variant of the same algorithm is (NCCL's time is the best of them)."""
+    from smtcoll.lower import LowerOptions, lower
+
+    cands: list[Candidate] = []
+    rejected: list[dict[str, Any]] = []
+    low, high = o.sizes.low, o.sizes.high
+    # baselines first: they are kept whatever happens, and their chords prune the others early
+    order = sorted(range(len(sources)), key=lambda i: (sources[i].nccl is None, i))
+    for i in order:
+        src = sources[i]
+        for inst in o.model.instances:
+            for proto in o.model.protocols:
+                why = None
+                # an NCCL variant is needed only where it is NCCL's best: compare it with its own kind
+                uppers = [cost.chord(c.curve, low, high) for c in cands
+                          if src.nccl is None or sources[c.source].nccl == src.nccl]
+                lost = [False]
+
+                def dominated(first: cost.Line, last: cost.Line, uppers: list[cost.Line] = uppers,
+                              lost: list[bool] = lost) -> bool:
+                    lost[0] = cost.beaten(first, last, uppers, low, high)
+                    return lost[0]
+
+                try:
+                    lowered = lower(src.schedule, LowerOptions(inst, proto, o.runtimes[0], "both", low, high, True,
+                                                               f"{kind} {label} x{nodes}"))
+                    curve = cost.predict(lowered.program, machine, o.model, low, high, dominated)
+                    if curve is None and not lost[0]:
+                        why = "the lowered program does not run to its end in the cost model"
+                except SmtcollError as e:
+                    curve, why = None, str(e)[:300]
+                if why is not None:
+                    rejected.append({"runtime": o.runtimes[0], "candidate": src.name, "method": src.method,
+                                     "protocol": proto, "instances": inst, "why": why})
+                if curve is not None:
+                    cands.append(Candidate(i, proto, inst, curve))
+    cands.sort(key=lambda c: (c.source, o.model.instances.index(c.instances), o.model.protocols.index(c.protocol)))
+    return cands, rejected
+
+
+def _constructions(topo: Topology, base: Collective, max_steps: int | None) -> list[tuple[str, Schedule, str | None]]:
+    """The throughput constructions and NCCL's own algorithms (`smtcoll.synth.constructions`), each
+    checked by the schedule checker inside."""
+    from smtcoll.synth.constructions import constructions
+
+    out = []
+    for c in constructions(topo, base):
+        if max_steps is None or len(c.schedule.steps) <= max_steps or c.nccl is not None:
+            out.append((c.name, c.schedule, c.nccl))
+    return out
+
+
+def _bound(topo: Topology, base: Collective, lb: dict[str, Any], model: cost.Model) -> Any:
+    """The time no schedule beats at a size (µs, a function of bytes), or None: the tight throughput
+    bound of `smtcoll.bounds.throughput` where it is installed, else the synthesizer's lower bound
+    (steps x the smallest latency + rounds per chunk x a chunk at the fastest link)."""
+    try:
+        from smtcoll.bounds.throughput import time_bound
+    except ImportError:
+        time_bound = None  # type: ignore[assignment]
+    if time_bound is not None:
+        tb = time_bound(topo, base, float(model.default_gbps), float(model.default_alpha_us))
+        return lambda size: Fraction(tb.at(size))
+    if lb.get("steps") is None or lb.get("rounds_per_chunk_exact") is None or not topo.links:
+        return None
+    m = cost.machine(topo, 1, model)
+    fastest = min(m.per_byte[(lk.src, lk.dst)] * lk.bandwidth for lk in topo.links)  # one unit of bandwidth
+    alpha = min(m.alpha.values()) if model.link_alpha else Fraction(0)
+    steps, q, a = lb["steps"], Fraction(lb["rounds_per_chunk_exact"]), cost.addresses(base)
+    return lambda size: steps * alpha + q * Fraction(size, a) * fastest
+
+
 def _scaled(topo: Topology, base: Collective, max_steps: int | None) -> Any:
-    """Where the exact search gives no complete frontier within its budget: the large-instance engine's
-    schedule (checked by the independent checker inside the engine), or None if it has none."""
+    """The large-instance engine's schedule (checked by the independent checker inside the engine), or
+    None if it has none."""
     from smtcoll.synth.scale.engine import synthesize
 
     try:
@@ -196,8 +289,18 @@ def _scaled(topo: Topology, base: Collective, max_steps: int | None) -> Any:
     return None if max_steps is not None and len(scaled.schedule.steps) > max_steps else scaled
 
 
-def _select_and_write(cands: list[Candidate], sizes: SizeRange, runtime: str, label: str, nodes: int, kind: str,
-                      method: str, bound: cost.Line | None, ranks: int) -> tuple[list[dict], list[dict]]:
+def _baselines(sources: list[Source], cands: list[Candidate]) -> dict[str, list[cost.Piecewise]]:
+    """NCCL's algorithms among the candidates: NCCL takes the best of its protocols and channel counts."""
+    out: dict[str, list[cost.Piecewise]] = {}
+    for c in cands:
+        nccl = sources[c.source].nccl
+        if nccl is not None:
+            out.setdefault(nccl, []).append(c.curve)
+    return out
+
+
+def _select_and_write(sources: list[Source], cands: list[Candidate], sizes: SizeRange, runtime: str, label: str,
+                      nodes: int, kind: str, bound: Any, ranks: int) -> tuple[list[dict], list[dict]]:
     """Select on the candidates that lower and verify; a candidate that does not is dropped (with the
     reason) and the selection is made again without it."""
     from smtcoll.lower import LowerOptions, lower
@@ -205,18 +308,19 @@ def _select_and_write(cands: list[Candidate], sizes: SizeRange, runtime: str, la
 
     alive = list(range(len(cands)))
     rejected: list[dict[str, Any]] = []
+    baselines = _baselines(sources, cands)
     while alive:
-        chosen = envelope([cands[i].line for i in alive], sizes)
+        chosen = envelope([cands[i].curve for i in alive], sizes)
         files: list[dict[str, Any]] = []
         failed = None
         for rng, j in chosen:
             c = cands[alive[j]]
+            src = sources[c.source]
             low, high = file_bounds(rng, runtime)
-            s = c.schedule
-            inst = s.instance
-            name = f"{kind} {label} x{nodes} ({inst.steps},{inst.rounds},{inst.chunks}) {c.protocol} x{c.instances}"
+            name = f"{kind} {label} x{nodes} {src.name} {c.protocol} x{c.instances}"
             try:
-                lowered = lower(s, LowerOptions(c.instances, c.protocol, runtime, "both", low, high, True, name))
+                lowered = lower(src.schedule, LowerOptions(c.instances, c.protocol, runtime, "both", low, high,
+                                                           True, name))
                 text = write_program(lowered.program)
                 ok, why = _verify(lowered, text)
             except SmtcollError as e:
@@ -224,14 +328,15 @@ def _select_and_write(cands: list[Candidate], sizes: SizeRange, runtime: str, la
             if not ok:
                 failed = (alive[j], why)
                 break
-            files.append(_file_entry(c, rng, runtime, low, high, label, nodes, kind, method, bound, ranks, text))
+            files.append(_file_entry(src, c, rng, runtime, low, high, label, nodes, kind, bound, baselines, ranks,
+                                     text))
         if failed is None:
             if not tiles([SizeRange(*f["sizes"]) for f in files], sizes):
                 raise SmtcollError(f"internal error: the size ranges of {kind} on {label} do not tile {sizes.text()}")
             return files, rejected
         c = cands[failed[0]]
-        rejected.append({"runtime": runtime, "point": c.point, "protocol": c.protocol, "instances": c.instances,
-                         "why": failed[1]})
+        rejected.append({"runtime": runtime, "candidate": sources[c.source].name, "method": sources[c.source].method,
+                         "protocol": c.protocol, "instances": c.instances, "why": failed[1]})
         alive.remove(failed[0])
     return [], rejected
 
@@ -254,24 +359,32 @@ def _us(t: Fraction) -> float:
     return round(float(t), 6)
 
 
-def _file_entry(c: Candidate, rng: SizeRange, runtime: str, low: int, high: int, label: str, nodes: int, kind: str,
-                method: str, bound: cost.Line | None, ranks: int, text: str) -> dict[str, Any]:
-    inst = c.schedule.instance
+def _file_entry(src: Source, c: Candidate, rng: SizeRange, runtime: str, low: int, high: int, label: str, nodes: int,
+                kind: str, bound: Any, baselines: dict[str, list[cost.Piecewise]], ranks: int,
+                text: str) -> dict[str, Any]:
+    inst = src.schedule.instance
     predicted = []
     for size in rng.samples():
-        t = c.line.at(size)
+        t = c.curve.at(size)
         row: dict[str, Any] = {"bytes": size, "time_us": _us(t), "busbw_gbps": _gbps(kind, ranks, size, t)}
+        best_nccl = None
+        for algo in sorted(baselines):
+            n = min(curve.at(size) for curve in baselines[algo])
+            row[f"nccl_{algo}_us"] = _us(n)
+            best_nccl = n if best_nccl is None else min(best_nccl, n)
+        if best_nccl is not None:
+            row["vs_nccl"] = round(float(best_nccl / t), 6) if t > 0 else None
         if bound is not None:
-            b = bound.at(size)
+            b = bound(size)
             row.update(bound_us=_us(b), bound_busbw_gbps=_gbps(kind, ranks, size, b),
                        gap=round(float(t / b - 1), 6) if b > 0 else None)
         predicted.append(row)
     return {"name": f"{kind}-{_safe(label)}-{nodes}n-{rng.low}-{rng.high}.xml", "runtime": runtime,
             "topology": label, "nodes": nodes, "collective": kind, "ranks": ranks, "sizes": [rng.low, rng.high],
-            "min_bytes": low, "max_bytes": high,
+            "min_bytes": low, "max_bytes": high, "algorithm": src.name,
             "instance": {"steps": inst.steps, "rounds": inst.rounds, "chunks": inst.chunks},
-            "frontier_point": c.point, "protocol": c.protocol, "instances": c.instances, "method": method,
-            "model": {"fixed_us": _us(c.line.fixed), "us_per_byte": float(c.line.slope)},
+            "candidate": c.source, "protocol": c.protocol, "instances": c.instances, "method": src.method,
+            "nccl": src.nccl, "model": c.curve.to_json(),
             "predicted": predicted, "sha256": hashlib.sha256(text.encode()).hexdigest(), "xml": text}
 
 

@@ -1,0 +1,124 @@
+"""smtcoll's sweep against NCCL's own algorithms, in the sweep's cost model (docs/sweep.md), on every built-in
+machine: the markdown table of docs/benchmarks.md ("smtcoll vs NCCL").
+
+    python benchmarks/vs_nccl.py [--out DIR] [--timeout S] [--max-chunks C] [--workers W] [--model FILE]
+
+For each machine it runs `smtcoll sweep -t MACHINE --nodes N,... -c allgather,reducescatter,allreduce,alltoall
+--sizes 1KiB:1GiB` under `/usr/bin/time` (CPU seconds of the command and every process it waited for, the
+largest resident set), then reads the manifests. Per row (machine, nodes, collective, size): the file the
+directory holds for that size, its predicted time and bus bandwidth, NCCL's ring and tree (and p2p for
+Alltoall) in the same model, the tight throughput bound, smtcoll / NCCL's best (>= 1: smtcoll is at least as
+fast) and smtcoll's share of the bound. What bounds the run: the exact search's budget per task
+(`--timeout`, `--max-chunks`), the model's protocols x instances per candidate, and the checker's verification
+of every chosen file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+MACHINES = (("dgx1", "1"), ("ndv2", "1,2,4"), ("dgx2", "1,2"), ("a100", "1,2"), ("mi250", "1,2"))
+COLLECTIVES = "allgather,reducescatter,allreduce,alltoall"
+SIZES = {"1KiB": 1 << 10, "64KiB": 1 << 16, "1MiB": 1 << 20, "16MiB": 1 << 24, "256MiB": 1 << 28, "1GiB": 1 << 30}
+
+
+def run(machine: str, nodes: str, out: Path, args: argparse.Namespace) -> tuple[float, int, int]:
+    """(CPU s, peak KiB, exit code) of one sweep."""
+    cmd = [sys.executable, "-m", "smtcoll", "sweep", "-t", machine, "--nodes", nodes, "-c", COLLECTIVES,
+           "--sizes", "1KiB:1GiB", "-o", str(out), "--timeout", str(args.timeout), "--max-chunks",
+           str(args.max_chunks), "--workers", str(args.workers), "--task-timeout", str(args.task_timeout),
+           "--format", "json"]
+    if args.model:
+        cmd += ["--model", args.model]
+    with tempfile.NamedTemporaryFile("r", suffix=".time") as t:
+        proc = subprocess.run(["/usr/bin/time", "-o", t.name, "-f", "%U %S %M", *cmd], cwd=REPO,
+                              capture_output=True, text=True, env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"},
+                              check=False)
+        user, system, peak = t.read().split()[-3:]
+    if proc.returncode not in (0, 1):
+        sys.stderr.write(proc.stderr)
+    return float(user) + float(system), int(peak), proc.returncode
+
+
+def rows(manifest: dict) -> list[dict]:
+    out = []
+    for f in manifest["files"]:
+        for p in f["predicted"]:
+            for label, size in SIZES.items():
+                if p["bytes"] == size:
+                    nccl = {k[5:-3]: v for k, v in p.items() if k.startswith("nccl_") and k.endswith("_us")}
+                    out.append({"machine": f["topology"], "nodes": f["nodes"], "collective": f["collective"],
+                                "size": label, "bytes": size, "algorithm": f["algorithm"], "protocol": f["protocol"],
+                                "instances": f["instances"], "time_us": p["time_us"], "busbw": p["busbw_gbps"],
+                                "nccl": nccl, "bound_us": p.get("bound_us"),
+                                "bound_busbw": p.get("bound_busbw_gbps")})
+    return out
+
+
+def bus(r: dict, us: float | None) -> str:
+    if us is None or r["busbw"] is None:
+        return "-"
+    return f"{r['busbw'] * r['time_us'] / us:.1f}"
+
+
+def table(all_rows: list[dict]) -> str:
+    lines = ["| machine | collective | size | smtcoll (algorithm, protocol x instances) | smtcoll busbw GB/s | "
+             "NCCL ring | NCCL tree | NCCL p2p | bound | smtcoll / NCCL best | smtcoll / bound |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    order = {m: i for i, (m, _) in enumerate(MACHINES)}
+    colls = COLLECTIVES.split(",")
+    all_rows.sort(key=lambda r: (order.get(r["machine"], 99), r["nodes"], colls.index(r["collective"]), r["bytes"]))
+    for r in all_rows:
+        best = min(r["nccl"].values()) if r["nccl"] else None
+        lines.append(
+            f"| {r['machine']} x{r['nodes']} | {r['collective']} | {r['size']} | {r['algorithm']}, {r['protocol']} "
+            f"x{r['instances']} | {bus(r, r['time_us'])} | {bus(r, r['nccl'].get('ring'))} | "
+            f"{bus(r, r['nccl'].get('tree'))} | {bus(r, r['nccl'].get('p2p'))} | {bus(r, r['bound_us'])} | "
+            + (f"{best / r['time_us']:.2f}" if best else "-") + " | "
+            + (f"{r['bound_us'] / r['time_us']:.2f}" if r["bound_us"] else "-") + " |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", type=Path, default=None, help="where the directories go (default: a temporary folder)")
+    ap.add_argument("--timeout", type=float, default=5.0, help="the exact search's budget per task (s)")
+    ap.add_argument("--max-chunks", type=int, default=2)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--task-timeout", type=float, default=1800.0, help="kill a task after this many seconds")
+    ap.add_argument("--machines", default=",".join(m for m, _ in MACHINES),
+                    help="a subset of the machines, e.g. dgx1,ndv2")
+    ap.add_argument("--model", default=None, help="a cost model knob file (default: the shipped one)")
+    ap.add_argument("--json", type=Path, default=None, help="also write the rows and the measurements here")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="smtcoll-vs-nccl-") as tmp:
+        base = args.out or Path(tmp)
+        cpu, peak, all_rows, failed = 0.0, 0, [], []
+        for machine, nodes in MACHINES:
+            if machine not in args.machines.split(","):
+                continue
+            out = base / machine
+            c, p, rc = run(machine, nodes, out, args)
+            cpu, peak = cpu + c, max(peak, p)
+            manifest = json.loads((base / f"{machine}.sweep" / "manifest.json").read_text())
+            all_rows += rows(manifest)
+            failed += [f"{t['collective']} on {t['topology']} x{t['nodes']}: {t['why']}" for t in manifest["tasks"]
+                       if t["status"] != "ok"]
+            print(f"{machine} x{nodes}: {c:.0f} CPU s, peak {p / 1024:.0f} MiB, exit {rc}", file=sys.stderr, flush=True)
+        print(table(all_rows))
+        print(f"\nCPU {cpu:.0f} s in all (sweep and its workers), peak resident {peak / 1024:.0f} MiB (one process)")
+        for f in failed:
+            print(f"FAILED {f}")
+        if args.json:
+            args.json.write_text(json.dumps({"rows": all_rows, "cpu_s": cpu, "peak_kib": peak, "failed": failed},
+                                            indent=1))
+
+
+if __name__ == "__main__":
+    main()
