@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 import tempfile
@@ -76,8 +77,6 @@ def write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
         raise OutputError(str(path), f"cannot write: {e.strerror or e}") from None
     finally:
         if tmp is not None:
-            try:
+            with contextlib.suppress(OSError):
                 os.unlink(tmp)
-            except OSError:
-                pass
     return target

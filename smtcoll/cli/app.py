@@ -77,7 +77,7 @@ def run_guarded(application: typer.Typer, args: list[str]) -> None:
         typer.echo("error: out of memory: the memory cap was reached (raise it with --max-memory where the "
                    "command has it, or make the instance smaller)", err=True)
         sys.exit(MemoryLimit.exit_code)
-    except Exception as e:  # noqa: BLE001  (the guard: a bug of ours must still end with a clear message)
+    except Exception as e:
         _internal(e, args, f"{type(e).__name__}: {str(e)[:300]}")
 
 

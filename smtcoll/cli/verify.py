@@ -111,20 +111,21 @@ def verify(
         metavar="N", min=1, help="refuse XML programs whose steps move more chunk pieces in all (sum of cnt), "
         "and timed schedules with more transfers")
     ] = DEFAULTS.max_pieces,
-    strict: Annotated[bool, typer.Option("--strict", metavar="", help="make every warning an error (after --select and "
-                                                          "--ignore), including dead-read, dead-race and "
-                                                          "dead-double-count (defects whose data reaches no output)")] = False,
-    select: Annotated[list[str], typer.Option("--select", metavar="CODES", help="report only findings with these "
-                                              "codes or code prefixes (comma-separated, repeatable)")] = [],
-    ignore: Annotated[list[str], typer.Option("--ignore", metavar="CODES", help="drop findings with these codes or "
-                                              "code prefixes (comma-separated, repeatable)")] = [],
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", metavar="", help="print the findings only: no verdict per file, "
-                                                              "no summary")] = False,
+    strict: Annotated[bool, typer.Option("--strict", metavar="", help="make every warning an error (after --select "
+                                         "and --ignore), including dead-read, dead-race and dead-double-count "
+                                         "(defects whose data reaches no output)")] = False,
+    select: Annotated[list[str] | None, typer.Option("--select", metavar="CODES", help="report only findings with "
+                                                     "these codes or code prefixes (comma-separated, repeatable)")
+                      ] = None,
+    ignore: Annotated[list[str] | None, typer.Option("--ignore", metavar="CODES", help="drop findings with these "
+                                                     "codes or code prefixes (comma-separated, repeatable)")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", metavar="", help="print the findings only: no verdict per "
+                                        "file, no summary")] = False,
     output_file: Annotated[str | None, typer.Option("--output-file", metavar="PATH", help="write the report "
                                                        "(in --format) to PATH instead of stdout; stdout gets the "
                                                        "summary line")] = None,
-    exclude: Annotated[list[str], typer.Option("--exclude", metavar="GLOB", help="skip files and directories "
-                                               "whose name or path matches (repeatable)")] = [],
+    exclude: Annotated[list[str] | None, typer.Option("--exclude", metavar="GLOB", help="skip files and "
+                                                      "directories whose name or path matches (repeatable)")] = None,
     only_algorithms: Annotated[bool, typer.Option("--only-algorithms", metavar="", help="skip named files that are not "
                                                   "algorithm files or are --exclude'd, as the directory walk "
                                                   "does (the pre-commit hook uses this)")] = False,
@@ -142,7 +143,7 @@ def verify(
         raise SmtcollError(f"--input-format {input_format!r}: expected {', '.join(INPUT_FORMATS)}"
                            + (f"; did you mean {hint!r}?" if hint else ""))
     check_jobs(jobs)
-    files = expand(paths, codes(exclude), only_algorithms)
+    files = expand(paths, codes(exclude or []), only_algorithms)
     if not files:
         if only_algorithms:  # the hook passes every changed .xml/.json: none being an algorithm is fine
             if not quiet:
@@ -163,7 +164,7 @@ def verify(
     request = CheckRequest(runtime=runtime.checked, collective=collective, root=root, topology=topo, limits=limits,
                            chunks=chunks, strict=strict, input_format=input_format, bound=lower_bound)
     reports = check_files(files, request, jobs)
-    reports = select_findings(reports, codes(select), codes(ignore))
+    reports = select_findings(reports, codes(select or []), codes(ignore or []))
     if strict:
         reports = strict_findings(reports)
     if output_file is not None:

@@ -20,7 +20,8 @@ import os
 import re
 import urllib.parse
 import xml.etree.ElementTree as ET
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import attrs
 

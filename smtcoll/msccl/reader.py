@@ -130,7 +130,7 @@ def strtol(text: str, bits: int = 32) -> tuple[int, str | None]:
 _TOKEN = re.compile(r"<!--.*?-->|<[^<>]*>?", re.S)
 _TAG_OK = re.compile(r'</?[^\s<>/="\']+(?: [^\s<>/="\']+="[^"]*")*(?: ?/)? ?>')
 _ATTR = re.compile(r'([^\s<>/="\']+)\s*=\s*(?:"([^"]*)"|\'([^\']*)\')')
-_LONG = re.compile(r'"[^"<>]{%d,}"|[^\s<>="\']{%d,}\s*=' % (MAX_STR + 1, MAX_STR + 1))
+_LONG = re.compile(rf'"[^"<>]{{{MAX_STR + 1},}}"|[^\s<>="\']{{{MAX_STR + 1},}}\s*=')
 
 
 def lexical_findings(text: str) -> list[Finding]:
@@ -205,7 +205,7 @@ class _Builder(xml.sax.ContentHandler):
         self.tb: dict[str, Any] | None = None
         self.ignored: dict[str, int] = {}
 
-    def setDocumentLocator(self, locator: Any) -> None:  # noqa: N802 (SAX API)
+    def setDocumentLocator(self, locator: Any) -> None:
         self.locator = locator
 
     def _line(self) -> int:
@@ -226,7 +226,8 @@ class _Builder(xml.sax.ContentHandler):
         if dropped:
             self.findings.append(Finding(
                 "attribute-dropped", f"<{tag}> has {len(pairs) + dropped} attributes; the runtimes keep the first "
-                f"{MAX_ATTRS} and silently drop the other {dropped}", where={**where, "line": line}, severity="warning"))
+                f"{MAX_ATTRS} and silently drop the other {dropped}", where={**where, "line": line},
+                severity="warning"))
         out: dict[str, Any] = {"line": line}
         names: list[str] = []
         seen: set[str] = set()
@@ -262,7 +263,7 @@ class _Builder(xml.sax.ContentHandler):
                 "integer-format", f"<{tag}> {name}={raw!r} is read as {kind}: the runtimes see {value}",
                 where=where, severity="warning"))
 
-    def startElement(self, name: str, attributes: Any) -> None:  # noqa: N802 (SAX API)
+    def startElement(self, name: str, attributes: Any) -> None:
         line = self._line()
         self.depth += 1
         if self.depth > MAX_DEPTH:
@@ -311,7 +312,7 @@ class _Builder(xml.sax.ContentHandler):
         if n > limit:
             raise _Stop(self.limits.exceeded(option, f"more than {limit} <{name}> elements", limit), line)
 
-    def endElement(self, name: str) -> None:  # noqa: N802 (SAX API)
+    def endElement(self, name: str) -> None:
         self.depth -= 1
         self.path.pop()
         if name == "tb":
@@ -333,7 +334,8 @@ def _parse(data: bytes, path: str, limits: Limits) -> _Builder:
         raise InputError(path, "the file has a DTD (<!DOCTYPE>); refused: DTDs allow entity bombs and "
                                "external references, and no MSCCL runtime reads them", builder._line()) from None
     except defusedxml.EntitiesForbidden:
-        raise InputError(path, "the file declares entities; refused (entity expansion bombs)", builder._line()) from None
+        raise InputError(path, "the file declares entities; refused (entity expansion bombs)",
+                         builder._line()) from None
     except defusedxml.ExternalReferenceForbidden:
         raise InputError(path, "the file references an external resource; refused", builder._line()) from None
     except defusedxml.DefusedXmlException as e:
@@ -399,7 +401,7 @@ def read_program_bytes(data: bytes, path: str = "<xml>", limits: Limits | None =
         message, line = wellformed
         raise InputError(path, f"not well-formed XML ({message}), and {refusal.message}", line)
     builder = _parse(data, path, limits)
-    findings = [refusal] + builder.findings
+    findings = [refusal, *builder.findings]
     program = _program(builder.algo, builder.gpus)
     _check_pieces(program, limits, path)
     return ReadResult(program, findings, len(data))
@@ -479,7 +481,8 @@ def _from_document(doc: Document, path: str, limits: Limits) -> tuple[list[Findi
         raw_gpus.append(g)
         if gpu.get("id") is None:
             findings.append(Finding("parse-rule", f"<gpu> (line {gpu.line}) has no id: every rank's reader stops "
-                                    "there (Attribute id of node gpu not found)", where={"line": gpu.line}, rejects=BOTH))
+                                    "there (Attribute id of node gpu not found)", where={"line": gpu.line},
+                                    rejects=BOTH))
         for tb in load.tbs:
             builder._count("tb", tb.line)
             t = builder.element("tb", tb, {"gpu": g.get("id")})
