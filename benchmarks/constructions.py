@@ -24,14 +24,16 @@ CHILD = """
 import json, sys
 from smtcoll import library
 from smtcoll.synth.constructions import constructions
-from smtcoll.sweep.cost import INSTANCES, PROTOCOLS, Timing, bus_bandwidth, predict
+from smtcoll.sweep.cost import bus_bandwidth, schedule_time
 name, nodes = sys.argv[1], int(sys.argv[2])
 topo = library.topology(name, nodes)
 rows = []
 for kind in sys.argv[3].split(","):
     for c in constructions(topo, library.collective(kind, topo.ranks)):
-        bw = [max(bus_bandwidth(kind, topo.ranks, size, predict(c.schedule, p, i, Timing()).at(size)) or 0
-                  for p in PROTOCOLS for i in INSTANCES) for size in map(int, sys.argv[4].split(","))]
+        bw = []
+        for size in map(int, sys.argv[4].split(",")):
+            times = [schedule_time(c.schedule, p, i, size, nodes=nodes) for p in ("LL", "Simple") for i in (1, 8)]
+            bw.append(max(bus_bandwidth(kind, topo.ranks, size, t) or 0 for t in times if t is not None))
         rows.append({"kind": kind, "name": c.name, "nccl": c.nccl, "chunks": c.chunks,
                      "steps": len(c.schedule.steps), "rounds": c.schedule.rounds, "busbw": bw})
 print(json.dumps(rows))

@@ -31,7 +31,7 @@ from typing import Any
 import attrs
 
 from smtcoll.errors import InputError, ModelError
-from smtcoll.model import Collective, Topology
+from smtcoll.model import Collective, Schedule, Topology
 
 PROTOCOL_NAMES = ("LL", "LL128", "Simple")
 LINK_KINDS = ("nvlink", "pci", "net")
@@ -396,3 +396,16 @@ def bus_bandwidth(kind: str, ranks: int, size: int, micros: Fraction) -> float |
         return None
     return float(Fraction(size) / micros / 1000 * factor(ranks))
 
+
+
+def schedule_time(schedule: Schedule, protocol: str, instances: int, size: int, model: Model | None = None,
+                  nodes: int = 1) -> Fraction | None:
+    """The modelled time (µs) of `schedule` lowered as the sweep lowers it (`protocol`, `instances`, the
+    executor) at `size` bytes; None where the lowered program does not run to its end. For benchmarks and
+    tests that rank a schedule without a sweep."""
+    from smtcoll.lower import LowerOptions, lower
+
+    model = Model.load() if model is None else model
+    lowered = lower(schedule, LowerOptions(instances, protocol, "executor", "both", size, size, True))
+    curve = predict(lowered.program, machine(schedule.topology, nodes, model), model, size, size)
+    return None if curve is None else curve.at(size)

