@@ -56,8 +56,8 @@ def fraction_text(x: Fraction) -> str:
 
 
 def addresses(coll: Collective) -> int:
-    """Addresses in the largest per-rank buffer (input or output): B / this is one chunk's bytes (the
-    same rule as `smtcoll.sweep.cost.addresses`, which may not be imported from here: layers)."""
+    """Addresses in the largest per-rank buffer (input or output): B / this is one chunk's bytes (the sweep's
+    cost model uses this one too)."""
     largest = 1
     for sets in (coll.pre_sets, coll.post_sets):
         for s in sets:

@@ -30,8 +30,9 @@ from typing import Any
 
 import attrs
 
+from smtcoll.bounds.throughput import addresses  # noqa: F401  (B / addresses is one chunk: one rule for both)
 from smtcoll.errors import InputError, ModelError
-from smtcoll.model import Collective, Schedule, Topology
+from smtcoll.model import Schedule, Topology
 
 PROTOCOL_NAMES = ("LL", "LL128", "Simple")
 LINK_KINDS = ("nvlink", "pci", "net")
@@ -146,15 +147,6 @@ class Model:
                 "efficiency": table(self.efficiency), "channel_gbps": float(self.channel_gbps),
                 "intra_node": self.intra_node, "link_alpha": self.link_alpha,
                 "default_alpha_us": float(self.default_alpha_us), "default_gbps": float(self.default_gbps)}
-
-
-def addresses(coll: Collective) -> int:
-    """Addresses in the largest per-rank buffer (input or output): B / this is one chunk's bytes."""
-    largest = 1
-    for sets in (coll.pre_sets, coll.post_sets):
-        for s in sets:
-            largest = max(largest, len({coll.address[c] for c in s}))
-    return largest
 
 
 @attrs.frozen

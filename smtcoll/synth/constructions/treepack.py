@@ -20,6 +20,7 @@ from smtcoll.model import Collective, Schedule, Topology
 from smtcoll.msccl.runtime import MAX_STEPS
 from smtcoll.synth.constructions.common import NotApplicable, kind
 from smtcoll.synth.constructions.pipeline import Plan, busiest_link, schedule_transfers
+from smtcoll.synth.constructions.trees import distances
 
 TARGET_ADDRESSES = 64
 
@@ -60,7 +61,7 @@ def spanning_tree(topo: Topology, root: int, loads: Loads, inward: bool,
     `ranks` (default: all) and the links among them; with `slack`, no rank deeper than its distance from
     the root plus `slack`."""
     inside = set(range(topo.ranks) if ranks is None else ranks)
-    far = _distances(topo, root, inward, inside) if slack is not None else {}
+    far = distances(topo, root, inward, inside) if slack is not None else {}
     near = loads.into if inward else loads.out
     depth = {root: 0}
     parent: dict[int, int] = {}
@@ -135,16 +136,3 @@ def _plan(what: str, topo: Topology, coll: Collective) -> Plan:
             plan.broadcast(a, spanning_tree(topo, owner, loads, inward=False), owner, into)
     return plan
 
-
-def _distances(topo: Topology, root: int, inward: bool, inside: set[int]) -> dict[int, int]:
-    dist = {root: 0}
-    frontier = [root]
-    while frontier:
-        nxt = []
-        for u in frontier:
-            for v in (topo.in_neighbors(u) if inward else topo.out_neighbors(u)):
-                if v in inside and v not in dist:
-                    dist[v] = dist[u] + 1
-                    nxt.append(v)
-        frontier = nxt
-    return dist

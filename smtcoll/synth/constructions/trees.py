@@ -9,12 +9,8 @@ from smtcoll.model import Topology
 from smtcoll.synth.constructions.common import NotApplicable
 
 
-def bfs_tree(topo: Topology, ranks: Sequence[int], root: int, variant: int, inward: bool) -> dict[int, int]:
-    """A shortest-path tree of `ranks` (links inside them only) at `root`: rank -> parent. Out-tree
-    (`inward` False): the parent sends to the rank; in-tree: the rank sends to its parent. Among the
-    parents at the right distance the (variant + rank)-th is taken, so trees of consecutive variants
-    use different links. Links with more lanes come first."""
-    inside = set(ranks)
+def distances(topo: Topology, root: int, inward: bool, inside: set[int]) -> dict[int, int]:
+    """Hops from `root` (to it, when `inward`) of the ranks of `inside` it reaches through them."""
     dist = {root: 0}
     frontier = [root]
     while frontier:
@@ -24,7 +20,17 @@ def bfs_tree(topo: Topology, ranks: Sequence[int], root: int, variant: int, inwa
                 if v in inside and v not in dist:
                     dist[v] = dist[u] + 1
                     nxt.append(v)
-        frontier = sorted(nxt)
+        frontier = nxt
+    return dist
+
+
+def bfs_tree(topo: Topology, ranks: Sequence[int], root: int, variant: int, inward: bool) -> dict[int, int]:
+    """A shortest-path tree of `ranks` (links inside them only) at `root`: rank -> parent. Out-tree
+    (`inward` False): the parent sends to the rank; in-tree: the rank sends to its parent. Among the
+    parents at the right distance the (variant + rank)-th is taken, so trees of consecutive variants
+    use different links. Links with more lanes come first."""
+    inside = set(ranks)
+    dist = distances(topo, root, inward, inside)
     if len(dist) < len(inside):
         raise NotApplicable(f"ranks {sorted(inside - set(dist))} cannot reach rank {root} inside their node")
     parent = {}
