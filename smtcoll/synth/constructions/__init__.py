@@ -17,9 +17,9 @@ from collections.abc import Callable
 
 import attrs
 
-from smtcoll.check.schedule import check_schedule
-from smtcoll.errors import InternalError, ModelError
+from smtcoll.errors import ModelError
 from smtcoll.model import Collective, Schedule, Topology
+from smtcoll.synth.checked import checked as check
 from smtcoll.synth.constructions import hier, multiring, nccl, treepack
 from smtcoll.synth.constructions.common import NotApplicable
 
@@ -61,12 +61,7 @@ METHODS: dict[str, Builder] = {
 
 def checked(schedule: Schedule, name: str) -> Schedule:
     """The schedule, once the independent checker accepts it; a rejection is an internal error."""
-    report = check_schedule(schedule)
-    if report.verdict != "ok":
-        first = report.errors[0]
-        raise InternalError(f"internal error: the {name} construction is rejected by the checker "
-                            f"({first.code}: {first.message}); please report this")
-    return schedule
+    return check(schedule, f"{name} construction")
 
 
 def build(method: str, topo: Topology, coll: Collective) -> Schedule:

@@ -19,10 +19,10 @@ from typing import Any
 
 from smtcoll.bounds import SearchBounds as Bounds
 from smtcoll.bounds import search_bounds as bounds
-from smtcoll.check.schedule import check_schedule
 from smtcoll.errors import InternalError
 from smtcoll.limits import encoding_fits, encoding_variables
 from smtcoll.model import Collective, Instance, Schedule, Step, Topology
+from smtcoll.synth.checked import checked
 from smtcoll.synth.combining import compose, dual_collective, reverse_schedule
 from smtcoll.synth.exact.symmetry import SymmetricEncoding, applicable
 from smtcoll.synth.greedy import greedy_schedule
@@ -55,12 +55,7 @@ def tight_rounds(schedule: Schedule) -> Schedule:
 
 
 def _checked(schedule: Schedule) -> Schedule:
-    report = check_schedule(schedule)
-    if report.verdict != "ok":
-        first = report.errors[0]
-        raise SynthBug(f"internal error: the synthesizer produced a schedule the checker rejects "
-                       f"({first.code} at {first.place() or 'end'}: {first.message}); please report this")
-    return schedule
+    return checked(schedule, "synthesized", SynthBug)
 
 
 class Clock:

@@ -23,8 +23,9 @@ import attrs
 
 from smtcoll.bounds import SearchBounds, search_bounds
 from smtcoll.check.schedule import check_schedule
-from smtcoll.errors import InternalError, SmtcollError
+from smtcoll.errors import SmtcollError
 from smtcoll.model import Collective, Schedule, Send, Step, Topology
+from smtcoll.synth.checked import checked
 from smtcoll.synth.combining import dual_collective, reverse_schedule
 from smtcoll.synth.scale import allreduce, greedy, hierarchy, routing, translate
 
@@ -57,12 +58,7 @@ def synthesize(topo: Topology, coll: Collective) -> Scaled:
     if b.steps.value is None:
         raise NoSchedule(f"no schedule exists: {b.steps.note}")
     sched, method = _any(topo, coll, b)
-    report = check_schedule(sched)
-    if report.verdict != "ok":
-        first = report.errors[0]
-        raise InternalError(f"internal error: the {method} schedule is rejected by the checker ({first.code}: "
-                           f"{first.message}); please report this")
-    return Scaled(sched, method, b)
+    return Scaled(checked(sched, method), method, b)
 
 
 def _any(topo: Topology, coll: Collective, b: SearchBounds | None = None) -> tuple[Schedule, str]:
