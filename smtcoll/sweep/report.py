@@ -84,9 +84,15 @@ def tables(manifest: dict[str, Any], width: int = 120) -> str:
     return buf.getvalue()
 
 
+def _nccl_best_us(point: dict[str, Any]) -> float | None:
+    """NCCL's fastest algorithm at this size in the same model (ring, tree or p2p), if the manifest has it."""
+    times = [point[k] for k in ("nccl_ring_us", "nccl_tree_us", "nccl_p2p_us") if point.get(k)]
+    return min(times) if times else None
+
+
 def plot(manifest: dict[str, Any], path: Path) -> bool:
     """Predicted bus bandwidth against buffer size, one panel per collective, one line per topology and node
-    count, the bound dashed. Returns False when matplotlib is not installed."""
+    count, the bound dashed, NCCL's best in the same model dotted. Returns False when matplotlib is not installed."""
     try:
         import matplotlib
 
@@ -110,6 +116,10 @@ def plot(manifest: dict[str, Any], path: Path) -> bool:
             bound = [(p["bytes"], p["bound_busbw_gbps"]) for p in points if p.get("bound_busbw_gbps") is not None]
             if bound:
                 ax.plot(*zip(*bound), linestyle="--", color=line.get_color(), label=f"{label} bound")
+            nccl = [(p["bytes"], p["busbw_gbps"] * p["time_us"] / best) for p in points
+                    if p["busbw_gbps"] is not None and (best := _nccl_best_us(p)) is not None]
+            if nccl:
+                ax.plot(*zip(*nccl), linestyle=":", color=line.get_color(), label=f"{label} NCCL (same model)")
         ax.set_xscale("log", base=2)
         ax.set_xlabel("buffer size (bytes)")
         ax.set_ylabel("predicted bus bandwidth (GB/s)")
