@@ -119,3 +119,12 @@ def test_synth_auto_at_the_bound_needs_no_search() -> None:
     d = json.loads(r.stdout)
     assert r.returncode == 0 and d["steps"] == 7 and d["optimal"]["proved"]
     assert [a["method"] for a in d["attempts"]] == ["scale"]
+
+
+@pytest.mark.slow
+def test_a_large_alltoall_answers_by_default_within_the_work_budgets() -> None:
+    # ring:100 Alltoall: the routing's store and forward and the greedy would each take minutes (their work
+    # budgets skip them); the translate schedule answers, 25 steps above the cut bound of 1250
+    r = cli("synth", "-t", "ring:100", "-c", "alltoall", "--format", "json")
+    d = json.loads(r.stdout)
+    assert r.returncode == 0 and d["status"] == "found" and d["steps"] <= 1275
