@@ -19,6 +19,7 @@ NCCL's own Alltoall posts every pair at once (`nccl.direct`), which the ports th
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable, Hashable
 from fractions import Fraction
 
 from smtcoll.model import Collective, Schedule, Topology
@@ -110,10 +111,18 @@ def _plan(topo: Topology, pairs: dict[tuple[int, int], list[int]], routes: Paths
             for g in groups_of[e]:
                 busy[("g", g)] = busy.get(("g", g), Fraction(0)) + 1 / r.group[g]
 
+    def slow(path: tuple[int, ...]) -> frozenset[Hashable]:
+        # the path's resources at its slowest rate (the ones that pace it)
+        res = [(("l", index[(a, b)]), r.link[index[(a, b)]]) for a, b in itertools.pairwise(path)]
+        res += [(("g", g), r.group[g]) for a, b in itertools.pairwise(path) for g in groups_of[index[(a, b)]]]
+        least = min(rate for _, rate in res)
+        return frozenset(k for k, rate in res if rate == least)
+
     n = topo.ranks
     used: dict[tuple[int, int], list[int]] = {p: [0] * len(routes[p]) for p in routes}
     plan = Plan()
     for piece in range(c):
+        chosen: list[tuple[int, tuple[int, ...]]] = []
         for shift in range(1, n):
             for s in range(n):
                 d = (s + shift) % n
@@ -123,10 +132,31 @@ def _plan(topo: Topology, pairs: dict[tuple[int, int], list[int]], routes: Paths
                 i = max(range(len(options)), key=lambda j: (round(options[j][1] * (piece + 1) - taken[j], 9),
                                                             -cost(options[j][0]), -len(options[j][0]), -j))
                 taken[i] += 1
-                path = options[i][0]
-                put(path)
-                chunk = pairs[(s, d)][piece]
-                prev: list[int] = []
-                for a, b in itertools.pairwise(path):
-                    prev = [plan.add(chunk, a, b, prev)]
+                put(options[i][0])
+                chosen.append((pairs[(s, d)][piece], options[i][0]))
+        for chunk, path in _matchings(chosen, slow):
+            prev: list[int] = []
+            for a, b in itertools.pairwise(path):
+                prev = [plan.add(chunk, a, b, prev)]
     return plan
+
+
+def _matchings(chosen: list[tuple[int, tuple[int, ...]]], slow: Callable[[tuple[int, ...]], frozenset[Hashable]]
+               ) -> list[tuple[int, tuple[int, ...]]]:
+    """`chosen` in rounds, each round a set of paths that share none of their slowest resources (a switch
+    port, a NIC): sent in this order, every slow port serves one piece at a time and none waits for another
+    (greedy, in the shifted order; on a switch the rounds are the shifts themselves)."""
+    out: list[tuple[int, tuple[int, ...]]] = []
+    left = chosen
+    while left:
+        busy: set[Hashable] = set()
+        later = []
+        for item in left:
+            key = slow(item[1])
+            if key & busy:
+                later.append(item)
+            else:
+                busy |= key
+                out.append(item)
+        left = later
+    return out
