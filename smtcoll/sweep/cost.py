@@ -393,11 +393,15 @@ def bus_bandwidth(kind: str, ranks: int, size: int, micros: Fraction) -> float |
 def schedule_time(schedule: Schedule, protocol: str, instances: int, size: int, model: Model | None = None,
                   nodes: int = 1) -> Fraction | None:
     """The modelled time (µs) of `schedule` lowered as the sweep lowers it (`protocol`, `instances`, the
-    executor) at `size` bytes; None where the lowered program does not run to its end. For benchmarks and
-    tests that rank a schedule without a sweep."""
-    from smtcoll.lower import LowerOptions, lower
+    executor) at `size` bytes; None where the lowered program does not run to its end, or where the schedule
+    cannot be lowered with these options (the sweep rejects that candidate: too many thread blocks for the
+    runtime, ...). For benchmarks and tests that rank a schedule without a sweep."""
+    from smtcoll.lower import CannotLower, LowerOptions, lower
 
     model = Model.load() if model is None else model
-    lowered = lower(schedule, LowerOptions(instances, protocol, "executor", "both", size, size, True))
+    try:
+        lowered = lower(schedule, LowerOptions(instances, protocol, "executor", "both", size, size, True))
+    except CannotLower:
+        return None
     curve = predict(lowered.program, machine(schedule.topology, nodes, model), model, size, size)
     return None if curve is None else curve.at(size)
