@@ -109,8 +109,9 @@ def lower(schedule: Schedule, options: LowerOptions = LowerOptions()) -> Lowered
                 raise CannotLower(f"rank {rank} thread block {i} needs {len(steps)} steps{spread_note}; the "
                                   f"{' and '.join(tight)} runtime allows {limits['steps']} per thread block{hint}")
             if i > MAX_DEPID and any(op.hasdep for op in mine):
-                raise CannotLower(f"rank {rank}: thread block {i} is a dependency target but depid is an int8_t "
-                                  f"(at most {MAX_DEPID})")
+                waited = sum(1 for _, ops in tbs if any(op.hasdep for op in ops))
+                raise CannotLower(f"rank {rank} waits for {waited} of its thread blocks, but depid is an int8_t: "
+                                  f"at most {MAX_DEPID + 1} can be waited for (use fewer --instances)")
             xml_tbs.append(ThreadBlock(i, tb.send, tb.recv, tb.instance, steps))
         gpus.append(Gpu(rank, layout.in_chunks * count, layout.out_chunks * count, scratch.get(rank, 0) * count,
                         xml_tbs))
