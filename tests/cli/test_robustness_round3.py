@@ -17,7 +17,7 @@ import pytest
 
 from smtcoll.cli import app
 from smtcoll.cli.app import run_guarded
-from tests.helpers.paths import ROOT
+from helpers.paths import ROOT
 
 EXAMPLES = ROOT / "examples"
 
