@@ -33,9 +33,9 @@ import attrs
 from smtcoll import collectives, library
 from smtcoll.model import Collective
 
-# the built-ins, tried unrooted first (a collective that reads as several, such as any 1-rank one, is the
-# unrooted one), else in the table's order
-KINDS = tuple(k.name for k in sorted(collectives.TABLE, key=lambda k: k.rooted))
+# the built-ins a runtime names (any other collective is `custom`), tried unrooted first (a collective
+# that reads as several, such as any 1-rank one, is the unrooted one), else in the table's order
+KINDS = tuple(k.name for k in sorted(collectives.TABLE, key=lambda k: k.rooted) if k.executor or k.legacy)
 SPLIT_INPUT = frozenset(k.name for k in collectives.TABLE if k.input_share)  # input holds C/N chunks
 SPLIT_OUTPUT = frozenset(k.name for k in collectives.TABLE if k.output_share)  # output holds C/N chunks
 

@@ -14,10 +14,10 @@ import stat
 from pathlib import Path
 
 import pytest
+from helpers.paths import ROOT
 
 from smtcoll.cli import app
 from smtcoll.cli.app import run_guarded
-from helpers.paths import ROOT
 
 EXAMPLES = ROOT / "examples"
 
