@@ -100,5 +100,4 @@ def install() -> None:
             return PlainRuntimeParam(parameter_info=info, annotation=annotation, descriptor=descriptor)
         return build_runtime_param(descriptor)
 
-    build.plain = True  # type: ignore[attr-defined]  (tests check that the fast path is in place)
     typer.core.build_runtime_param = build
