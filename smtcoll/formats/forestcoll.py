@@ -16,9 +16,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from xml.etree.ElementTree import Element
-
-from defusedxml import ElementTree as SafeET
+from typing import TYPE_CHECKING
 
 from smtcoll import library
 from smtcoll.errors import ModelError
@@ -28,6 +26,9 @@ from smtcoll.limits import max_transfers, transfers_exceeded
 from smtcoll.model import Topology
 from smtcoll.model.timed import Finding, Quantity, TimedSchedule, Transfer, group_gbps
 from smtcoll.text import count
+
+if TYPE_CHECKING:
+    from xml.etree.ElementTree import Element
 
 FORMAT = "forestcoll-xml"
 NODE_BYTES = 1 << 20  # data per rank for the time in ForestColl's model (the XML states no size)
@@ -55,6 +56,8 @@ def _int(e: Element, key: str, where: str, low: int = 0) -> int:
 def read_forestcoll(text: str, topology: Topology | None, name: str = "") -> TimedSchedule:
     if topology is None:
         raise ForestError("", "a ForestColl tree file holds no topology: give the machine with --topology")
+    from defusedxml import ElementTree as SafeET  # here: ElementTree is start-up every `verify` would pay
+
     try:
         root = SafeET.fromstring(text)
     except SafeET.ParseError as e:

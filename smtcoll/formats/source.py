@@ -6,16 +6,24 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from smtcoll.errors import InputError
 from smtcoll.formats.numbers import loads_json
-from smtcoll.msccl.reader import Limits
+
+if TYPE_CHECKING:
+    from smtcoll.msccl.reader import Limits
 
 HEAD_BYTES = 4096  # what content detection looks at before it needs the whole file
 _UNSET: Any = object()
+
+
+def _default_limits() -> Limits:
+    from smtcoll.msccl.reader import Limits  # here: reading a schedule needs not the XML reader's start-up
+
+    return Limits()
 
 
 @attrs.define
@@ -25,7 +33,7 @@ class Source:
 
     name: str
     data: bytes
-    limits: Limits = attrs.field(factory=Limits)
+    limits: Limits = attrs.field(factory=_default_limits)
     complete: bool = True  # False: `data` is only the file's first bytes (a directory walk's look at it)
     _text: Any = attrs.field(default=_UNSET, init=False, repr=False)
     _json: Any = attrs.field(default=_UNSET, init=False, repr=False)
@@ -102,7 +110,7 @@ def size_of(path: str) -> int:
 
 def read_source(path: str, limits: Limits | None = None) -> Source:
     """A file's bytes, refused over `limits.max_bytes` before reading (also when it grew since)."""
-    limits = limits or Limits()
+    limits = limits or _default_limits()
     size = size_of(path)
     if size > limits.max_bytes:
         raise InputError(path, limits.exceeded("--max-bytes", f"file is {size} bytes", limits.max_bytes))

@@ -17,7 +17,6 @@ The link's latency is not charged: [start, end) is the time the transfer occupie
 
 from __future__ import annotations
 
-import csv
 import io
 import math
 import re
@@ -114,6 +113,7 @@ def _beside(log: str, key: str, ref: str, load: Callable[[str], T], builtin: Cal
 
 def _rows(reader: Any, first: int) -> Any:
     """The CSV rows; a malformed row (a field over csv's 128 KiB limit, a NUL byte) is bad input at its line."""
+    import csv
     while True:
         try:
             yield next(reader)
@@ -143,6 +143,8 @@ def parse_csv(text: str) -> dict[str, Any]:
                                                 "topology, unit, chunk_bytes, claimed_time, name)")
             meta[key] = value.strip()
     rows: list[tuple[dict[str, str], dict[str, int]]] = []
+    import csv  # here: only a CSV log pays for it
+
     reader = csv.reader(io.StringIO("\n".join(lines[body_start:])))
     header = None
     for k, row in enumerate(_rows(reader, body_start)):

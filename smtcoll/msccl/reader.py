@@ -26,8 +26,6 @@ from collections.abc import Iterable
 from typing import Any
 
 import attrs
-import defusedxml
-import defusedxml.expatreader
 
 from smtcoll.errors import InputError
 from smtcoll.msccl.program import RUNTIMES, Finding, Gpu, Op, Program, ThreadBlock
@@ -322,6 +320,10 @@ class _Builder(xml.sax.ContentHandler):
 
 
 def _parse(data: bytes, path: str, limits: Limits) -> _Builder:
+    # only for a file the runtimes' reader refuses: defusedxml's SAX reader imports urllib, http and ssl
+    import defusedxml
+    import defusedxml.expatreader
+
     builder = _Builder(limits)
     parser = defusedxml.expatreader.create_parser(forbid_dtd=True, forbid_entities=True, forbid_external=True)
     parser.setContentHandler(builder)
