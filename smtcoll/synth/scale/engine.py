@@ -71,6 +71,18 @@ def _any(topo: Topology, coll: Collective, b: SearchBounds | None = None) -> tup
     return _allreduce(topo, coll)
 
 
+def _out_of_time(found: list[tuple[Schedule, str]]) -> bool:
+    """The --timeout has passed and a schedule is known: the remaining methods are not tried (counted,
+    so that the result says it was cut short)."""
+    from smtcoll.bounds.lp import deadline
+
+    d = deadline()
+    if found and d is not None and d.passed():
+        d.skipped += 1
+        return True
+    return False
+
+
 def _plain(topo: Topology, coll: Collective, b: SearchBounds | None) -> tuple[Schedule, str]:
     target = b.least_steps(True, coll.chunk_factor) if b is not None else 0
     found: list[tuple[Schedule, str]] = []
@@ -92,6 +104,8 @@ def _plain(topo: Topology, coll: Collective, b: SearchBounds | None) -> tuple[Sc
             found.append((h, "node rings fed by the NICs" + (", other links filled" if fill else "")))
             if len(h.steps) <= target:
                 return found[-1]
+    if _out_of_time(found):
+        return min(found, key=lambda x: (len(x[0].steps), x[0].rounds))
     # ... and every link full each round, the rarest chunks first (wide links inside a node: MI250)
     m = matching.matched_allgather(topo, coll, limit)
     if m is not None:
@@ -100,6 +114,8 @@ def _plain(topo: Topology, coll: Collective, b: SearchBounds | None) -> tuple[Sc
             return found[-1]
     # the greedy's work is about (rank, chunk) deliveries x steps: where another method has answered and that
     # exceeds the budget, its answer stands (ring:100 Alltoall: 9,900 x 1,275, minutes of greedy for nothing)
+    if _out_of_time(found):
+        return min(found, key=lambda x: (len(x[0].steps), x[0].rounds))
     best = min((len(s.steps) for s, _ in found), default=None)
     if best is None or len(coll.post) * best <= GREEDY_WORK:
         g = greedy.greedy_schedule(topo, coll, limit)
