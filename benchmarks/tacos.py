@@ -95,7 +95,8 @@ def find_source(arg: str | None, work: Path) -> Path | None:
     r = subprocess.run(["git", "clone", "--depth", "1", "https://github.com/astra-sim/tacos", str(out)],
                        capture_output=True, text=True, timeout=300)
     if r.returncode != 0:
-        print(f"skipped: could not clone TACOS ({r.stderr.strip().splitlines()[-1] if r.stderr.strip() else 'git failed'})")
+        why = r.stderr.strip().splitlines()[-1] if r.stderr.strip() else "git failed"
+        print(f"skipped: could not clone TACOS ({why})")
         return None
     return out
 
@@ -134,7 +135,8 @@ def lib_objects(src: Path, work: Path, cxx: str) -> list[Path] | None:
             continue
         o = work / (f.stem + ".o")
         r = subprocess.run([cxx, "-std=c++17", "-O3", "-DNDEBUG", f"-I{src / 'include'}",
-                            f"-I{src / 'include' / 'tacos'}", "-c", str(f), "-o", str(o)], capture_output=True, text=True)
+                            f"-I{src / 'include' / 'tacos'}", "-c", str(f), "-o", str(o)],
+                           capture_output=True, text=True)
         if r.returncode != 0:
             print(f"skipped: TACOS did not build ({f.name}):\n{r.stderr[-2000:]}")
             _OBJS[src] = None
@@ -187,8 +189,8 @@ def main() -> int:
         src = find_source(args.tacos, work)
         if src is None:
             return 0
-        rows = ["| instance | smtcoll steps | TACOS steps | lower bound | smtcoll CPU s | TACOS CPU s | smtcoll MB | TACOS MB |",
-                "|---|---|---|---|---|---|---|---|"]
+        rows = ["| instance | smtcoll steps | TACOS steps | lower bound | smtcoll CPU s | TACOS CPU s | smtcoll MB "
+                "| TACOS MB |", "|---|---|---|---|---|---|---|---|"]
         for topo, ctor in INSTANCES + (LARGE if args.large else []):
             if args.only and args.only not in topo:
                 continue

@@ -1,7 +1,8 @@
 """Lower bounds on steps, rounds, rounds per chunk, throughput and time, each with a witness or certificate.
 
 One module per family: `network` (the flow network and cut capacities, shared with `synth/scale`'s LP
-routing), `demand` (what must be received), `distance`, `receive`, `cuts` (cuts and chunk-hops), `holdings` (what a rank can hold round by round), `lp` (the
+routing), `demand` (what must be received), `distance`, `receive`, `cuts` (cuts and chunk-hops), `holdings`
+(what a rank can hold round by round), `lp` (the
 HiGHS layer and the flow LP), `forest` (ForestColl's Allgather cut formula), `time` (the k-synchronous
 alpha-beta bound), `throughput` (the physical time bound T(B) >= us_per_byte * B with exact certificates),
 `search` (everything together, and the strongest bounds for the synthesizer) and `witness` (re-checking).
@@ -33,6 +34,6 @@ from smtcoll.bounds.witness import check_witness
 
 __all__ = ["Bound", "Bounds", "SearchBounds", "best_rounds", "candidate_cuts", "check_witness", "cut_bound",
            "cut_capacity", "cut_witness", "distance_bound", "explain", "flow_network", "gb_capacities",
-           "holdings_bound", "hops_bound", "lower_bounds", "lp_bound", "min_rounds", "min_steps", "must_enter", "must_receive",
-           "must_receive_all", "receive_bound", "search_bounds", "strongest_bounds", "throughput_bound",
+           "holdings_bound", "hops_bound", "lower_bounds", "lp_bound", "min_rounds", "min_steps", "must_enter",
+           "must_receive", "must_receive_all", "receive_bound", "search_bounds", "strongest_bounds", "throughput_bound",
            "time_bound", "unit_speed"]

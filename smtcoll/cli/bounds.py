@@ -15,8 +15,8 @@ from smtcoll.text import count, singular_unit
 
 if TYPE_CHECKING:
     from smtcoll.bounds import Bound
-    from smtcoll.model import Collective, Topology
     from smtcoll.bounds.throughput import TimeBound
+    from smtcoll.model import Collective, Topology
 
 MAX_RANKS = 256  # measured: Ring(256) Allgather 12 s of CPU, Ring(512) 73 s and 2.6 GB (the flow LP)
 MAX_LINKS = 1 << 16
@@ -89,8 +89,8 @@ def bounds_command(
         return
     typer.echo(f"bounds for {coll.name} on {topo.name} ({topo.ranks} ranks, C={coll.chunk_factor}):")
     rows = [(b.name + ":", _value(b), _explain(b)) for b in (
-        result.steps, result.rounds, result.receive, result.cut, result.lp, *([result.holdings] if result.holdings else []),
-        result.rounds_per_chunk, result.throughput, result.time)]
+        result.steps, result.rounds, result.receive, result.cut, result.lp,
+        *([result.holdings] if result.holdings else []), result.rounds_per_chunk, result.throughput, result.time)]
     rows += _time_bound_rows(tb, nbytes)
     # fixed-width columns as wide as their longest entry: aligned whatever the terminal width
     w0, w1 = (max(len(r[i]) for r in rows) for i in (0, 1))
@@ -99,7 +99,8 @@ def bounds_command(
     if cert_path is not None:
         typer.echo(f"certificate written: {cert_path} (re-check: smtcoll proof check {cert_path})")
     if rounds_cert is not None:
-        typer.echo(f"certificate written: {rounds_cert} (the rounds bound; re-check: smtcoll proof check {rounds_cert})")
+        typer.echo(f"certificate written: {rounds_cert} (the rounds bound; re-check: smtcoll proof check "
+                   f"{rounds_cert})")
 
 
 def _rounds_certificate(topo: Topology, coll: Collective, rounds: int | float | None, out: Path) -> Path | None:

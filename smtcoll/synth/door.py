@@ -94,9 +94,8 @@ def _exact_search(request: SynthRequest) -> Iterator[Clock]:
     memory cap set for the run and reset after (the cap is this request's, not the process's)."""
     import z3  # the solver: imported only when the exact search runs
 
-    from smtcoll.synth.exact.strategies import Clock
-
     from smtcoll.bounds.lp import deadline
+    from smtcoll.synth.exact.strategies import Clock
 
     memory = request.limits.memory_mb
     z3.set_param("memory_max_size", memory)

@@ -4,9 +4,9 @@ Which method (docs/synth.md):
 - non-combining collectives: the translate construction where the topology is a ring, torus,
   hypercube or fully connected and the collective is Allgather- or Alltoall-shaped; for Alltoall-shaped
   ones the LP-routed paths of `routing` (any topology); Allgather-shaped ones on machines of several
-  nodes, the node rings fed by the NICs of `hierarchy` and the per-rank assignments of `matching`; otherwise, or when these miss the bound, the
-  link-chunk greedy (and for up to 32 ranks also the older greedy), the best
-  schedule kept;
+  nodes, the node rings fed by the NICs of `hierarchy` and the per-rank assignments of `matching`;
+  otherwise, or when these miss the bound, the link-chunk greedy (and for up to 32 ranks also the older
+  greedy), the best schedule kept;
 - ReduceScatter, Reduce (combining, with a non-combining dual): the reversal of a tree-shaped schedule
   of the dual on the reversed topology (every method above gives each rank each chunk once);
 - Allreduce: on hypercubes with one address, recursive doubling; otherwise the fewest steps of: reduce
