@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from smtcoll import specs
 from smtcoll.errors import ModelError
+from smtcoll.lower import LowerOptions, lower
 from smtcoll.sweep import cost
 from smtcoll.sweep.cache import Cache
 from smtcoll.sweep.selection import envelope, envelope_lines, tiles
@@ -242,3 +243,30 @@ def test_a_task_without_an_exact_answer_falls_back_to_the_large_instance_engine(
         report = check_program(read_program_bytes(f["xml"].encode(), f["name"]), f["name"], runtime="executor",
                                collective="allgather")
         assert report.verdict == "ok"
+
+
+def test_packed_run_is_the_affine_run_and_modes_share_their_timing():
+    """The timed run on packed integers gives the same pieces as on `Affine` numbers; an Allgather's in-place
+    program runs as its out-of-place one (the copy thread blocks wait for nothing and nothing waits for
+    them), so the memo answers the second from the first; a program that waits differently has its own key."""
+    from smtcoll.synth.constructions import constructions
+
+    topo = specs.resolve_topology("ndv2")
+    model = cost.Model.load()
+    m = cost.machine(topo, 1, model)
+    ring = next(c for c in constructions(topo, specs.resolve_collective("allgather", 8)) if c.name == "nccl_ring")
+    memo: dict = {}
+    curves = {}
+    for mode in ("outofplace", "inplace"):
+        program = lower(ring.schedule, LowerOptions(2, "LL128", "executor", mode, 1024, 1 << 30)).program
+        exact = cost.predict(program, m, model, 1024, 1 << 30, packed=False)
+        before = len(memo)
+        curves[mode] = cost.predict(program, m, model, 1024, 1 << 30, memo=memo)
+        assert curves[mode] == exact and len(exact.lines) > 1
+        assert (len(memo) > before) == (mode == "outofplace")  # in place: every line from the memo
+    reduce = next(c for c in constructions(topo, specs.resolve_collective("reducescatter", 8)) if c.name == "nccl_ring")
+    program = lower(reduce.schedule, LowerOptions(2, "LL128", "executor", "outofplace", 1024, 1 << 30)).program
+    before = len(memo)
+    assert cost.predict(program, m, model, 1024, 1 << 30, memo=memo) == cost.predict(program, m, model, 1024,
+                                                                                      1 << 30, packed=False)
+    assert len(memo) > before
