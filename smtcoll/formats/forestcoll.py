@@ -14,13 +14,14 @@ file states no time; the chunk is `NODE_BYTES` / k. In the replay, tree level d 
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from typing import TYPE_CHECKING
 
 from smtcoll import library
 from smtcoll.errors import ModelError
 from smtcoll.formats.numbers import ascii_int
-from smtcoll.formats.source import Source
+from smtcoll.formats.source import Source, xml_root
 from smtcoll.limits import max_transfers, transfers_exceeded
 from smtcoll.model import Topology
 from smtcoll.model.timed import Finding, Quantity, TimedSchedule, Transfer, group_gbps
@@ -156,12 +157,18 @@ def _pipelined_time(topo: Topology, load: Counter[tuple[int, int]], chunk_bytes:
 # The `Format` protocol (smtcoll.formats.registry).
 NAME = FORMAT
 SUFFIXES: tuple[str, ...] = ()
+_ROOT = re.compile(r"\s*<Algo\s[^>]*nchunkspernode")
 ERRORS: tuple[type[Exception], ...] = (ForestError,)
 
 
 def detect(source: Source) -> bool:
     head = source.head
     return head.startswith("<") and is_forestcoll(skip_prolog(head))
+
+
+def claims(source: Source) -> bool:
+    """A `.xml` file whose root element is ForestColl's `<Algo ... nchunkspernode>`."""
+    return source.suffix == ".xml" and _ROOT.match(xml_root(source.sniff())) is not None
 
 
 def skip_prolog(text: str) -> str:

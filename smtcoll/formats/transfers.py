@@ -29,7 +29,7 @@ import attrs
 from smtcoll import library, specs
 from smtcoll.errors import ModelError, SmtcollError
 from smtcoll.formats.numbers import ascii_int, finite_float
-from smtcoll.formats.source import Source
+from smtcoll.formats.source import Source, json_claim
 from smtcoll.limits import max_transfers, transfers_exceeded
 from smtcoll.model import Link, Topology
 from smtcoll.model.timed import Limit, Quantity, TimedSchedule, Transfer, Use, group_gbps
@@ -251,6 +251,14 @@ ERRORS: tuple[type[Exception], ...] = (LogError,)
 def detect(source: Source) -> bool:
     head = source.head
     return head.startswith("{") and ('"smtcoll.transfers"' in head or is_transfer_log_json(source.json_or_none()))
+
+
+_MARKER = re.compile(r'"format"\s*:\s*"smtcoll\.transfers"')
+
+
+def claims(source: Source) -> bool:
+    """The transfer log as JSON: `"format": "smtcoll.transfers"`."""
+    return json_claim(source, lambda d: d.get("format") == "smtcoll.transfers", _MARKER)
 
 
 def read(source: Source, topology: Topology | None) -> TimedSchedule:

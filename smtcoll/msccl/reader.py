@@ -29,6 +29,7 @@ import attrs
 
 from smtcoll.errors import InputError
 from smtcoll.msccl.program import RUNTIMES, Finding, Gpu, Op, Program, ThreadBlock
+from smtcoll.msccl.runtime import EXEC, PROFILES
 from smtcoll.msccl.runtime_reader import Document, Element, Node, read_document
 
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
@@ -45,8 +46,7 @@ INT_ATTRS = {
 }
 # what the executor's metadata stage needs on the first element of the file (msccl_parser.cc)
 EXEC_META_REQUIRED = ("nchunksperloop", "nchannels", "ngpus", "coll", "minBytes", "maxBytes", "inplace", "outofplace")
-EXEC_META_COLLS = frozenset({"reduce", "broadcast", "allreduce", "reducescatter", "allgather", "send", "recv",
-                             "gather", "scatter", "alltoall", "alltoallv"})
+EXEC_META_COLLS = PROFILES[EXEC].colls
 INT64_ATTRS = frozenset({"minBytes", "maxBytes"})  # read with mscclXmlGetAttrInt64
 
 
