@@ -180,7 +180,8 @@ def holdings_bound(topo: Topology, coll: Collective, exact: bool = False) -> Bou
         of = np.array([where[a] for a in coll.address], dtype=np.int64)  # chunk -> address row
         starts = np.zeros((len(addrs), p), dtype=np.int64)
         needs = np.zeros((len(addrs), p), dtype=np.int64)
-        pre, post = np.array(coll.pre, dtype=np.int64).reshape(-1, 2), np.array(coll.post, dtype=np.int64).reshape(-1, 2)
+        pre = np.array(coll.pre, dtype=np.int64).reshape(-1, 2)
+        post = np.array(coll.post, dtype=np.int64).reshape(-1, 2)
         np.add.at(starts, (of[pre[:, 1]], pre[:, 0]), 1)
         np.add.at(needs, (of[post[:, 1]], post[:, 0]), 1)
         totals = np.bincount(of, minlength=len(addrs))
