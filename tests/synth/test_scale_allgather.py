@@ -58,7 +58,8 @@ def test_mi250_every_link_full_is_one_round_above_the_holdings_bound(nodes: int,
     topo, coll = _allgather("mi250", nodes)
     s = matching.matched_allgather(topo, coll, 200)
     assert s is not None and check_schedule(s).verdict == "ok"
-    assert len(s.steps) == steps == holdings_bound(topo, coll).value + 1
+    bound = holdings_bound(topo, coll).value
+    assert bound is not None and len(s.steps) == steps == bound + 1
     # the NICs carry a chunk every round (both ends are switch groups of one per round)
     remote = [sum(1 for x in st.sends if x.src // 16 != x.dst // 16) for st in s.steps[:-1]]
     assert min(remote) == 16 * nodes
