@@ -114,7 +114,7 @@ def execute(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity
             rng: random.Random | None = None, seeds: dict[tuple[int, int], int] | None = None,
             outputs: frozenset[int] = frozenset(),
             occupy: Mapping[tuple[int, int, int], tuple[Any, tuple[tuple[Hashable, Any], ...]]] | None = None,
-            ) -> ExecutionResult:
+            zero: Any = 0.0, order: Callable[[Any], Any] | None = None) -> ExecutionResult:
     """Run the program; `capacity` is the FIFO size in messages (None: unbounded), a message being one
     step's transfer, or with `split` (the runtime's maxAllowedCount at some buffer size, `messages.py`) each
     piece of at most `split` chunks of it: split=1 is the worst case of large buffers, where every chunk of
@@ -126,7 +126,10 @@ def execute(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity
     channel) to (latency, ((resource, time per chunk), ...)): a chunk leaves when its thread block is ready
     and every resource it crosses (the link, the channel, a switch group, ...) is free, holds each for its
     time, and arrives the slowest of them plus the latency later. Times may be any ordered numbers that add
-    (the sweep passes exact affine ones, `smtcoll.sweep.model`)."""
+    (the sweep passes exact affine ones, `smtcoll.sweep.model`); every clock starts at `zero` (0 of that
+    number type: an integer 0 keeps a run on integers exact). `order` maps such a time to the key the timed
+    run serves departures by (`_StepOrder`); by default an `Affine`'s growth then value, any other number
+    itself."""
     geo = geometry
     per_message = split if split is not None else 1 << 30  # chunks per FIFO message (cnt < 2^16)
     report = _Findings(geo.mode)
@@ -135,7 +138,7 @@ def execute(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity
     for uid, t in enumerate(tbs):
         send_conn = (t.rank, t.send, t.chan) if t.send >= 0 and 0 <= t.chan < nchannels else None
         recv_conn = (t.recv, t.rank, t.chan) if t.recv >= 0 and 0 <= t.chan < nchannels else None
-        st = _Tb(uid, t.rank, t.tb_id, t.trans, send_conn, recv_conn)
+        st = _Tb(uid, t.rank, t.tb_id, t.trans, send_conn, recv_conn, time=zero)
         states.append(st)
         by_rank.setdefault(t.rank, {})[t.tb_id] = st
 
@@ -207,7 +210,7 @@ def execute(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity
             t = max([t] + [res_free.get(res, 0) for res, _ in occupy[st.send_conn][1]])
         return t
 
-    ready: deque[_Tb] | _StepOrder = deque(states) if occupy is None else _StepOrder(states, departure)
+    ready: deque[_Tb] | _StepOrder = deque(states) if occupy is None else _StepOrder(states, departure, order)
     for st in states:
         st.queued = True
     done_trans = 0
@@ -420,7 +423,7 @@ def execute(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity
     for loc in outputs:
         reached |= taint.get(loc, 0)
     return ExecutionResult(report.close(), memory, bool(blocked), blocked, leftover, done_trans, messages,
-                           max((st.time for st in states), default=0.0), taint_findings, taint_seeds, reached)
+                           max((st.time for st in states), default=zero), taint_findings, taint_seeds, reached)
 
 
 _KNOWN = frozenset({"s", "r", "rcs", "rrs", "rrc", "rrcs", "cpy", "re"})
@@ -436,16 +439,21 @@ class _StepOrder:
     maximum of lines in the size (smtcoll.sweep.cost). Keys only grow (clocks and resources move
     forward), so a stale key is re-computed when it reaches the top (lazy re-evaluation)."""
 
-    def __init__(self, states: Sequence[_Tb], departure: Callable[[_Tb], Any]) -> None:
+    def __init__(self, states: Sequence[_Tb], departure: Callable[[_Tb], Any],
+                 order: Callable[[Any], Any] | None = None) -> None:
         self.heap: list[tuple[tuple[Any, Any], int, int, int, _Tb]] = []
         self.departure = departure
+        self.order = order
         for st in states:
             self.append(st)
 
     def _key(self, st: _Tb) -> tuple[tuple[Any, Any], int, int, int]:
         step = st.trans[st.pc].first if st.pc < len(st.trans) else 1 << 30
         t = self.departure(st)
-        when = (t.s, t.v) if hasattr(t, "s") and hasattr(t, "v") else (0, t)
+        if self.order is not None:
+            when = self.order(t)
+        else:
+            when = (t.s, t.v) if hasattr(t, "s") and hasattr(t, "v") else (0, t)
         return when, step, st.piece, st.uid
 
     def append(self, st: _Tb) -> None:
