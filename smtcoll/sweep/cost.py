@@ -364,8 +364,13 @@ def predict(program: Any, m: Machine, model: Model, low: int, high: int,
         return Line(v + base - sl * size, sl)
 
     lo, hi = Fraction(low), Fraction(high)
-    first, last = tangent(lo), tangent(hi)
-    if first is None or last is None or (dominated is not None and dominated(first, last)):
+    # one supporting line is already a lower bound everywhere (T is convex): when it alone loses, so do
+    # both, and the run at the other end is saved (the same decision, one run fewer)
+    last = tangent(hi)
+    if last is None or (dominated is not None and dominated(last, last)):
+        return None
+    first = tangent(lo)
+    if first is None or (dominated is not None and dominated(first, last)):
         return None
     found: dict[Fraction, Line] = {lo: first}
     work = [(lo, first, hi, last)]
