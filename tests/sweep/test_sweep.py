@@ -260,14 +260,14 @@ def test_packed_run_is_the_affine_run_and_modes_share_their_timing():
     memo: dict = {}
     curves = {}
     for mode in ("outofplace", "inplace"):
-        program = lower(ring.schedule, LowerOptions(2, "LL128", "executor", mode, 1024, 1 << 30)).program
+        program = lower(ring.schedule, LowerOptions(1, "LL", "executor", mode, 1024, 1 << 30)).program
         exact = cost.predict(program, m, model, 1024, 1 << 30, packed=False)
         before = len(memo)
         curves[mode] = cost.predict(program, m, model, 1024, 1 << 30, memo=memo)
         assert curves[mode] == exact and len(exact.lines) > 1
         assert (len(memo) > before) == (mode == "outofplace")  # in place: every line from the memo
     reduce = next(c for c in constructions(topo, specs.resolve_collective("reducescatter", 8)) if c.name == "nccl_ring")
-    program = lower(reduce.schedule, LowerOptions(2, "LL128", "executor", "outofplace", 1024, 1 << 30)).program
+    program = lower(reduce.schedule, LowerOptions(1, "LL", "executor", "outofplace", 1024, 1 << 30)).program
     before = len(memo)
     assert cost.predict(program, m, model, 1024, 1 << 30, memo=memo) == cost.predict(program, m, model, 1024,
                                                                                       1 << 30, packed=False)
