@@ -295,7 +295,7 @@ MAX_PIECES = 64
 
 def predict(program: Any, m: Machine, model: Model, low: int, high: int,
             dominated: Callable[[Line, Line], bool] | None = None,
-            memo: dict[tuple[Hashable, Fraction], Line | None] | None = None, packed: bool = True) -> Piecewise | None:
+            memo: dict[Hashable, dict[Fraction, Line | None]] | None = None, packed: bool = True) -> Piecewise | None:
     """The exact time of the lowered `program` (an `msccl.program.Program`) for every buffer size in
     [low, high] (module docstring); None when the program does not run to its end (deadlock), or when
     `dominated(first, last)` says the supporting lines at both ends already show it loses everywhere.
@@ -310,7 +310,8 @@ def predict(program: Any, m: Machine, model: Model, low: int, high: int,
     n = Fraction(program.nchunksperloop)
     proto = program.proto
     base = model.call_latency_us[proto]
-    key = timing_key(program, tbs) if memo is not None else None
+    # the program's lines by size (the key is hashed once here, not at every line)
+    known = memo.setdefault(timing_key(program, tbs), {}) if memo is not None else None
 
     conns = sorted({(t.rank, t.send, t.chan) for t in tbs if t.send >= 0})
     # chunks each connection sends: bounds every slope of the run (below)
@@ -321,11 +322,11 @@ def predict(program: Any, m: Machine, model: Model, low: int, high: int,
             sent[c] = sent.get(c, 0) + sum(tr.cnt for tr in t.trans if tr.sends)
 
     def tangent(size: Fraction) -> Line | None:
-        if memo is not None and (key, size) in memo:
-            return memo[(key, size)]
+        if known is not None and size in known:
+            return known[size]
         line = _tangent(size)
-        if memo is not None:
-            memo[(key, size)] = line
+        if known is not None:
+            known[size] = line
         return line
 
     def _tangent(size: Fraction) -> Line | None:
@@ -366,8 +367,13 @@ def predict(program: Any, m: Machine, model: Model, low: int, high: int,
         return Line(v + base - sl * size, sl)
 
     lo, hi = Fraction(low), Fraction(high)
-    first, last = tangent(lo), tangent(hi)
-    if first is None or last is None or (dominated is not None and dominated(first, last)):
+    # one supporting line is already a lower bound everywhere (T is convex): when it alone loses, so do
+    # both, and the run at the other end is saved (the same decision, one run fewer)
+    last = tangent(hi)
+    if last is None or (dominated is not None and dominated(last, last)):
+        return None
+    first = tangent(lo)
+    if first is None or (dominated is not None and dominated(first, last)):
         return None
     found: dict[Fraction, Line] = {lo: first}
     work = [(lo, first, hi, last)]
@@ -427,12 +433,30 @@ def beaten(first: Line, last: Line, uppers: Sequence[Line], low: int, high: int)
     points = {Fraction(low), Fraction(high)}
     if first.slope != last.slope:
         points.add((last.fixed - first.fixed) / (first.slope - last.slope))
-    for i, u in enumerate(uppers):
-        for v in uppers[i + 1:]:
-            if u.slope != v.slope:
-                points.add((v.fixed - u.fixed) / (u.slope - v.slope))
+    points |= _envelope_breaks(uppers, Fraction(low), Fraction(high))
     return all(max(first.at(x), last.at(x)) >= min(u.at(x) for u in uppers)
                for x in points if low <= x <= high)
+
+
+def _envelope_breaks(lines: Sequence[Line], low: Fraction, high: Fraction) -> set[Fraction]:
+    """Where the minimum of `lines` changes line inside (low, high): walking right from `low`, the next
+    change is the first crossing of the current lowest line by a flatter one (a steeper one only grows
+    away). These are the only breakpoints of the minimum, so checking there is as exact as checking every
+    pairwise crossing (which cost the sweep O(k^3) per candidate)."""
+    out: set[Fraction] = set()
+    x = low
+    cur = min(lines, key=lambda ln: (ln.at(x), ln.slope))
+    while True:
+        nxt: tuple[Fraction, Line] | None = None
+        for ln in lines:
+            if ln.slope < cur.slope:
+                cx = (ln.fixed - cur.fixed) / (cur.slope - ln.slope)
+                if cx > x and (nxt is None or cx < nxt[0] or (cx == nxt[0] and ln.slope < nxt[1].slope)):
+                    nxt = (cx, ln)
+        if nxt is None or nxt[0] >= high:
+            return out
+        x, cur = nxt
+        out.add(x)
 
 
 def bus_bandwidth(kind: str, ranks: int, size: int, micros: Fraction) -> float | None:

@@ -260,15 +260,36 @@ def test_packed_run_is_the_affine_run_and_modes_share_their_timing():
     memo: dict = {}
     curves = {}
     for mode in ("outofplace", "inplace"):
-        program = lower(ring.schedule, LowerOptions(2, "LL128", "executor", mode, 1024, 1 << 30)).program
+        program = lower(ring.schedule, LowerOptions(1, "LL", "executor", mode, 1024, 1 << 30)).program
         exact = cost.predict(program, m, model, 1024, 1 << 30, packed=False)
         before = len(memo)
         curves[mode] = cost.predict(program, m, model, 1024, 1 << 30, memo=memo)
         assert curves[mode] == exact and len(exact.lines) > 1
         assert (len(memo) > before) == (mode == "outofplace")  # in place: every line from the memo
     reduce = next(c for c in constructions(topo, specs.resolve_collective("reducescatter", 8)) if c.name == "nccl_ring")
-    program = lower(reduce.schedule, LowerOptions(2, "LL128", "executor", "outofplace", 1024, 1 << 30)).program
+    program = lower(reduce.schedule, LowerOptions(1, "LL", "executor", "outofplace", 1024, 1 << 30)).program
     before = len(memo)
     assert cost.predict(program, m, model, 1024, 1 << 30, memo=memo) == cost.predict(program, m, model, 1024,
                                                                                       1 << 30, packed=False)
     assert len(memo) > before
+
+
+def _beaten_by_every_crossing(first, last, uppers, low, high) -> bool:
+    """`cost.beaten` as it was: every pairwise crossing of the uppers checked (the reference)."""
+    points = {Fraction(low), Fraction(high)}
+    lines = [first, last, *uppers]
+    for i, u in enumerate(lines):
+        for v in lines[i + 1:]:
+            if u.slope != v.slope:
+                points.add((v.fixed - u.fixed) / (u.slope - v.slope))
+    return all(max(first.at(x), last.at(x)) >= min(u.at(x) for u in uppers) for x in points if low <= x <= high)
+
+
+_line = st.builds(cost.Line, st.fractions(0, 50, max_denominator=7), st.fractions(0, 3, max_denominator=5))
+
+
+@given(_line, _line, st.lists(_line, min_size=1, max_size=7), st.integers(0, 20), st.integers(1, 40))
+@settings(max_examples=300, deadline=None)
+def test_beaten_checks_only_the_envelope_and_agrees_with_every_crossing(first, last, uppers, low, extra):
+    assert cost.beaten(first, last, uppers, low, low + extra) == _beaten_by_every_crossing(first, last, uppers, low,
+                                                                                            low + extra)
