@@ -120,3 +120,12 @@ def test_a_new_collective_is_one_row_and_its_spec_file(tmp_path: Path) -> None:
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert run.returncode == 0, run.stderr
     assert run.stdout.split() == ["ok", "custom"]
+
+
+def test_chunk_steps_size_a_message():
+    from smtcoll.check.messages import BUFFSIZE, MSCCL_CHUNKSTEPS, NCCL_STEPS, effective_chunk_size
+
+    step = BUFFSIZE["Simple"] // NCCL_STEPS
+    assert effective_chunk_size("Simple", "broadcast") == effective_chunk_size("Simple", "reduce") == step
+    assert effective_chunk_size("Simple", "allgather") == effective_chunk_size("Simple", "reduce_scatter") \
+        == effective_chunk_size("Simple", "custom") == step * MSCCL_CHUNKSTEPS
