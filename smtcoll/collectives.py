@@ -50,7 +50,7 @@ class CollectiveKind:
     post: str
     address: str
     rooted: bool
-    combining: bool  # the postcondition is a sum: several chunks share an address
+    combining: bool  # the postcondition is a sum: several chunks share an address (from 2 ranks on)
     executor: str | None  # `coll` in msccl-executor-nccl; None: that runtime has no such collective
     legacy: str | None  # `coll` in the legacy msccl runtime; None: likewise
     per_rank_loop: bool
