@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, cast
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -40,7 +40,6 @@ from smtcoll.text import count
 
 if TYPE_CHECKING:
     from smtcoll.lower import LowerOptions
-    from smtcoll.synth.request import Method as MethodName  # the choices below: SynthRequest checks the value
     from smtcoll.synth.result import SynthResult
 
 EXIT = {"found": 0, "infeasible": 1, "timeout": 3}
@@ -134,7 +133,7 @@ def synth(
     """Synthesize a schedule with the fewest steps, one instance, or the whole Pareto frontier."""
     # the request refuses what the API refuses, with the same errors (smtcoll/synth/request.py)
     request = SynthRequest(strategy=None if strategy is None else strategy.value,
-                           method=cast("MethodName", method.value), steps=steps, rounds=rounds, chunks=chunks,
+                           method=method.value, steps=steps, rounds=rounds, chunks=chunks,
                            max_steps=max_steps, max_chunks=max_chunks,
                            limits=Limits(timeout, budget, max_memory, max_cells))
     if plot is not None and request.chosen != "pareto":

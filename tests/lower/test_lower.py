@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 from helpers.paths import SHARED, corpus_params, needs_corpus
 from helpers.random_schedules import accepted_schedules
-from helpers.values import known
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -99,11 +98,11 @@ def test_both_modes_add_no_waits_to_out_of_place(kind: str, tmp_path: Path) -> N
         lowered, _ = lower_and_verify(ring, tmp_path, mode=mode, instances=2)
         tb_of = {(g.id, t.id): t for g in lowered.program.gpus for t in g.tbs}
         # (rank, peer the waiting step talks to, peer of the thread block waited for): ids differ by mode
-        def peers(t: ThreadBlock) -> int:
-            return known(t.send) * 100 + known(t.recv)
+        def peers(tb: ThreadBlock) -> int:
+            return (tb.send or 0) * 100 + (tb.recv or 0)
 
-        return {(known(g.id), peers(t), peers(tb_of[(g.id, s.depid)]))
-                for g in lowered.program.gpus for t in g.tbs for s in t.steps if known(s.depid) >= 0}
+        return {(g.id or 0, peers(t), peers(tb_of[(g.id, s.depid)]))
+                for g in lowered.program.gpus for t in g.tbs for s in t.steps if s.depid is not None and s.depid >= 0}
 
     both, out, inp = waits("both"), waits("outofplace"), waits("inplace")
     assert both == out | inp
