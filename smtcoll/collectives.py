@@ -50,7 +50,7 @@ class CollectiveKind:
     post: str
     address: str
     rooted: bool
-    combining: bool  # the postcondition is a sum: several chunks share an address
+    combining: bool  # the postcondition is a sum: several chunks share an address (from 2 ranks on)
     executor: str | None  # `coll` in msccl-executor-nccl; None: that runtime has no such collective
     legacy: str | None  # `coll` in the legacy msccl runtime; None: likewise
     per_rank_loop: bool
@@ -62,6 +62,9 @@ class CollectiveKind:
     # reverse; None: no cut formula for this collective
     bound_family: str | None = None
     aliases: tuple[str, ...] = ()  # other spellings accepted for `-c` and in spec files
+    # NCCL's chunk steps of the collective under the Simple protocol (BROADCAST_CHUNKSTEPS ...): a message's
+    # size (check/messages.py); None: MSCCL's own, NCCL_STEPS / 2
+    chunk_steps: int | None = None
 
     @property
     def spellings(self) -> tuple[str, ...]:
@@ -72,10 +75,10 @@ class CollectiveKind:
 TABLE: tuple[CollectiveKind, ...] = (
     CollectiveKind("broadcast", "the root's buffer reaches every rank",
                    "1", "rank == root", "true", "chunk", rooted=True, combining=False,
-                   executor="broadcast", legacy="broadcast", per_rank_loop=False),
+                   executor="broadcast", legacy="broadcast", per_rank_loop=False, chunk_steps=1),
     CollectiveKind("reduce", "the sum of every rank's buffer reaches the root",
                    "ranks", "rank == chunk", "rank == root", "0", rooted=True, combining=True,
-                   executor="reduce", legacy="reduce", per_rank_loop=False),
+                   executor="reduce", legacy="reduce", per_rank_loop=False, chunk_steps=1),
     CollectiveKind("scatter", "the root sends chunk r to rank r",
                    "ranks", "rank == root", "rank == chunk", "chunk", rooted=True, combining=False,
                    executor="scatter", legacy=None, per_rank_loop=True, output_share=True, bus_factor=_share),

@@ -25,12 +25,13 @@ from __future__ import annotations
 
 import attrs
 
+from smtcoll import collectives
+
 # Default NCCL buffer sizes per protocol (NCCL's DEFAULT_BUFFSIZE, DEFAULT_LL_BUFFSIZE, DEFAULT_LL128_BUFFSIZE)
 BUFFSIZE = {"Simple": 1 << 22, "LL": 8 * 512 * 8 * 16, "LL128": 120 * 640 * 8 * 8}
 NCCL_STEPS = 8
 MSCCL_CHUNKSTEPS = NCCL_STEPS // 2
 MSCCL_MAX_COUNT = 72  # msccl_struct.h: maxAllowedCount stays below it
-SLOW_CHUNKSTEPS = frozenset({"broadcast", "reduce"})  # BROADCAST_/REDUCE_CHUNKSTEPS = 1
 
 
 def effective_chunk_size(proto: str | None, coll: str | None) -> int | None:
@@ -39,7 +40,8 @@ def effective_chunk_size(proto: str | None, coll: str | None) -> int | None:
         return None
     step = BUFFSIZE[proto] // NCCL_STEPS
     if proto == "Simple":
-        return step * (1 if coll in SLOW_CHUNKSTEPS else MSCCL_CHUNKSTEPS)
+        kind = collectives.by_spelling(coll)  # NCCL's own chunk steps where the table has them (broadcast, reduce)
+        return step * (kind.chunk_steps if kind is not None and kind.chunk_steps is not None else MSCCL_CHUNKSTEPS)
     if proto == "LL":
         return step // 2
     return (step // 16) * 15  # LL128: 15 data elements per 16-element line

@@ -49,27 +49,31 @@ def _builtin_names(geo: Geometry) -> dict[int, str]:
 
 
 def builtin(geo: Geometry, root: int | None) -> Expectation:
-    """The expectation of a built-in `coll`, from its row of the table: the collective instantiated with the
-    program's chunk factor, each rank's input and output holding its distinct addresses in increasing order
-    (the lowering's layout, lower/layout.py), so the formulas above are one rule and a new row needs no code."""
+    """The expectation of a built-in `coll`, from its row of the table: each rank's input and output hold
+    the distinct addresses of the collective in increasing order, every address split into the program's
+    chunk factor f (address a, piece j at a*f + j: `Collective.with_chunks`), the lowering's layout
+    (lower/layout.py). So the formulas above are one rule and a new row needs no code here. The collective
+    is instantiated unsplit and each address's value is computed once, not once per rank that receives it."""
     kind = collectives.by_spelling(geo.coll)
     if kind is None:
         raise ValueError(f"coll={geo.coll!r} is not a built-in collective")  # check.program tests BUILTIN first
-    factor = geo.split if kind.per_rank_loop else geo.chunks
+    f = geo.split if kind.per_rank_loop else geo.chunks
     t: list[tuple[int, int, int]] = []
-    if factor:  # else no equal per-rank shares: check.program reports it, nothing to expect
+    if f:  # else no equal per-rank shares: check.program reports it, nothing to expect
         with cell_limit(sys.maxsize):  # the program's own size limits bound this one
-            ref = library.COLLECTIVES[kind.name].instantiate(geo.ranks, root if kind.rooted else None, factor)
-        in_pos = {(r, a): pos for r in range(geo.ranks)
-                  for pos, a in enumerate(sorted({ref.address[c] for c in ref.pre_sets[r]}))}
+            base = library.COLLECTIVES[kind.name].instantiate(geo.ranks, root if kind.rooted else None)
+        in_index = {(r, a): i for r in range(geo.ranks)
+                    for i, a in enumerate(sorted({base.address[c] for c in base.pre_sets[r]}))}
         holders: dict[int, list[int]] = {}
-        for r, c in ref.pre:
+        for r, c in base.pre:
             holders.setdefault(c, []).append(r)
-        contributions = ref.contributions
+        values: dict[int, list[int]] = {}  # address -> the value of each of its f pieces
+        for a, chunks in base.contributions.items():
+            sources = [(r, in_index[(r, a)] * f) for c in chunks for r in holders.get(c, ())]
+            values[a] = [sum(1 << geo.contribution(r, at + j) for r, at in sources) for j in range(f)]
         for q in range(geo.ranks):
-            for pos, a in enumerate(sorted({ref.address[c] for c in ref.post_sets[q]})):
-                t.append((q, pos, sum(1 << geo.contribution(r, in_pos[(r, a)])
-                                      for c in contributions[a] for r in holders.get(c, ()))))
+            for i, a in enumerate(sorted({base.address[c] for c in base.post_sets[q]})):
+                t += [(q, i * f + j, v) for j, v in enumerate(values[a])]
     desc = f"{geo.coll}" + (f" with root {root}" if kind.rooted else "")
     return Expectation(geo.initial(), t, _builtin_names(geo), desc)
 

@@ -401,14 +401,12 @@ def _interleavings_agree(path: Path, seeds: int = 4) -> tuple[bool, bool]:
     """(race reported, final memory equal under random interleavings)."""
     import random
 
+    from helpers.values import known
+
     from smtcoll.check import buffers
     from smtcoll.check.execution import TbInput, execute
     from smtcoll.check.transmissions import lower
     from smtcoll.msccl.reader import read_program
-
-    def known(v: int | None) -> int:  # the corpus files declare every attribute
-        assert v is not None
-        return v
 
     p = read_program(path).program
     assert p.coll is not None and p.nchannels is not None

@@ -4,10 +4,12 @@ holds for the collective its expressions define."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import tomllib
 from fractions import Fraction
+from pathlib import Path
 
 import pytest
 from helpers.paths import ROOT
@@ -84,34 +86,46 @@ def test_a_collective_no_runtime_names_is_laid_out_as_custom():
     assert set(layout.KINDS) == {k.name for k in collectives.TABLE if k.executor or k.legacy}
 
 
-# The worked example of docs/architecture.md, "A new collective": one row (and its spec file), and the
-# library, the lowering and the checker know it. Run in a fresh interpreter with the row added before any
-# module reads the table.
-NEW_ROW = '''
+# The worked example of docs/architecture.md, "A new collective": one row and its spec file, and the
+# library, the spec reader, the lowering and the checker know it. Run in a fresh interpreter with the row
+# added before any module reads the table.
+ADD_ROW = """
 import smtcoll.collectives as c
-row = c.CollectiveKind("shift", "rank r's chunk reaches rank r+1", "ranks", "rank == chunk",
-                       "rank == (chunk + 1) % ranks", "chunk", rooted=False, combining=False,
-                       executor=None, legacy=None, per_rank_loop=True, input_share=True, output_share=True,
-                       bus_factor=c._share, aliases=("cyclic-shift",))
+row = eval(ROW.strip().rstrip(","), vars(c))
 c.TABLE += (row,)
 c.BY_NAME[row.name] = row
 c.NAMES += (row.name,)
 c.ALIASES.update({a: row.name for a in row.aliases})
-'''
-USE_IT = '''
-from smtcoll import library
+"""
+USE_IT = """
+from smtcoll import library, specs
 from smtcoll.check.schedule import check_schedule
-from smtcoll.lower import lower, LowerOptions
+from smtcoll.lower import LowerOptions, lower
 from smtcoll.model import Schedule, Send, Step
 coll = library.collective("cyclic-shift", 4)
+assert specs.load_collective(SPEC, 4, None, 1) == coll
 topo = library.topology("ring:4")
 sched = Schedule(topo, coll, [Step(1, [Send(r, r, (r + 1) % 4) for r in range(4)])])
 print(check_schedule(sched).verdict, lower(sched, LowerOptions(runtime="legacy")).program.coll)
-'''
+"""
 
 
-def test_a_new_collective_is_one_row():
-    run = subprocess.run([sys.executable, "-c", NEW_ROW + USE_IT], capture_output=True, text=True, timeout=120,
-                         cwd=ROOT)
+def test_a_new_collective_is_one_row_and_its_spec_file(tmp_path: Path) -> None:
+    doc = (ROOT / "docs" / "architecture.md").read_text()
+    found = re.search(r"<!-- collective-example -->\n```python\n(.*?)```.*?```toml\n(.*?)```", doc, re.S)
+    assert found, "docs/architecture.md lost its worked example of a collective"
+    row, spec = found.groups()
+    (tmp_path / "shift.toml").write_text(spec)
+    code = f"ROW = {row!r}\nSPEC = {str(tmp_path / 'shift.toml')!r}\n" + ADD_ROW + USE_IT
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert run.returncode == 0, run.stderr
     assert run.stdout.split() == ["ok", "custom"]
+
+
+def test_chunk_steps_size_a_message():
+    from smtcoll.check.messages import BUFFSIZE, MSCCL_CHUNKSTEPS, NCCL_STEPS, effective_chunk_size
+
+    step = BUFFSIZE["Simple"] // NCCL_STEPS
+    assert effective_chunk_size("Simple", "broadcast") == effective_chunk_size("Simple", "reduce") == step
+    assert effective_chunk_size("Simple", "allgather") == effective_chunk_size("Simple", "reduce_scatter") \
+        == effective_chunk_size("Simple", "custom") == step * MSCCL_CHUNKSTEPS
