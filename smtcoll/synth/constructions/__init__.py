@@ -20,7 +20,7 @@ import attrs
 from smtcoll.errors import ModelError
 from smtcoll.model import Collective, Schedule, Topology
 from smtcoll.synth.checked import checked as check
-from smtcoll.synth.constructions import hier, multiring, nccl, treepack
+from smtcoll.synth.constructions import hier, multiring, nccl, rail, treepack
 from smtcoll.synth.constructions.common import NotApplicable
 
 Builder = Callable[[Topology, Collective], Schedule]
@@ -45,6 +45,7 @@ _FAMILIES: dict[str, tuple[Builder, str | None]] = {
     "multiring": (multiring.multiring, None),
     "hier": (hier.hier, None),
     "hier2d": (hier.hier2d, None),
+    "rail": (rail.rail, None),
     "treepack": (treepack.treepack, None),
 }
 # `synth --method` names (short) -> family
@@ -55,6 +56,7 @@ METHODS: dict[str, Builder] = {
     "multiring": multiring.multiring,
     "hier": hier.hier,
     "hier2d": hier.hier2d,
+    "rail": rail.rail,
     "treepack": treepack.treepack,
 }
 
