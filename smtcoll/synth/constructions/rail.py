@@ -29,8 +29,9 @@ from smtcoll.synth.constructions import rings as ringlib
 from smtcoll.synth.constructions.common import NotApplicable, kind, send_key
 from smtcoll.synth.constructions.trees import node_ranks
 
-MAX_RINGS = 6  # rings per node at most (a DGX-1 has 6): each adds thread blocks per rank and channel, and
-# the runtime's dependency ids are int8_t (at most 127 thread blocks per rank can be waited on)
+MAX_RINGS = 3  # rings per node at most (a DGX-1 has 6): each adds thread blocks per rank and channel, and
+# the runtime's dependency ids are int8_t (at most 127 thread blocks per rank can be waited on): with 3 the
+# program still lowers with 8 instances
 OPS = 40  # transfers per ring link at most: the executor's thread blocks hold 64 steps, nops included
 
 Ring = tuple[int, ...]
@@ -229,6 +230,6 @@ def _reduce(steps: _Steps, topo: Topology, node: list[int], members: list[list[i
     # then the node's own items, those whose partials arrive first first
     for x in range(n):
         for i, ring in enumerate(rings[x]):
-            lists = [sorted((j for j in range(c) if _ring(o, j, k) == i), key=lambda j, o=o: (arrived.get(o * c + j, 0), j))
+            lists = [sorted((o * c + j for j in range(c) if _ring(o, j, k) == i), key=lambda a: (arrived.get(a, 0), a))
                      for o in ring]
-            _ring_rounds(steps, end, ring, [[o * c + j for j in js] for o, js in zip(ring, lists)], False)
+            _ring_rounds(steps, end, ring, lists, False)
