@@ -138,15 +138,19 @@ def rail(topo: Topology, base: Collective) -> Schedule:
     local = _node_rings(topo, members[0])
     k = len(local)
     rings = [[tuple(members[x][i] for i in ring) for ring in local] for x in range(n)]
-    # every ring link carries about n p c / k items per phase: as many pieces as the thread blocks hold
+    # every ring link carries about n p c / k items per phase: as many pieces as the thread blocks hold;
+    # when even one piece per rank is too many for both phases of an Allreduce on one connection, its
+    # Allgather runs on the reversed rings (other connections: one phase each)
     phases = 2 if what == "allreduce" else 1
-    c = max(1, OPS * k // (topo.ranks * phases))
+    split = phases == 2 and topo.ranks <= OPS * k < topo.ranks * phases
+    c = max(1, OPS * k // (topo.ranks * (1 if split else phases)))
     coll = base.with_chunks(c * (topo.ranks if what == "allreduce" else 1))
     steps = _Steps(topo)
     if what in ("reducescatter", "allreduce"):
         _reduce(steps, topo, node, members, rings, c)
     if what in ("allgather", "allreduce"):
-        _gather(steps, topo, node, members, rings, c, steps.end())
+        back = [[ring[::-1] for ring in rs] for rs in rings] if split else rings
+        _gather(steps, topo, node, members, back, c, steps.end())
     return Schedule(topo, coll, steps.steps(), name="rail")
 
 
