@@ -302,3 +302,9 @@ def test_rail_needs_several_nodes() -> None:
         build("rail", _topo("a100"), library.collective("allgather", 8))
     with pytest.raises(ModelError, match="Allreduce, Allgather and ReduceScatter"):
         build("rail", _topo("a100", 2), library.collective("alltoall", 16))
+
+
+def test_cli_synth_rail(cli) -> None:
+    r = cli("synth", "-t", "dgx2", "--nodes", "2", "-c", "reducescatter", "--method", "rail", "--format", "json")
+    assert r.returncode == 0, r.stderr
+    assert '"method": "construction: rail"' in r.stdout and '"status": "found"' in r.stdout
