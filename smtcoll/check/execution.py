@@ -114,7 +114,7 @@ def execute(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity
             rng: random.Random | None = None, seeds: dict[tuple[int, int], int] | None = None,
             outputs: frozenset[int] = frozenset(),
             occupy: Mapping[tuple[int, int, int], tuple[Any, tuple[tuple[Hashable, Any], ...]]] | None = None,
-            zero: Any = 0.0) -> ExecutionResult:
+            zero: Any = 0.0, order: Callable[[Any], Any] | None = None) -> ExecutionResult:
     """Run the program; `capacity` is the FIFO size in messages (None: unbounded), a message being one
     step's transfer, or with `split` (the runtime's maxAllowedCount at some buffer size, `messages.py`) each
     piece of at most `split` chunks of it: split=1 is the worst case of large buffers, where every chunk of
@@ -127,7 +127,9 @@ def execute(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity
     and every resource it crosses (the link, the channel, a switch group, ...) is free, holds each for its
     time, and arrives the slowest of them plus the latency later. Times may be any ordered numbers that add
     (the sweep passes exact affine ones, `smtcoll.sweep.model`); every clock starts at `zero` (0 of that
-    number type: an integer 0 keeps a run on integers exact)."""
+    number type: an integer 0 keeps a run on integers exact). `order` maps such a time to the key the timed
+    run serves departures by (`_StepOrder`); by default an `Affine`'s growth then value, any other number
+    itself."""
     geo = geometry
     per_message = split if split is not None else 1 << 30  # chunks per FIFO message (cnt < 2^16)
     report = _Findings(geo.mode)
@@ -208,7 +210,7 @@ def execute(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity
             t = max([t] + [res_free.get(res, 0) for res, _ in occupy[st.send_conn][1]])
         return t
 
-    ready: deque[_Tb] | _StepOrder = deque(states) if occupy is None else _StepOrder(states, departure)
+    ready: deque[_Tb] | _StepOrder = deque(states) if occupy is None else _StepOrder(states, departure, order)
     for st in states:
         st.queued = True
     done_trans = 0
@@ -437,16 +439,21 @@ class _StepOrder:
     maximum of lines in the size (smtcoll.sweep.cost). Keys only grow (clocks and resources move
     forward), so a stale key is re-computed when it reaches the top (lazy re-evaluation)."""
 
-    def __init__(self, states: Sequence[_Tb], departure: Callable[[_Tb], Any]) -> None:
+    def __init__(self, states: Sequence[_Tb], departure: Callable[[_Tb], Any],
+                 order: Callable[[Any], Any] | None = None) -> None:
         self.heap: list[tuple[tuple[Any, Any], int, int, int, _Tb]] = []
         self.departure = departure
+        self.order = order
         for st in states:
             self.append(st)
 
     def _key(self, st: _Tb) -> tuple[tuple[Any, Any], int, int, int]:
         step = st.trans[st.pc].first if st.pc < len(st.trans) else 1 << 30
         t = self.departure(st)
-        when = (t.s, t.v) if hasattr(t, "s") and hasattr(t, "v") else (0, t)
+        if self.order is not None:
+            when = self.order(t)
+        else:
+            when = (t.s, t.v) if hasattr(t, "s") and hasattr(t, "v") else (0, t)
         return when, step, st.piece, st.uid
 
     def append(self, st: _Tb) -> None:

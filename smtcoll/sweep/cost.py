@@ -346,7 +346,10 @@ def predict(program: Any, m: Machine, model: Model, low: int, high: int,
             ints = {c: ((int(lat.v * d) << bits) + int(lat.s * d),
                         tuple((k, (int(h.v * d) << bits) + int(h.s * d)) for k, h in held))
                     for c, (lat, held) in table.items()}
-            t = program_makespan(program, ints.__getitem__, tbs, zero=0)
+            low_bits = (1 << bits) - 1
+            # served by growth, then value, as the Affine run is (smtcoll.check.execution._StepOrder)
+            t = program_makespan(program, ints.__getitem__, tbs, zero=0,
+                                 order=lambda x: (x & low_bits, x >> bits))
             if t is None:
                 return None
             v, sl = Fraction(t >> bits, d), Fraction(t & ((1 << bits) - 1), d)

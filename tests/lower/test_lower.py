@@ -22,6 +22,7 @@ from smtcoll.formats import load_schedule, save_schedule
 from smtcoll.lower import CannotLower, LowerOptions, RejectedSchedule, lower, verify_lowered
 from smtcoll.lower.pipeline import Lowered
 from smtcoll.model import Schedule, Send, Step, Topology
+from smtcoll.msccl.program import ThreadBlock
 from smtcoll.msccl.reader import read_program_bytes
 from smtcoll.msccl.writer import write_program
 
@@ -97,8 +98,11 @@ def test_both_modes_add_no_waits_to_out_of_place(kind: str, tmp_path: Path) -> N
         lowered, _ = lower_and_verify(ring, tmp_path, mode=mode, instances=2)
         tb_of = {(g.id, t.id): t for g in lowered.program.gpus for t in g.tbs}
         # (rank, peer the waiting step talks to, peer of the thread block waited for): ids differ by mode
-        return {(g.id, t.send * 100 + t.recv, tb_of[(g.id, s.depid)].send * 100 + tb_of[(g.id, s.depid)].recv)
-                for g in lowered.program.gpus for t in g.tbs for s in t.steps if s.depid >= 0}
+        def peers(tb: ThreadBlock) -> int:
+            return (tb.send or 0) * 100 + (tb.recv or 0)
+
+        return {(g.id or 0, peers(t), peers(tb_of[(g.id, s.depid)]))
+                for g in lowered.program.gpus for t in g.tbs for s in t.steps if s.depid is not None and s.depid >= 0}
 
     both, out, inp = waits("both"), waits("outofplace"), waits("inplace")
     assert both == out | inp

@@ -23,7 +23,6 @@ from collections.abc import Callable, Hashable
 from fractions import Fraction
 
 from smtcoll.model import Collective, Schedule, Topology
-from smtcoll.msccl.runtime import MAX_STEPS
 from smtcoll.synth.constructions.common import NotApplicable, kind
 from smtcoll.synth.constructions.pipeline import Plan, busiest_link, schedule_transfers
 
