@@ -21,7 +21,7 @@ import attrs
 from smtcoll.errors import ModelError
 from smtcoll.model import Collective, Schedule, Topology
 from smtcoll.synth.checked import checked as check
-from smtcoll.synth.constructions import exchange, hier, multiring, nccl, treepack
+from smtcoll.synth.constructions import exchange, hier, multiring, nccl, rail, treepack
 from smtcoll.synth.constructions.common import NotApplicable
 
 Builder = Callable[[Topology, Collective], Schedule]
@@ -46,6 +46,7 @@ _FAMILIES: dict[str, tuple[Builder, str | None]] = {
     "multiring": (multiring.multiring, None),
     "hier": (hier.hier, None),
     "hier2d": (hier.hier2d, None),
+    "rail": (rail.rail, None),
     "treepack": (treepack.treepack, None),
     "exchange": (exchange.exchange, None),
 }
@@ -57,6 +58,7 @@ METHODS: dict[str, Builder] = {
     "multiring": multiring.multiring,
     "hier": hier.hier,
     "hier2d": hier.hier2d,
+    "rail": rail.rail,
     "treepack": treepack.treepack,
     "exchange": exchange.exchange,
 }
