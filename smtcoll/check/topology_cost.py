@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
-from smtcoll import library
+from smtcoll import collectives, library
 from smtcoll.check import buffers, postconditions
 from smtcoll.check.execution import TbInput, execute
 from smtcoll.check.transmissions import lower as lower_tb
@@ -93,14 +93,16 @@ def apply_sharing(metrics: dict[str, Any], topo: Topology, load: dict[tuple[int,
 
 
 def program_collective(name: str | None, ranks: int, chunks_per_loop: int) -> Collective | None:
-    """The built-in collective of a program, with its chunk multiplier C from the chunks per loop: one
-    address per chunk for allreduce, a rank's share for allgather, alltoall and reducescatter."""
-    per = {"allreduce": chunks_per_loop, "allgather": chunks_per_loop // max(1, ranks),
-           "alltoall": chunks_per_loop // max(1, ranks), "reducescatter": chunks_per_loop // max(1, ranks)}
-    if name not in per or per[name] < 1:
+    """The built-in unrooted collective of a program (the program names no root), with its chunk multiplier C
+    from the chunks per loop: one address per chunk, or a rank's share when its row says `per_rank_loop`."""
+    kind = collectives.get(name)
+    if kind is None or kind.rooted:
+        return None
+    per = chunks_per_loop // max(1, ranks) if kind.per_rank_loop else chunks_per_loop
+    if per < 1:
         return None
     try:
-        return library.collective(name, ranks, None, per[name])
+        return library.collective(kind.name, ranks, None, per)
     except SmtcollError:
         return None
 
@@ -135,10 +137,11 @@ def program_thread_blocks(p: Program) -> list[TbInput]:
 
 
 def program_makespan(p: Program, occupy: Callable[[tuple[int, int, int]], tuple[Any, tuple[tuple[Hashable, Any], ...]]],
-                     tbs: Sequence[TbInput] | None = None) -> Any:
+                     tbs: Sequence[TbInput] | None = None, zero: Any = 0.0,
+                     order: Callable[[Any], Any] | None = None) -> Any:
     """When the last thread block of `p` finishes, each chunk it sends holding the resources `occupy` gives
     for its connection (src, dst, channel) as `execution.execute` describes; the same run as the checker's
-    estimate, with the caller's numbers (None when the program deadlocks)."""
+    estimate, with the caller's numbers and their serving `order` (None when the program deadlocks)."""
     assert p.ngpus is not None and p.nchunksperloop is not None and p.nchannels is not None
     tbs = program_thread_blocks(p) if tbs is None else tbs
     conns = {(t.rank, t.send, t.chan) for t in tbs if t.send >= 0}
@@ -146,5 +149,6 @@ def program_makespan(p: Program, occupy: Callable[[tuple[int, int, int]], tuple[
     kind = p.coll if p.coll in postconditions.BUILTIN else "custom"
     geo = buffers.Geometry(kind, p.ngpus, p.nchunksperloop, False,
                            {g.id: (g.s_chunks or 0) for g in p.gpus if g.id is not None})
-    run = execute(tbs, geo, p.nchannels, FIFO_MESSAGES.get(p.proto or "", 2), None, data=False, occupy=table)
+    run = execute(tbs, geo, p.nchannels, FIFO_MESSAGES.get(p.proto or "", 2), None, data=False, occupy=table,
+                  zero=zero, order=order)
     return None if run.deadlock else run.makespan

@@ -61,6 +61,7 @@ class Method(enum.StrEnum):
     hier = "hier"
     hier2d = "hier2d"
     treepack = "treepack"
+    exchange = "exchange"
 
 
 class Strategy(enum.StrEnum):
