@@ -16,6 +16,7 @@ import contextlib
 import os
 import stat
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
 from smtcoll.errors import OutputError
@@ -56,6 +57,11 @@ def write_text(path: str | os.PathLike[str], text: str) -> Path:
 
 def write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
     """Write `data` to `path` as described above; returns the file written (the symlink's target)."""
+    return write_chunks(path, (data,))
+
+
+def write_chunks(path: str | os.PathLike[str], chunks: Iterable[bytes]) -> Path:
+    """`write_bytes` of the concatenated chunks, without holding them all in memory."""
     target = check_writable(path)
     try:
         mode = stat.S_IMODE(target.stat().st_mode)
@@ -67,7 +73,8 @@ def write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
         with os.fdopen(fd, "wb") as f:
-            f.write(data)
+            for data in chunks:
+                f.write(data)
             f.flush()
             os.fsync(f.fileno())
         os.chmod(tmp, mode)

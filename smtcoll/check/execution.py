@@ -18,12 +18,25 @@ waiter's start) and messages (what the sender knew when it sent piece k before t
 Knowledge is a bitset of the transmissions that touch a contended location (one touched by two thread
 blocks, one of them writing); a transmission's bit is known only once it has completed (its last piece).
 FIFO back-pressure is not used as an order: it is fragile and depends on the protocol.
+
+Knowledge is tracked in two layers so that memory does not grow with ranks x transmissions. Local
+knowledge (program order and dependency flags, which never leave a rank) is a bitset per rank, numbered
+over that rank's contended transmissions: a race is always between two thread blocks of one rank, and a
+lowered program orders all its accesses with local dependencies. Knowledge that travels with messages is
+needed only for a pair that the local layer leaves unordered: a first run collects those pairs' earlier
+transmissions, and only when there are some is the run repeated with a global bit for each of them (the
+same run, so the same questions are asked). Local order implies global order, so the answer to every
+question is the one a single bitset over all transmissions gives. A flag keeps its knowledge only until
+its last waiter (known before the run: a dependency waits for the first flagged transmission whose
+counter reaches it) has read it.
 """
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import random
+from array import array
 from collections import deque
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any
@@ -59,9 +72,10 @@ class _Tb:
     pc: int = 0
     piece: int = 0
     started: bool = False
-    know: int = 0
+    know: int = 0  # global knowledge (bits of `glob`), carried by messages
+    lknow: int = 0  # local knowledge (bits of `local`, this rank's), through program order and flags
     queued: bool = False
-    flags: list = attrs.field(factory=list)  # [(counter, knowledge at the end)] of flagged transmissions
+    flags: list = attrs.field(factory=list)  # [(global knowledge, time, local knowledge)] of flagged transmissions
     blocked: str = ""
     time: float = 0.0
 
@@ -115,6 +129,31 @@ def execute(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity
             outputs: frozenset[int] = frozenset(),
             occupy: Mapping[tuple[int, int, int], tuple[Any, tuple[tuple[Hashable, Any], ...]]] | None = None,
             zero: Any = 0.0, order: Callable[[Any], Any] | None = None) -> ExecutionResult:
+    """Run the program (see `_run`). Races are first decided with local knowledge; the pairs it leaves
+    unordered make a second, identical run that also carries their global bits (module docstring). A
+    run given `seeds` (the taint analysis) uses only values, never its race findings."""
+    state = rng.getstate() if rng is not None else None
+    unordered: set[tuple[int, int]] = set()
+    run = _run(tbs, geometry, nchannels, capacity, initial, data, split, timing, rng, seeds, outputs, occupy,
+               zero, order, None if seeds is not None else unordered, {})
+    if not unordered:
+        return run
+    glob = {key: n for n, key in enumerate(sorted(unordered))}
+    again = None
+    if rng is not None and state is not None:
+        again = random.Random()
+        again.setstate(state)
+    return _run(tbs, geometry, nchannels, capacity, initial, data, split, timing, again, seeds, outputs, occupy,
+                zero, order, None, glob)
+
+
+def _run(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity: int | None,
+         initial: Mapping[int, Value] | None, data: bool, split: int | None,
+         timing: dict[tuple[int, int], tuple[float, float]] | None, rng: random.Random | None,
+         seeds: dict[tuple[int, int], int] | None, outputs: frozenset[int],
+         occupy: Mapping[tuple[int, int, int], tuple[Any, tuple[tuple[Hashable, Any], ...]]] | None,
+         zero: Any, order: Callable[[Any], Any] | None, unordered: set[tuple[int, int]] | None,
+         glob: dict[tuple[int, int], int]) -> ExecutionResult:
     """Run the program; `capacity` is the FIFO size in messages (None: unbounded), a message being one
     step's transfer, or with `split` (the runtime's maxAllowedCount at some buffer size, `messages.py`) each
     piece of at most `split` chunks of it: split=1 is the worst case of large buffers, where every chunk of
@@ -129,7 +168,9 @@ def execute(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity
     (the sweep passes exact affine ones, `smtcoll.sweep.model`); every clock starts at `zero` (0 of that
     number type: an integer 0 keeps a run on integers exact). `order` maps such a time to the key the timed
     run serves departures by (`_StepOrder`); by default an `Affine`'s growth then value, any other number
-    itself."""
+    itself. `unordered` (the first run): collects the (tb, transmission) pairs whose order to a later
+    access local knowledge does not decide; `glob`: a global bit for each such transmission (the second
+    run)."""
     geo = geometry
     per_message = split if split is not None else 1 << 30  # chunks per FIFO message (cnt < 2^16)
     report = _Findings(geo.mode)
@@ -142,37 +183,45 @@ def execute(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity
         states.append(st)
         by_rank.setdefault(t.rank, {})[t.tb_id] = st
 
-    # --- accesses of every transmission, contended locations and the bits of the transmissions touching them
-    accesses: dict[tuple[int, int], list[tuple[tuple[int, ...], tuple[int, ...]]]] = {}
-    bits: dict[tuple[int, int], int] = {}
+    # --- contended locations, and the local bit of each transmission touching one (-1: none); rank by rank,
+    # since a rank's locations are touched by its own thread blocks only. Pieces are recomputed when they
+    # run rather than stored (two million transmissions at 1024 ranks).
+    local: list[array[int]] = [array("q") for _ in states]
     contended: set[int] = set()
     if data:
-        touched: dict[int, int] = {}  # loc -> uid of the only tb touching it, or -1 when several
-        written: set[int] = set()
         for st in states:
-            for j, tr in enumerate(st.trans):
-                pieces = _accesses(st, tr, geo, report)
-                accesses[(st.uid, j)] = pieces
-                for reads, writes in pieces:
-                    for loc in reads:
-                        if touched.setdefault(loc, st.uid) != st.uid:
-                            touched[loc] = -1
-                    for loc in writes:
-                        written.add(loc)
-                        if touched.setdefault(loc, st.uid) != st.uid:
-                            touched[loc] = -1
-        contended = {loc for loc, u in touched.items() if u == -1 and loc in written}
-        n = 0
-        for key, pieces in accesses.items():
-            if any(loc in contended for reads, writes in pieces for loc in reads + writes):
-                bits[key] = n
-                n += 1
+            for tr in st.trans:
+                _bounds(st, tr, geo, report)
+        for group in _by_rank(states).values():
+            touched: dict[int, int] = {}  # loc -> uid of the only tb touching it, or -1 when several
+            written: set[int] = set()
+            for st in group:
+                for tr in st.trans:
+                    for reads, writes in _pieces(st.rank, tr, geo):
+                        for loc in reads:
+                            if touched.setdefault(loc, st.uid) != st.uid:
+                                touched[loc] = -1
+                        for loc in writes:
+                            written.add(loc)
+                            if touched.setdefault(loc, st.uid) != st.uid:
+                                touched[loc] = -1
+            mine = {loc for loc, u in touched.items() if u == -1 and loc in written}
+            contended |= mine
+            n = 0
+            for st in group:
+                bits = local[st.uid]
+                for tr in st.trans:
+                    hit = bool(mine) and any(loc in mine for reads, writes in _pieces(st.rank, tr, geo)
+                                       for loc in reads + writes)
+                    bits.append(n if hit else -1)
+                    n += hit
+    hits, pending = _flag_hits(states, by_rank)
 
     memory: dict[int, Value] = {}
     if data:
         memory.update(initial if initial is not None else geo.initial())
-    last_write: dict[int, tuple[int, int, int]] = {}  # loc -> (bit, uid, transmission index)
-    reads_since: dict[int, list[tuple[int, int, int]]] = {}
+    last_write: dict[int, tuple[int, int]] = {}  # loc -> (uid, transmission index)
+    reads_since: dict[int, list[tuple[int, int]]] = {}
     reported_locs: set[int] = set()
     # taint: a bit per finding about data (race, uninitialized read, double count); the transmissions whose
     # results it may change seed it; a second run with `seeds` follows the bits through memory and messages
@@ -222,15 +271,15 @@ def execute(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity
                 w.queued = True
                 ready.append(w)
 
-    def race(loc: int, st: _Tb, tr: Transmission, other: tuple[int, int, int], kind: str) -> None:
+    def race(loc: int, st: _Tb, tr: Transmission, other: tuple[int, int], kind: str) -> None:
         if loc in loc_bits:
-            seed(loc_bits[loc], (st.uid, st.pc), (other[1], other[2]))
+            seed(loc_bits[loc], (st.uid, st.pc), other)
         if loc in reported_locs:
             return
         reported_locs.add(loc)
         rank, name = geo.name(loc)
-        o = states[other[1]]
-        otr = o.trans[other[2]]
+        o = states[other[0]]
+        otr = o.trans[other[1]]
         first, second = {"rw": ("writes", "reads"), "ww": ("writes", "writes"), "wr": ("reads", "writes")}[kind]
         index = report.add("race", f"{name} on gpu {rank}: tb {o.tb_id} step {otr.first} (line {otr.line}) {first} it "
                            f"and tb {st.tb_id} step {tr.first} {second} it, with no happens-before order between them "
@@ -239,29 +288,41 @@ def execute(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity
         loc_bits[loc] = new_bit(index, "race")
         # the location itself stays racy for the rest of the run: the detector compares a write with the last
         # one only, so later writes of either racer are not all reported (key (-1, loc))
-        seed(loc_bits[loc], (st.uid, st.pc), (other[1], other[2]), (-1, loc))
+        seed(loc_bits[loc], (st.uid, st.pc), other, (-1, loc))
+
+    def ordered(st: _Tb, other: tuple[int, int]) -> bool:
+        """Does `st` know that transmission `other` (of another tb of its rank) completed?"""
+        if (st.lknow >> local[other[0]][other[1]]) & 1:
+            return True
+        g = glob.get(other, -1) if glob else -1
+        if g >= 0 and (st.know >> g) & 1:
+            return True
+        if unordered is not None:
+            unordered.add(other)
+        return False
 
     def access(st: _Tb, j: int, tr: Transmission, reads: tuple[int, ...], writes: tuple[int, ...]) -> None:
-        bit = bits.get((st.uid, j), -1)
-        know = st.know
+        me = (st.uid, j)
+        uid = st.uid
         for loc in reads:
             if loc not in contended:
                 continue
             lw = last_write.get(loc)
-            if lw is not None and lw[1] != st.uid and not (know >> lw[0]) & 1:
+            if lw is not None and lw[0] != uid and not ordered(st, lw):
                 race(loc, st, tr, lw, "rw")
-            reads_since.setdefault(loc, []).append((bit, st.uid, j))
+            reads_since.setdefault(loc, []).append(me)
         for loc in writes:
             if loc not in contended:
                 continue
             lw = last_write.get(loc)
-            if lw is not None and lw[1] != st.uid and not (know >> lw[0]) & 1:
+            if lw is not None and lw[0] != uid and not ordered(st, lw):
                 race(loc, st, tr, lw, "ww")
             for r in reads_since.pop(loc, ()):
-                if r[1] != st.uid and not (know >> r[0]) & 1:
+                if r[0] != uid and not ordered(st, r):
                     race(loc, st, tr, r, "wr")
-                    break
-            last_write[loc] = (bit, st.uid, j)
+                    if unordered is None:  # the first run asks about every read (the second may ask them all)
+                        break
+            last_write[loc] = me
 
     def read(st: _Tb, tr: Transmission, loc: int) -> Value:
         v = memory.get(loc)
@@ -295,21 +356,31 @@ def execute(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity
                 if tr.type not in _KNOWN:
                     st.blocked = f"step type {tr.type!r} stops the thread block"
                     return
-                gained = 0
+                gained = lgained = 0
                 start = st.time
-                for depid, deps in tr.deps:
-                    target = by_rank[st.rank].get(depid)
-                    if target is None:
+                mine = hits[st.uid][st.pc] if tr.deps else ()
+                for (depid, deps), (target_uid, index) in zip(tr.deps, mine):
+                    if target_uid < 0:
                         st.blocked = f"waits on thread block {depid}, which does not exist"
                         return
-                    hit = _first_flag(target.flags, deps)
-                    if hit is None:
+                    flags = states[target_uid].flags
+                    if index < 0 or index >= len(flags):  # never flagged, or not yet
                         st.blocked = f"waits for tb {depid} to flag step {deps}"
-                        flag_waiters.setdefault((st.rank, depid), []).append(st)
+                        if index >= 0:
+                            flag_waiters.setdefault((st.rank, depid), []).append(st)
                         return
-                    gained |= hit[0]
-                    start = max(start, hit[1])
+                    know, time, lknow = flags[index]
+                    gained |= know
+                    lgained |= lknow
+                    start = max(start, time)
+                for target_uid, index in mine:  # every wait is met: a flag read by its last waiter is dropped
+                    left = pending[target_uid]
+                    left[index] -= 1
+                    if not left[index]:
+                        flags = states[target_uid].flags
+                        flags[index] = (0, flags[index][1], 0)
                 st.know |= gained
+                st.lknow |= lgained
                 st.time = start
                 st.started = True
             while st.piece < tr.cnt:
@@ -348,7 +419,7 @@ def execute(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity
                 outgoing: Value = None
                 tout = 0
                 if data:
-                    reads, writes = accesses[(st.uid, st.pc)][st.piece]
+                    reads, writes = _piece(st.rank, tr, geo, st.piece)
                     if tr.type == "cpy" and reads == writes:
                         # a self-copy after in-place aliasing rewrites the bytes that are there: a read only
                         access(st, st.pc, tr, reads, ())
@@ -365,8 +436,8 @@ def execute(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity
                 if fout is not None:
                     assert st.send_conn is not None  # fout is the FIFO of this connection (checked above)
                     k = st.know
-                    if st.piece == tr.cnt and (st.uid, st.pc) in bits:
-                        k |= 1 << bits[(st.uid, st.pc)]
+                    if glob and st.piece == tr.cnt and (st.uid, st.pc) in glob:
+                        k |= 1 << glob[(st.uid, st.pc)]
                     arrival = 0.0
                     if occupy is not None:
                         latency, held = occupy[st.send_conn]
@@ -390,10 +461,17 @@ def execute(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity
                 if (rng is not None or occupy is not None) and st.piece < tr.cnt:
                     requeue(st)
                     return
-            if (st.uid, st.pc) in bits:
-                st.know |= 1 << bits[(st.uid, st.pc)]
+            if glob and (st.uid, st.pc) in glob:
+                st.know |= 1 << glob[(st.uid, st.pc)]
+            if data:
+                bit = local[st.uid][st.pc]
+                if bit >= 0:
+                    st.lknow |= 1 << bit
             if tr.hasdep:
-                st.flags.append((tr.counter, st.know, st.time))
+                if pending[st.uid][len(st.flags)]:
+                    st.flags.append((st.know, st.time, st.lknow))
+                else:  # nobody waits for this flag
+                    st.flags.append((0, st.time, 0))
                 wake(flag_waiters, (st.rank, st.tb_id))
             st.pc += 1
             st.piece = 0
@@ -475,25 +553,51 @@ def _dups(v: Value) -> int:
     return v[1] if v is not None else 0
 
 
-def _first_flag(flags: list, deps: int) -> tuple[int, float] | None:
-    """(knowledge, time) of the first flagged transmission whose counter reaches `deps`."""
-    for counter, know, time in flags:
-        if counter >= deps:
-            return know, time
-    return None
+def _by_rank(states: Sequence[_Tb]) -> dict[int, list[_Tb]]:
+    groups: dict[int, list[_Tb]] = {}
+    for st in states:
+        groups.setdefault(st.rank, []).append(st)
+    return groups
+
+
+def _flag_hits(states: Sequence[_Tb], by_rank: dict[int, dict[int, _Tb]]
+               ) -> tuple[list[list[tuple[tuple[int, int], ...]]], list[list[int]]]:
+    """Per tb and transmission, for each dependency (target tb uid or -1 when there is none, index of the
+    flag it waits for among the target's flagged transmissions or -1 when none will do): the first flagged
+    transmission whose counter reaches `deps` (counters only grow along a tb). And per tb, how many
+    waits each of its flags serves."""
+    counters = [[tr.counter for tr in st.trans if tr.hasdep] for st in states]
+    pending = [[0] * len(c) for c in counters]
+    hits: list[list[tuple[tuple[int, int], ...]]] = []
+    for st in states:
+        rows: list[tuple[tuple[int, int], ...]] = []
+        for tr in st.trans:
+            row = []
+            for depid, deps in tr.deps:
+                target = by_rank[st.rank].get(depid)
+                if target is None:
+                    row.append((-1, -1))
+                    continue
+                index = bisect.bisect_left(counters[target.uid], deps)
+                if index == len(counters[target.uid]):
+                    index = -1
+                else:
+                    pending[target.uid][index] += 1
+                row.append((target.uid, index))
+            rows.append(tuple(row))
+        hits.append(rows)
+    return hits, pending
 
 
 Access = tuple[tuple[int, ...], tuple[int, ...]]  # (locations read, locations written) of one piece
 
 
-def _accesses(st: _Tb, tr: Transmission, geo: Geometry, report: _Findings) -> list[Access]:
-    """(reads, writes) locations of each piece; out-of-bounds offsets are reported here."""
+def _bounds(st: _Tb, tr: Transmission, geo: Geometry, report: _Findings) -> None:
+    """Report the out-of-bounds offsets of a transmission."""
     t = tr.type
-    reads_src = t in ("s", "rrs", "rrc", "rrcs", "cpy", "re")
-    writes_dst = t in ("r", "rcs", "rrc", "rrcs", "cpy", "re")
     rank = st.rank
     if tr.cnt > 0:
-        for buf, offs, used in ((tr.srcbuf, tr.srcoffs, reads_src), (tr.dstbuf, (tr.dstoff,), writes_dst)):
+        for buf, offs, used in ((tr.srcbuf, tr.srcoffs, t in _READS_SRC), (tr.dstbuf, (tr.dstoff,), t in _WRITES_DST)):
             if not used:
                 continue
             size = geo.size(rank, buf)
@@ -504,19 +608,29 @@ def _accesses(st: _Tb, tr: Transmission, geo: Geometry, report: _Findings) -> li
                                                 f"{count(size, 'chunk')} for coll={geo.coll} "
                                                 f"(nchunksperloop={geo.chunks})",
                                gpu=rank, tb=st.tb_id, step=tr.first, line=tr.line)
-    pieces = []
-    for c in range(tr.cnt):
-        reads: tuple[int, ...] = ()
-        writes: tuple[int, ...] = ()
-        if reads_src:
-            reads = tuple(geo.loc(rank, tr.srcbuf, off + c) for off in tr.srcoffs)
-        if writes_dst:
-            dst = geo.loc(rank, tr.dstbuf, tr.dstoff + c)
-            writes = (dst,)
-            if t == "re":
-                reads = (dst, *reads)
-        pieces.append((reads, writes))
-    return pieces
+
+
+_READS_SRC = frozenset({"s", "rrs", "rrc", "rrcs", "cpy", "re"})
+_WRITES_DST = frozenset({"r", "rcs", "rrc", "rrcs", "cpy", "re"})
+
+
+def _piece(rank: int, tr: Transmission, geo: Geometry, c: int) -> Access:
+    """(reads, writes) locations of piece c of a transmission."""
+    t = tr.type
+    reads: tuple[int, ...] = ()
+    writes: tuple[int, ...] = ()
+    if t in _READS_SRC:
+        reads = tuple(geo.loc(rank, tr.srcbuf, off + c) for off in tr.srcoffs)
+    if t in _WRITES_DST:
+        dst = geo.loc(rank, tr.dstbuf, tr.dstoff + c)
+        writes = (dst,)
+        if t == "re":
+            reads = (dst, *reads)
+    return reads, writes
+
+
+def _pieces(rank: int, tr: Transmission, geo: Geometry) -> list[Access]:
+    return [_piece(rank, tr, geo, c) for c in range(tr.cnt)]
 
 
 def _effect(t: str, reads: tuple[int, ...], writes: tuple[int, ...], incoming: Value, memory: dict[int, Value],

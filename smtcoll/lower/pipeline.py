@@ -82,6 +82,7 @@ def lower(schedule: Schedule, options: LowerOptions = LowerOptions()) -> Lowered
         # (unfused: a fused thread block pairs two connections), the fewest that fit
         for tried in range(min(segments, MAX_CHANNELS // count), MAX_CHANNELS // count + 1):
             segments = tried
+            by_rank = {}  # the previous try's operations go before the next ones are made
             by_rank = _threadblocks(base, count, segments, alias, modes)
             if _longest(by_rank) <= limits["steps"]:
                 break
@@ -89,8 +90,12 @@ def lower(schedule: Schedule, options: LowerOptions = LowerOptions()) -> Lowered
     executor_spelling, legacy_spelling = SPELLING[layout.kind]
     gpus = []
     max_steps = 0
+    transfers_count = len(items)
+    # at 1024 ranks the working operations are most of the memory: drop the base ones, and each rank's once
+    # it is converted (`_xml_steps` unlinks a converted operation from its partner on another rank)
+    base, items = [], []
     for rank in range(coll.ranks):
-        tbs = by_rank.get(rank, [])
+        tbs = by_rank.pop(rank, [])
         if len(tbs) > limits["tbs"]:
             raise CannotLower(f"rank {rank} needs {len(tbs)} thread blocks; the {'/'.join(targets)} runtime "
                               f"allows {limits['tbs']} (use fewer --instances)")
@@ -132,7 +137,7 @@ def lower(schedule: Schedule, options: LowerOptions = LowerOptions()) -> Lowered
     if layout.kind == "custom":
         verify_collective = coll.with_chunks(count)  # the buffers hold exactly this collective, per instance
     stats = {"thread_blocks": sum(len(g.tbs) for g in gpus), "steps": program.steps, "max_tb_steps": max_steps,
-             "scratch_chunks": max((g.s_chunks or 0) for g in gpus), "transfers": len(items),
+             "scratch_chunks": max((g.s_chunks or 0) for g in gpus), "transfers": transfers_count,
              "nops": sum(1 for g in gpus for t in g.tbs for s in t.steps if s.type == "nop"),
              "fused": sum(1 for g in gpus for t in g.tbs for s in t.steps if s.type in FUSED_TYPES)}
     return Lowered(program, layout, targets, verify_collective, stats)
@@ -198,6 +203,7 @@ def _xml_steps(mine: list[LOp], index_of: dict[int, int]) -> list[Op]:
         dst = dst or ("o", -1)
         steps.append(Op(len(steps), op.type, src[0], src[1], dst[0], dst[1], 1, waits[-1][0], waits[-1][1],
                         int(op.hasdep)))
+        op.partner = None  # converted: the partner still reaches this op through its own link, until its turn
     return steps
 
 

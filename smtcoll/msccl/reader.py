@@ -292,7 +292,7 @@ class _Builder(xml.sax.ContentHandler):
             self.gpu["tbs"].append(self.tb)
         elif parent == "tb" and name == "step" and self.tb is not None and self.gpu is not None:
             where = {"gpu": self.gpu.get("id"), "tb": self.tb.get("id")}
-            self.tb["steps"].append(self._attrs("step", attributes, line, where))
+            self.tb["steps"].append(_op(self._attrs("step", attributes, line, where)))
         elif parent == "gpu" and name == "copy" and self.gpu is not None:
             self.gpu["copies"] += 1
         else:
@@ -422,16 +422,19 @@ def _check_pieces(p: Program, limits: Limits, path: str) -> None:
                                                "cnt)", limits.max_pieces), p.line)
 
 
+def _op(s: dict[str, Any]) -> Op:
+    """A step as soon as it is read (its attribute dict is not kept: millions of steps at 1024 ranks)."""
+    return Op(_int(s, "s"), _str(s, "type"), _str(s, "srcbuf"), _int(s, "srcoff"), _str(s, "dstbuf"),
+              _int(s, "dstoff"), _int(s, "cnt"), _int(s, "depid"), _int(s, "deps"), _int(s, "hasdep"), s["line"])
+
+
 def _program(a: dict[str, Any] | None, raw_gpus: list[dict[str, Any]]) -> Program:
     assert a is not None
     gpus = []
     for g in raw_gpus:
         tbs = []
         for t in g["tbs"]:
-            ops = [Op(_int(s, "s"), _str(s, "type"), _str(s, "srcbuf"), _int(s, "srcoff"), _str(s, "dstbuf"),
-                      _int(s, "dstoff"), _int(s, "cnt"), _int(s, "depid"), _int(s, "deps"), _int(s, "hasdep"),
-                      s["line"]) for s in t["steps"]]
-            tbs.append(ThreadBlock(_int(t, "id"), _int(t, "send"), _int(t, "recv"), _int(t, "chan"), ops,
+            tbs.append(ThreadBlock(_int(t, "id"), _int(t, "send"), _int(t, "recv"), _int(t, "chan"), t["steps"],
                                    t["line"]))
         gpus.append(Gpu(_int(g, "id"), _int(g, "i_chunks"), _int(g, "o_chunks"), _int(g, "s_chunks"), tbs,
                         g["line"], g["copies"]))
@@ -491,7 +494,7 @@ def _from_document(doc: Document, path: str, limits: Limits) -> tuple[list[Findi
             t["steps"] = []
             for step in tb.children:
                 builder._count("step", step.line)
-                t["steps"].append(builder.element("step", step, {"gpu": g.get("id"), "tb": t.get("id")}))
+                t["steps"].append(_op(builder.element("step", step, {"gpu": g.get("id"), "tb": t.get("id")})))
             g["tbs"].append(t)
         for name, parent, line in load.skipped:
             skipped.append((name, parent, line))

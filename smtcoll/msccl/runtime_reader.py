@@ -23,6 +23,7 @@ to say whether the file is well-formed XML.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import attrs
 
@@ -112,6 +113,9 @@ def _char(ch: str) -> str:
     return {10: "\\n", 13: "\\r", 9: "\\t"}.get(c, chr(c) if 32 <= c < 127 else f"\\x{c:02x}")
 
 
+_SHARED = 1 << 16  # distinct names and (name, value) pairs shared between nodes, at most
+
+
 class _Lexer:
     def __init__(self, data: bytes) -> None:
         self.data = data.decode("utf-8", errors="surrogateescape")
@@ -119,6 +123,15 @@ class _Lexer:
         self.pos = 0
         self.line = 1
         self.counted = 0  # newlines counted up to this position
+        # one object per distinct name and attribute: a program's millions of steps repeat a few thousand
+        # (name, value) pairs, and a node holding its own copies cost 2 KB per step
+        self.shared: dict[object, object] = {}
+
+    def share(self, item: Any) -> Any:
+        shared = self.shared
+        if len(shared) < _SHARED:
+            return shared.setdefault(item, item)
+        return shared.get(item, item)
 
     def _line_at(self, pos: int) -> int:
         if pos > self.counted:
@@ -172,12 +185,13 @@ class _Lexer:
             if m is not None:
                 found = _FAST_ATTR.findall(m.group(2))
                 self.pos = m.end()
-                return Node(SINGLE if m.group(3) else OPEN, m.group(1), tuple(found[:MAX_ATTRS]), line,
-                            max(0, len(found) - MAX_ATTRS))
+                share = self.share
+                return Node(SINGLE if m.group(3) else OPEN, share(m.group(1)), tuple(map(share, found[:MAX_ATTRS])),
+                            line, max(0, len(found) - MAX_ATTRS))
             m = _FAST_CLOSE.match(data, pos)
             if m is not None:
                 self.pos = m.end()
-                return Node(CLOSE, (m.group(1)), (), line)
+                return Node(CLOSE, self.share(m.group(1)), (), line)
             name, _, c, pos = self.token(pos + 1, False)
             if name.startswith("!--"):
                 self.pos = self._skip_comment(name[3:] + c, pos)

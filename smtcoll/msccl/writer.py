@@ -13,7 +13,7 @@ dialect. Output is deterministic: the same `Program` gives the same text.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from smtcoll.errors import ModelError
 from smtcoll.msccl.program import STEP_ATTRS, Op, Program
@@ -50,17 +50,22 @@ def _step(op: Op) -> str:
 
 def write_program(p: Program) -> str:
     """The XML text of `p`, ending with a newline."""
+    return "".join(program_lines(p))
+
+
+def program_lines(p: Program) -> Iterator[str]:
+    """The lines of `write_program(p)`, each with its newline: a program of two million steps is written
+    to a file line by line instead of as one string of 250 MB."""
     head = [("name", p.name), ("proto", p.proto), ("nchannels", p.nchannels), ("nchunksperloop", p.nchunksperloop),
             ("ngpus", p.ngpus), ("coll", p.coll), ("inplace", p.inplace), ("outofplace", p.outofplace),
             ("minBytes", p.min_bytes), ("maxBytes", p.max_bytes), ("nthreads", p.nthreads), ("redop", p.redop)]
-    lines = [f"<algo {_attrs(head)}>"]
+    yield f"<algo {_attrs(head)}>\n"
     for g in p.gpus:
         sizes = [("id", g.id), ("i_chunks", g.i_chunks), ("o_chunks", g.o_chunks), ("s_chunks", g.s_chunks)]
-        lines.append(f"  <gpu {_attrs(sizes)}>")
+        yield f"  <gpu {_attrs(sizes)}>\n"
         for tb in g.tbs:
-            lines.append(f"    <tb {_attrs([('id', tb.id), ('send', tb.send), ('recv', tb.recv), ('chan', tb.chan)])}>")
-            lines.extend(f"      {_step(op)}" for op in tb.steps)
-            lines.append("    </tb>")
-        lines.append("  </gpu>")
-    lines.append("</algo>")
-    return "\n".join(lines) + "\n"
+            yield f"    <tb {_attrs([('id', tb.id), ('send', tb.send), ('recv', tb.recv), ('chan', tb.chan)])}>\n"
+            yield "".join(f"      {_step(op)}\n" for op in tb.steps)
+            yield "    </tb>\n"
+        yield "  </gpu>\n"
+    yield "</algo>\n"
