@@ -260,6 +260,16 @@ def _run(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity: i
         return t
 
     ready: deque[_Tb] | _StepOrder = deque(states) if occupy is None else _StepOrder(states, departure, order)
+    # whose departure a claimed resource or a message into an empty FIFO moves (`_StepOrder.refresh`)
+    users: dict[Hashable, list[_Tb]] = {}
+    receivers: dict[tuple[int, int, int], list[_Tb]] = {}
+    if occupy is not None:
+        for st in states:
+            if st.send_conn is not None and st.send_conn in occupy:
+                for res, _ in occupy[st.send_conn][1]:
+                    users.setdefault(res, []).append(st)
+            if st.recv_conn is not None:
+                receivers.setdefault(st.recv_conn, []).append(st)
     for st in states:
         st.queued = True
     done_trans = 0
@@ -447,6 +457,11 @@ def _run(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity: i
                             res_free[res] = depart + hold
                         st.time = depart + busy
                         arrival = depart + busy + latency
+                        if isinstance(ready, _StepOrder):
+                            for res, _ in held:
+                                for w in users[res]:
+                                    if w.queued:
+                                        ready.refresh(w)
                     elif timing is not None:
                         link = (st.rank, st.send_conn[1])
                         alpha, per = timing.get(link, (0.0, 1.0))
@@ -454,6 +469,10 @@ def _run(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity: i
                         link_free[link] = st.time = depart + per
                         arrival = depart + per + alpha
                     fout.append((outgoing, k, st.piece == tr.cnt or st.piece % per_message == 0, arrival, tout))
+                    if len(fout) == 1 and isinstance(ready, _StepOrder):  # a new head: its receiver's key moves
+                        for w in receivers.get(st.send_conn, ()):
+                            if w.queued:
+                                ready.refresh(w)
                     if (st.piece - 1) % per_message == 0:
                         in_flight[st.send_conn] = in_flight.get(st.send_conn, 0) + 1
                     messages += 1
@@ -514,12 +533,15 @@ class _StepOrder:
     order far from time order serializes: NCCL's all-pairs Alltoall on an NVSwitch ran at a third of the
     port's speed when the order was the step alone. Times compare by their growth with the buffer size
     first (`Affine.s`), then their value: one order for every size, so that the sweep's times stay a
-    maximum of lines in the size (smtcoll.sweep.cost). Keys only grow (clocks and resources move
-    forward), so a stale key is re-computed when it reaches the top (lazy re-evaluation)."""
+    maximum of lines in the size (smtcoll.sweep.cost). A key changes only when its thread block runs, a
+    resource its next send holds is claimed, or a message reaches its empty FIFO: the run calls `refresh`
+    for exactly those, so every queued key is current (a heap of current keys; replaced entries are
+    skipped when they surface), and a pop costs a logarithm, not a pass over the queue."""
 
     def __init__(self, states: Sequence[_Tb], departure: Callable[[_Tb], Any],
                  order: Callable[[Any], Any] | None = None) -> None:
         self.heap: list[tuple[tuple[Any, Any], int, int, int, _Tb]] = []
+        self.live: dict[int, tuple[tuple[Any, Any], int, int, int]] = {}
         self.departure = departure
         self.order = order
         for st in states:
@@ -535,18 +557,27 @@ class _StepOrder:
         return when, step, st.piece, st.uid
 
     def append(self, st: _Tb) -> None:
-        heapq.heappush(self.heap, (*self._key(st), st))
+        key = self._key(st)
+        self.live[st.uid] = key
+        heapq.heappush(self.heap, (*key, st))
+
+    def refresh(self, st: _Tb) -> None:
+        """`st` is queued and something its key reads changed."""
+        key = self._key(st)
+        if self.live.get(st.uid) != key:
+            self.live[st.uid] = key
+            heapq.heappush(self.heap, (*key, st))
 
     def popleft(self) -> _Tb:
         while True:
-            st = heapq.heappop(self.heap)[-1]
-            key = self._key(st)
-            if not self.heap or key <= self.heap[0][:4]:
+            entry = heapq.heappop(self.heap)
+            st = entry[-1]
+            if self.live.get(st.uid) == entry[:4]:
+                del self.live[st.uid]
                 return st
-            heapq.heappush(self.heap, (*key, st))
 
     def __len__(self) -> int:
-        return len(self.heap)
+        return len(self.live)
 
 
 def _dups(v: Value) -> int:
