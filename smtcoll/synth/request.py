@@ -18,11 +18,11 @@ from smtcoll.errors import ModelError, TooLarge, UsageError
 from smtcoll.model import Collective, Instance, Topology
 
 Strategy = Literal["instance", "least-steps", "pareto"]
-Method = Literal["auto", "exact", "scale", "ring", "tree", "direct", "multiring", "hier", "hier2d", "treepack"]
+Method = Literal["auto", "exact", "scale", "ring", "tree", "direct", "multiring", "hier", "hier2d", "treepack", "forest"]
 STRATEGIES: tuple[str, ...] = ("instance", "least-steps", "pareto")
 # the throughput constructions, by their `--method` name (smtcoll.synth.constructions.METHODS; a test keeps
 # the two equal): named here so that a request is validated without importing them
-CONSTRUCTIONS: tuple[str, ...] = ("ring", "tree", "direct", "multiring", "hier", "hier2d", "treepack")
+CONSTRUCTIONS: tuple[str, ...] = ("ring", "tree", "direct", "multiring", "hier", "hier2d", "treepack", "forest")
 METHODS: tuple[str, ...] = ("auto", "exact", "scale", *CONSTRUCTIONS)
 
 # The exact search's default budget, in z3 resource units (its deterministic `rlimit` counter): the same

@@ -7,7 +7,8 @@ ours: `InternalError`, exit 70) and chooses its own chunk factor C. No solver he
 - `METHODS`: the names usable as `smtcoll synth --method NAME` and from the API (`build`).
 
 Families, one module each: `rings` (the ring search and ring schedules), `nccl` (NCCL's ring, tree and
-direct baselines), `multiring` (all lane-disjoint rings at once). docs/synth.md says what each is, where
+direct baselines), `multiring` (all lane-disjoint rings at once), `treepack` (greedy tree packing), `forest`
+(the exact tree packing for links of unequal speed), `hier` (across NICs). docs/synth.md says what each is, where
 it comes from and when it reaches the bound.
 """
 
@@ -20,7 +21,7 @@ import attrs
 from smtcoll.errors import ModelError
 from smtcoll.model import Collective, Schedule, Topology
 from smtcoll.synth.checked import checked as check
-from smtcoll.synth.constructions import hier, multiring, nccl, treepack
+from smtcoll.synth.constructions import forest, hier, multiring, nccl, treepack
 from smtcoll.synth.constructions.common import NotApplicable
 
 Builder = Callable[[Topology, Collective], Schedule]
@@ -46,6 +47,7 @@ _FAMILIES: dict[str, tuple[Builder, str | None]] = {
     "hier": (hier.hier, None),
     "hier2d": (hier.hier2d, None),
     "treepack": (treepack.treepack, None),
+    "forest": (forest.forest, None),
 }
 # `synth --method` names (short) -> family
 METHODS: dict[str, Builder] = {
@@ -56,6 +58,7 @@ METHODS: dict[str, Builder] = {
     "hier": hier.hier,
     "hier2d": hier.hier2d,
     "treepack": treepack.treepack,
+    "forest": forest.forest,
 }
 
 
