@@ -2,8 +2,8 @@
 
 Names: `ring:N`, `line:N`, `star:N`, `fully-connected:N`, `hub-and-spoke:N`, `torus2d:AxB`, `mesh2d:AxB`,
 `torus3d:AxBxC`, `hypercube:D`, and the machines `dgx1`, `ndv2`, `dgx2`, `a100`, `mi250`, `amd8`.
-Link data and NIC models follow `docs/topologies.md`. Collectives are defined by the same expressions a
-spec file uses, so `specs/collectives/*.toml` and this module describe the same objects.
+Link data and NIC models follow `docs/topologies.md`. Collectives are the rows of `smtcoll/collectives.py`,
+defined by the same expressions a spec file uses, so `specs/collectives/*.toml` and the table agree.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 import attrs
 
-from smtcoll import expr
+from smtcoll import collectives, expr
 from smtcoll.errors import ModelError
 from smtcoll.model import Collective, Link, Nic, SwitchGroup, Topology
 from smtcoll.text import count
@@ -362,39 +362,23 @@ def _eval(e: expr.Expr, env: dict[str, int], field: str) -> int:
         raise ModelError(field, err.detail) from None
 
 
+# the built-ins are the rows of the one table (smtcoll/collectives.py), instantiated from their expressions
 COLLECTIVES: dict[str, CollectiveSpec] = {
-    c.name: c
-    for c in [
-        CollectiveSpec("broadcast", "1", "rank == root", "true", "chunk", True,
-                       "the root's buffer reaches every rank"),
-        CollectiveSpec("reduce", "ranks", "rank == chunk", "rank == root", "0", True,
-                       "the sum of every rank's buffer reaches the root"),
-        CollectiveSpec("scatter", "ranks", "rank == root", "rank == chunk", "chunk", True,
-                       "the root sends chunk r to rank r"),
-        CollectiveSpec("gather", "ranks", "rank == chunk", "rank == root", "chunk", True,
-                       "chunk r of rank r reaches the root"),
-        CollectiveSpec("allgather", "ranks", "rank == chunk", "true", "chunk", False,
-                       "every rank's chunk reaches every rank"),
-        CollectiveSpec("alltoall", "ranks * ranks", "rank == chunk // ranks", "rank == chunk % ranks", "chunk",
-                       False, "chunk s*ranks+d goes from rank s to rank d"),
-        CollectiveSpec("reducescatter", "ranks * ranks", "rank == chunk // ranks", "rank == chunk % ranks",
-                       "chunk % ranks", False, "rank d ends with the sum over ranks of their chunk d"),
-        CollectiveSpec("allreduce", "ranks", "rank == chunk", "true", "0", False,
-                       "every rank ends with the sum of every rank's buffer"),
-    ]
+    k.name: CollectiveSpec(k.name, k.chunks, k.pre, k.post, k.address, k.rooted, k.description)
+    for k in collectives.TABLE
 }
-ALIASES = {"reduce_scatter": "reducescatter", "all-gather": "allgather", "all-reduce": "allreduce",
-           "all-to-all": "alltoall", "reduce-scatter": "reducescatter"}
+ALIASES = collectives.ALIASES
 
 
 def collective_spec(name: str) -> CollectiveSpec:
-    key = ALIASES.get(name.strip().lower(), name.strip().lower())
-    if key not in COLLECTIVES:
+    kind = collectives.lookup(name)
+    if kind is None:
+        key = name.strip().lower()
         hint = did_you_mean(key, [*COLLECTIVES, *ALIASES])
         hint = ALIASES.get(hint, hint) if hint else None
         raise ModelError("collective", f"unknown collective {name!r}" + (f"; did you mean {hint!r}?" if hint else "")
                          + f" (built-ins: {', '.join(COLLECTIVES)}; or give a .toml file)")
-    return COLLECTIVES[key]
+    return COLLECTIVES[kind.name]
 
 
 def collective(name: str, ranks: int, root: int | None = None, chunks: int = 1) -> Collective:

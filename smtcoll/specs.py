@@ -8,15 +8,15 @@ from __future__ import annotations
 import contextvars
 import os
 import re
-import tomllib
 from pathlib import Path
-from typing import Any
-
-import tomli_w
+from typing import TYPE_CHECKING, Any
 
 from smtcoll import library
 from smtcoll.errors import InputError, ModelError
 from smtcoll.model import Collective, Link, Nic, SwitchGroup, Topology
+
+if TYPE_CHECKING:
+    import tomllib
 
 MAX_SPEC_BYTES = 16 * 1024 * 1024
 
@@ -49,6 +49,8 @@ def read_toml(path: Path) -> tuple[dict[str, Any], str]:
     except UnicodeDecodeError as e:
         raise InputError(str(path), f"not UTF-8 text (byte {e.start})") from None
     _refuse_long_keys(text, str(path))
+    import tomllib  # here, as tomli_w below: start-up of every command that reads no spec file
+
     try:
         return tomllib.loads(text), text
     except ValueError as e:  # an integer of more than 4300 digits (CPython's int-to-str limit)
@@ -343,6 +345,8 @@ def save_topology(topo: Topology, path: Path | str) -> None:
 
 
 def dumps_topology(topo: Topology) -> str:
+    import tomli_w
+
     return tomli_w.dumps({"topology": topology_to_dict(topo)})
 
 
@@ -433,6 +437,8 @@ def resolve_collective(name_or_path: str, ranks: int | None, root: int | None = 
 
 
 def dumps_collective(coll: Collective) -> str:
+    import tomli_w
+
     return tomli_w.dumps({"collective": collective_to_dict(coll)})
 
 

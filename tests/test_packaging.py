@@ -55,11 +55,11 @@ def test_without_the_synth_extra_synth_says_what_to_install() -> None:
 def test_every_command_is_registered_lazily() -> None:
     for module in pkgutil.iter_modules(smtcoll.cli.__path__):
         importlib.import_module(f"smtcoll.cli.{module.name}")
-    names = {c.name or c.callback.__name__ for c in app.registered_commands} | {
+    names = {c.name or getattr(c.callback, "__name__", None) for c in app.registered_commands} | {
         g.name for g in app.registered_groups}
     assert names == set(COMMANDS)
-    for module in COMMANDS.values():
-        assert importlib.import_module(f"smtcoll.cli.{module}")  # the table names real modules
+    for name in COMMANDS.values():
+        assert importlib.import_module(f"smtcoll.cli.{name}")  # the table names real modules
 
 
 def test_one_version_source() -> None:

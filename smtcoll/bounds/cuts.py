@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 from smtcoll.bounds.arrays import Arrays
 from smtcoll.bounds.demand import address_transfers, must_enter
-from smtcoll.bounds.network import cut_capacity, flow_network
+from smtcoll.bounds.network import cut_capacity, cut_value, flow_network
 from smtcoll.bounds.receive import REFINED_CUTS
 from smtcoll.bounds.results import Bound
 
@@ -75,7 +75,8 @@ def cut_bound(topo: Topology, coll: Collective, net: nx.DiGraph | None = None,
     exact = bool(topo.switches) and topo.ranks <= EXHAUSTIVE_SWITCHED_CUTS_UP_TO
     net = net or (flow_network(topo) if topo.switches else None)
     if exact:
-        b = np.array([cut_capacity(topo, inside, net)[0] if d[j] else 0 for j, inside in enumerate(cuts)])
+        assert net is not None
+        b = np.array([cut_value(topo, inside, net) if d[j] else 0 for j, inside in enumerate(cuts)])
     if (d > 0).any() and (b[d > 0] == 0).any():
         j = int(np.nonzero((d > 0) & (b == 0))[0][0])
         return Bound("cut", None, "rounds", cut_witness(topo, coll, cuts[j], net),
@@ -86,8 +87,9 @@ def cut_bound(topo: Topology, coll: Collective, net: nx.DiGraph | None = None,
     order.sort(key=lambda j: (-Fraction(int(d[j]), int(b[j])), j))
     best = (Fraction(int(d[order[0]]), int(b[order[0]])), order[0])
     if topo.switches and not exact:
+        assert net is not None
         for j in order[:REFINED_CUTS]:
-            bj, _ = cut_capacity(topo, cuts[j], net)
+            bj = cut_value(topo, cuts[j], net)
             q = Fraction(int(d[j]), bj) if bj else Fraction(10**18)
             if q > best[0] or (q == best[0] and j < best[1]):
                 best = (q, j)

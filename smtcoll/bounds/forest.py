@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
+from smtcoll import collectives
 from smtcoll.model import Collective, Link, SwitchGroup, Topology
 
 if TYPE_CHECKING:
@@ -55,9 +56,8 @@ def _allgather_like(coll: Collective) -> str | None:
                 and len(coll.post) == n * coll.chunks):
             return "allgather"
         return None
-    if coll.name == "reducescatter":
-        return "reducescatter"
-    return None
+    kind = collectives.get(coll.name)  # a combining collective's family is its row's (the table of collectives)
+    return kind.bound_family if kind is not None and kind.combining else None
 
 
 def throughput_bound(topo: Topology, coll: Collective, gbps_per_unit: float | None = None) -> Bound:

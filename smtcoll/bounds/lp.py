@@ -9,8 +9,11 @@ a second. The bounds turn its dual into an exact certificate (`smtcoll.bounds.th
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import math
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Iterator, Mapping, Sequence
 from fractions import Fraction
 from typing import Any
 
@@ -42,12 +45,69 @@ def _put(rows: list[int], cols: list[int], vals: list[float], r: int, c: int, v:
     vals.append(v)
 
 
+class Deadline:
+    """The wall-clock stop (`--timeout`) every LP solved within `time_limit` obeys, and whether one was
+    stopped by it (the caller reports that: a bound or a routing computed without that LP is weaker)."""
+
+    def __init__(self, at: float | None) -> None:
+        self.at = at
+        self.stopped = 0  # LPs stopped or not started because the time was up
+        self.skipped = 0  # methods of the engine not tried because the time was up
+
+    def what(self) -> str:
+        """What the time limit stopped, for the result's message ("" when nothing)."""
+        parts = [f"{self.stopped} LP(s) (HiGHS)" if self.stopped else "",
+                 f"{self.skipped} method(s) of the engine" if self.skipped else ""]
+        return " and ".join(p for p in parts if p)
+
+    def left(self) -> float | None:
+        return None if self.at is None else self.at - time.monotonic()
+
+    def passed(self) -> bool:
+        left = self.left()
+        return left is not None and left <= 0
+
+
+_DEADLINE: contextvars.ContextVar[Deadline | None] = contextvars.ContextVar("smtcoll_lp_deadline", default=None)
+
+
+@contextlib.contextmanager
+def time_limit(seconds: float | None) -> Iterator[Deadline]:
+    """Every `solve` inside gets HiGHS's `time_limit` = the time left of `seconds` from now (None: none)."""
+    d = Deadline(None if seconds is None else time.monotonic() + seconds)
+    token = _DEADLINE.set(d)
+    try:
+        yield d
+    finally:
+        _DEADLINE.reset(token)
+
+
+def deadline() -> Deadline | None:
+    """The current `time_limit`, if any (the engine stops trying further methods when it has passed)."""
+    return _DEADLINE.get()
+
+
+TIME_LIMIT_STATUS = 1  # linprog's "iteration or time limit reached"
+
+
 def solve(cost: Any, a_ub: Any = None, b_ub: Any = None, a_eq: Any = None, b_eq: Any = None) -> LPResult:
-    """min cost.x subject to a_ub x <= b_ub, a_eq x = b_eq, x >= 0, with HiGHS (scipy's linprog)."""
+    """min cost.x subject to a_ub x <= b_ub, a_eq x = b_eq, x >= 0, with HiGHS (scipy's linprog), within
+    the time left of the current `time_limit` (status 1 and no value when it runs out)."""
     from scipy.optimize import linprog
 
-    res = linprog(cost, A_ub=a_ub, b_ub=b_ub, A_eq=a_eq, b_eq=b_eq, bounds=(0, None), method="highs")
+    d = _DEADLINE.get()
+    options: dict[str, Any] = {}
+    if d is not None and d.at is not None:
+        left = d.left() or 0.0
+        if left <= 0:
+            d.stopped += 1
+            return LPResult(TIME_LIMIT_STATUS, None, message="not solved: the time limit had passed")
+        options["time_limit"] = left
+    res = linprog(cost, A_ub=a_ub, b_ub=b_ub, A_eq=a_eq, b_eq=b_eq, bounds=(0, None), method="highs",
+                  options=options)
     if res.status != 0:
+        if d is not None and res.status == TIME_LIMIT_STATUS and "time_limit" in options:  # no iteration limit set
+            d.stopped += 1
         return LPResult(int(res.status), None, message=str(res.message))
     ineq = tuple(float(v) for v in res.ineqlin.marginals) if a_ub is not None else ()
     eq = tuple(float(v) for v in res.eqlin.marginals) if a_eq is not None else ()

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 
 from smtcoll.bounds.arrays import Arrays, distinct
 from smtcoll.bounds.demand import must_receive
-from smtcoll.bounds.network import cut_capacity, flow_network
+from smtcoll.bounds.network import cut_capacity, cut_value, flow_network
 from smtcoll.bounds.results import Bound
 
 # With switch groups, capacities are first over-estimated by summing links (cheap, so every candidate
@@ -74,7 +74,7 @@ def receive_bound(topo: Topology, coll: Collective, net: nx.DiGraph | None = Non
         net = net or flow_network(topo)
         refined = []
         for _, r in cands[:REFINED_CUTS]:
-            b, _ = cut_capacity(topo, [r], net)
+            b = cut_value(topo, [r], net)
             refined.append((Fraction(counts[r], b) if b else Fraction(10**18), r))
         cands = sorted(refined + cands, key=lambda x: (-x[0], x[1]))
     _, r = cands[0]

@@ -47,12 +47,16 @@ class Bounds:
     rounds_per_chunk: Bound
     throughput: Bound
     time: Bound
+    holdings: Bound | None = None  # bounds.holdings (after the others: positional construction stays valid)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"topology": self.topology, "collective": self.collective, "ranks": self.ranks,
                                "chunks": self.chunks}
-        for name in ("steps", "rounds", "receive", "cut", "lp", "hops", "rounds_per_chunk", "throughput", "time"):
-            out[name] = getattr(self, name).to_json()
+        for name in ("steps", "rounds", "receive", "cut", "lp", "hops", "holdings", "rounds_per_chunk", "throughput",
+                     "time"):
+            b = getattr(self, name)
+            if b is not None:
+                out[name] = b.to_json()
         return out
 
 

@@ -13,6 +13,7 @@ from smtcoll.bounds.cuts import cut_bound, hops_bound
 from smtcoll.bounds.distance import distance_bound
 from smtcoll.bounds.entry import entry_bound
 from smtcoll.bounds.forest import throughput_bound
+from smtcoll.bounds.holdings import holdings_bound
 from smtcoll.bounds.lp import lp_bound
 from smtcoll.bounds.network import flow_network
 from smtcoll.bounds.receive import receive_bound
@@ -36,14 +37,15 @@ def lower_bounds(topo: Topology, coll: Collective, size: int | None = None, gbps
     lpb = lp_bound(topo, coll) if lp else Bound("lp", None, "rounds", {}, "not computed (--no-lp)")
     hops = hops_bound(topo, coll, arrays)
     entry = entry_bound(topo, coll)  # multi-node machines: the node's imports, then the last hop inside it
-    rounds = best_rounds(steps, receive, cut, lpb, hops, *([entry] if entry.value is not None else []))
+    held = holdings_bound(topo, coll)  # the ramp: what each rank can hold round by round
+    rounds = best_rounds(steps, receive, cut, lpb, hops, held, *([entry] if entry.value is not None else []))
     if rounds.witness.get("from") == "entry":  # the entry bound has no row of its own: its witness goes here
         rounds = attrs.evolve(rounds, witness={"from": "entry", "entry": entry.witness}, note=explain(entry))
     rpc = _rounds_per_chunk(cut, lpb, coll, hops)
     thr = throughput_bound(topo, coll, gbps_per_unit)
     t = time_bound(topo, coll, steps, rounds, size, gbps_per_unit, alpha_us)
     return Bounds(topo.name, coll.name, coll.ranks, coll.chunk_factor, steps, receive, cut, lpb, hops, rounds, rpc,
-                  thr, t)
+                  thr, t, held)
 
 
 def best_rounds(steps: Bound, *others: Bound) -> Bound:
@@ -75,9 +77,11 @@ class SearchBounds:
     steps: Bound
     rounds_per_chunk: Fraction
     rounds_why: str
-    # a bound on the rounds for the collective as given (C = its chunk factor) that is not per chunk:
-    # the entry bound (bounds.entry), a ramp plus a last hop; None where it does not apply
+    # bounds on the rounds for the collective as given (C = its chunk factor) that are not per chunk:
+    # the entry bound (bounds.entry), a ramp plus a last hop, and the holdings bound (bounds.holdings),
+    # a ramp of what ranks can hold round by round; None where they do not apply
     entry: Bound | None = None
+    holdings: Bound | None = None
 
     @property
     def steps_value(self) -> int:
@@ -86,22 +90,25 @@ class SearchBounds:
 
     def rounds(self, chunks: int) -> int:
         """The fewest rounds in all with the collective split in `chunks`."""
-        floor = self._entry_rounds(chunks)
+        floor, _ = self._floor(chunks)
         return max(math.ceil(self.rounds_per_chunk * chunks), self.steps_value, floor)
 
-    def _entry_rounds(self, chunks: int) -> int:
-        """The entry bound, which holds at the chunk factor it was computed for (a finer split
-        lowers it: its ramp is counted in chunks of that size)."""
-        e = self.entry
-        if e is None or e.value is None or chunks != e.witness.get("chunks"):
-            return 0
-        return int(e.value)
+    def _floor(self, chunks: int) -> tuple[int, Bound | None]:
+        """The strongest of the entry and holdings bounds, which hold at the chunk factor they were
+        computed for (a finer split lowers them: their ramps are counted in chunks of that size)."""
+        best: tuple[int, Bound | None] = (0, None)
+        for e in (self.holdings, self.entry):  # the entry bound's reason on ties: it names the node
+            if e is None or e.value is None or chunks != e.witness.get("chunks"):
+                continue
+            if int(e.value) >= best[0]:
+                best = (int(e.value), e)
+        return best
 
     def why_rounds(self, chunks: int) -> str:
-        """Why the rounds bound at `chunks` holds: the entry bound's reason where it binds."""
-        if self.entry is not None and self._entry_rounds(chunks) > max(
-                math.ceil(self.rounds_per_chunk * chunks), self.steps_value):
-            return explain(self.entry)
+        """Why the rounds bound at `chunks` holds: the entry or holdings bound's reason where it binds."""
+        floor, b = self._floor(chunks)
+        if b is not None and floor > max(math.ceil(self.rounds_per_chunk * chunks), self.steps_value):
+            return explain(b)
         return self.rounds_why
 
     def least_steps(self, one_round_per_step: bool = True, chunks: int = 1) -> int:
@@ -155,7 +162,12 @@ def search_bounds(topo: Topology, coll: Collective) -> SearchBounds:
     if not cands:
         return SearchBounds(steps, Fraction(0), "nothing must cross any cut")
     q, why = max(cands, key=lambda x: x[0])
-    return SearchBounds(steps, q, why, entry_bound(topo, coll))
+    return SearchBounds(steps, q, why, entry_bound(topo, coll), _with_chunks(holdings_bound(topo, coll), coll))
+
+
+def _with_chunks(b: Bound, coll: Collective) -> Bound:
+    """The bound, its witness saying the chunk factor it holds for."""
+    return attrs.evolve(b, witness={**b.witness, "chunks": coll.chunk_factor}) if b.value is not None else b
 
 
 def explain(b: Bound) -> str:
@@ -178,6 +190,12 @@ def explain(b: Bound) -> str:
                 f"round, and rank {w['farthest']} is {count(w['hops'], 'hop')} from where they enter")
     if b.name == "lp" and w:
         return f"flow LP optimum {w['lp_optimum']}"
+    if b.name == "holdings" and w:
+        addr = f" at address {w['address']}" if "address" in w else ""
+        h = w["holdings"]
+        ramp = ", ".join(map(str, h)) if len(h) <= 12 else f"{', '.join(map(str, h[:6]))}, ..., {h[-2]}, {h[-1]}"
+        return (f"holdings: rank {w['rank']} must hold {w['must_hold']}{addr} and can hold at most {ramp} after "
+                f"rounds 0..{len(h) - 1} (an in-link brings at most what its source holds)")
     return b.note or b.name
 
 

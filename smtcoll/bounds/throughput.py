@@ -33,17 +33,14 @@ from typing import Any
 
 import attrs
 
+from smtcoll import collectives
 from smtcoll.errors import ModelError
 from smtcoll.model import Collective, Topology
 
 EXHAUSTIVE_UP_TO = 16  # ranks: every rank subset is a candidate cut (2^16 columns of numpy arithmetic)
 SCREENED = 8  # the best cuts by floating-point screening whose exact value is computed
 DEFAULT_GBPS_PER_UNIT = 25.0
-# nccl-tests' bus bandwidth factors (src/*.cu, `getBw`): what each rank's links carry relative to nBytes
-BUS_FACTOR = {"allreduce": lambda n: Fraction(2 * (n - 1), n), "allgather": lambda n: Fraction(n - 1, n),
-              "reducescatter": lambda n: Fraction(n - 1, n), "alltoall": lambda n: Fraction(n - 1, n),
-              "gather": lambda n: Fraction(n - 1, n), "scatter": lambda n: Fraction(n - 1, n),
-              "broadcast": lambda n: Fraction(1), "reduce": lambda n: Fraction(1)}
+
 
 
 def exact(x: float | int) -> Fraction:
@@ -214,7 +211,8 @@ class TimeBound:
 
     @property
     def bus_factor(self) -> Fraction:
-        return BUS_FACTOR.get(self.collective, lambda n: Fraction(1))(self.ranks)
+        factor = collectives.bus_factor(self.collective, self.ranks)  # nccl-tests' (the table of collectives)
+        return Fraction(1) if factor is None else factor
 
     def at(self, size: int) -> Fraction:
         """The least time in microseconds of a call with `size` bytes."""

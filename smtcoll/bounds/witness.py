@@ -9,6 +9,7 @@ from typing import Any
 from smtcoll.bounds.cuts import hops_bound
 from smtcoll.bounds.demand import must_enter, must_receive
 from smtcoll.bounds.distance import bfs
+from smtcoll.bounds.holdings import holdings_bound
 from smtcoll.bounds.network import cut_capacity
 from smtcoll.errors import ModelError
 from smtcoll.model import Collective, Topology
@@ -43,9 +44,17 @@ def check_witness(kind: str, witness: dict[str, Any], topo: Topology, coll: Coll
         if kind == "hops":  # no choice in the witness: recomputed from the topology and collective
             b = hops_bound(topo, coll)
             return 10**9 if b.value is None else int(b.value)
+        if kind == "holdings":  # no choice either: the recursion is recomputed in plain integers
+            b = holdings_bound(topo, coll, exact=True)
+            if b.value is None:
+                return 10**9 if b.note.endswith("no schedule exists") else None
+            for key in ("rank", "must_hold", "holdings", "address"):  # a recorded ramp must be the one recomputed
+                if key in witness:
+                    _same(key, witness[key], b.witness.get(key))
+            return int(b.value)
     except (KeyError, TypeError, ValueError) as e:
         raise ModelError("witness", f"malformed {kind} witness: {e}") from None
-    raise ModelError("witness", f"unknown bound kind {kind!r} (expected steps, receive, cut or hops)")
+    raise ModelError("witness", f"unknown bound kind {kind!r} (expected steps, receive, cut, hops or holdings)")
 
 
 def _fraction(x: Any, what: str) -> Fraction:

@@ -12,8 +12,11 @@ from __future__ import annotations
 
 import attrs
 
-SPLIT_INPUT = frozenset({"allgather", "gather"})
-SPLIT_OUTPUT = frozenset({"reduce_scatter", "reducescatter", "scatter"})
+from smtcoll import collectives
+
+# `coll` values whose input (output) holds one rank's share, in either runtime's spelling (the table's rows)
+SPLIT_INPUT = frozenset(s for k in collectives.TABLE if k.input_share for s in k.spellings)
+SPLIT_OUTPUT = frozenset(s for k in collectives.TABLE if k.output_share for s in k.spellings)
 BUF_ID = {"i": 0, "o": 1, "s": 2}
 BUF_NAME = "ios"
 _SHIFT = 24

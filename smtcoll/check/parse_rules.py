@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from smtcoll import collectives
 from smtcoll.msccl.program import BUFFERS, RECV_TYPES, SEND_TYPES, STEP_ATTRS, STEP_TYPES, Finding, Program, ThreadBlock
 from smtcoll.msccl.runtime import (
     EXEC,
@@ -101,8 +102,10 @@ def _algo_rules(p: Program) -> Iterator[Finding]:
     if p.coll is not None:
         rejects = frozenset(r for r, known in ((LEGACY, LEGACY_COLLS), (EXEC, EXEC_COLLS)) if p.coll not in known)
         if rejects:
-            hint = {"reduce_scatter": " (the executor spells it reducescatter)",
-                    "reducescatter": " (the legacy runtime spells it reduce_scatter)"}.get(p.coll, "")
+            kind = collectives.by_spelling(p.coll)
+            other = {r: getattr(kind, r) for r in sorted(rejects)} if kind is not None else {}
+            hint = next((f" (the {'executor' if r == EXEC else 'legacy runtime'} spells it {v})"
+                         for r, v in other.items() if v and v != p.coll), "")
             yield _f(f"coll={p.coll!r} is unknown to the {' and '.join(sorted(rejects))} runtime{hint}", rejects,
                      line=line)
     for name in ("ngpus", "nchunksperloop", "nchannels"):
@@ -143,8 +146,11 @@ def _gpu_rules(p: Program) -> Iterator[Finding]:
     ngpus = p.ngpus if p.ngpus is not None else 0
     C = p.nchunksperloop
     seen_ids: dict[int, int] = {}
-    mul_in = ngpus if p.coll == "allgather" else 1
-    mul_out = ngpus if p.coll in ("reduce_scatter", "reducescatter") else 1
+    # the legacy runtime's reader checks a rank's share of its collectives (the table's buffer split)
+    kind = collectives.by_spelling(p.coll)
+    legacy = kind is not None and kind.legacy is not None
+    mul_in = ngpus if legacy and kind is not None and kind.input_share else 1
+    mul_out = ngpus if legacy and kind is not None and kind.output_share else 1
     for g in p.gpus:
         where: dict[str, Any] = {"gpu": g.id, "line": g.line}
         missing = [n for n, v in (("id", g.id), ("i_chunks", g.i_chunks), ("o_chunks", g.o_chunks),

@@ -19,15 +19,18 @@ its postcondition chunks, in increasing order, are its output chunks 0, 1, ...
 
 from __future__ import annotations
 
+import sys
+
 import attrs
 
+from smtcoll import collectives, library
 from smtcoll.check.buffers import Geometry
+from smtcoll.limits import cell_limit
 from smtcoll.model import Collective
 
 Value = tuple[int, int] | None
-BUILTIN = frozenset({"allgather", "allreduce", "reduce_scatter", "reducescatter", "alltoall", "broadcast", "reduce",
-                     "gather", "scatter"})
-ROOTED = frozenset({"broadcast", "reduce", "gather", "scatter"})
+BUILTIN = frozenset(s for k in collectives.TABLE for s in k.spellings)  # `coll` values with a postcondition
+ROOTED = frozenset(s for k in collectives.TABLE if k.rooted for s in k.spellings)
 
 
 @attrs.frozen
@@ -46,30 +49,28 @@ def _builtin_names(geo: Geometry) -> dict[int, str]:
 
 
 def builtin(geo: Geometry, root: int | None) -> Expectation:
-    coll, N, c = geo.coll, geo.ranks, geo.split
-    C = geo.chunks
-    bit = lambda r, k: 1 << geo.contribution(r, k)  # noqa: E731
+    """The expectation of a built-in `coll`, from its row of the table: the collective instantiated with the
+    program's chunk factor, each rank's input and output holding its distinct addresses in increasing order
+    (the lowering's layout, lower/layout.py), so the formulas above are one rule and a new row needs no code."""
+    kind = collectives.by_spelling(geo.coll)
+    if kind is None:
+        raise ValueError(f"coll={geo.coll!r} is not a built-in collective")  # check.program tests BUILTIN first
+    factor = geo.split if kind.per_rank_loop else geo.chunks
     t: list[tuple[int, int, int]] = []
-    if coll == "allgather":
-        t = [(q, r * c + k, bit(r, k)) for q in range(N) for r in range(N) for k in range(c)]
-    elif coll == "allreduce":
-        sums = [sum(bit(r, k) for r in range(N)) for k in range(C)]
-        t = [(q, k, sums[k]) for q in range(N) for k in range(C)]
-    elif coll in ("reduce_scatter", "reducescatter"):
-        t = [(q, k, sum(bit(r, q * c + k) for r in range(N))) for q in range(N) for k in range(c)]
-    elif coll == "alltoall":
-        t = [(q, j * c + k, bit(j, q * c + k)) for q in range(N) for j in range(N) for k in range(c)]
-    elif coll == "broadcast":
-        t = [(q, k, bit(root, k)) for q in range(N) for k in range(C)]
-    elif coll == "reduce":
-        assert root is not None  # check.program passes a root for every rooted collective (see ROOTED)
-        t = [(root, k, sum(bit(r, k) for r in range(N))) for k in range(C)]
-    elif coll == "gather":
-        assert root is not None  # as for reduce
-        t = [(root, r * c + k, bit(r, k)) for r in range(N) for k in range(c)]
-    elif coll == "scatter":
-        t = [(q, k, bit(root, q * c + k)) for q in range(N) for k in range(c)]
-    desc = f"{coll}" + (f" with root {root}" if coll in ROOTED else "")
+    if factor:  # else no equal per-rank shares: check.program reports it, nothing to expect
+        with cell_limit(sys.maxsize):  # the program's own size limits bound this one
+            ref = library.COLLECTIVES[kind.name].instantiate(geo.ranks, root if kind.rooted else None, factor)
+        in_pos = {(r, a): pos for r in range(geo.ranks)
+                  for pos, a in enumerate(sorted({ref.address[c] for c in ref.pre_sets[r]}))}
+        holders: dict[int, list[int]] = {}
+        for r, c in ref.pre:
+            holders.setdefault(c, []).append(r)
+        contributions = ref.contributions
+        for q in range(geo.ranks):
+            for pos, a in enumerate(sorted({ref.address[c] for c in ref.post_sets[q]})):
+                t.append((q, pos, sum(1 << geo.contribution(r, in_pos[(r, a)])
+                                      for c in contributions[a] for r in holders.get(c, ()))))
+    desc = f"{geo.coll}" + (f" with root {root}" if kind.rooted else "")
     return Expectation(geo.initial(), t, _builtin_names(geo), desc)
 
 

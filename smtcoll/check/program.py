@@ -14,6 +14,7 @@ from typing import Any
 
 import attrs
 
+from smtcoll import collectives
 from smtcoll.check import buffers, messages, postconditions, topology_cost
 from smtcoll.check.connections import connect
 from smtcoll.check.execution import TbInput, execute
@@ -232,8 +233,8 @@ def _semantics(p: Program, selected: frozenset[str], collective: Collective | st
                              "only the structural checks (parse rules, connections, deadlock, races) were run")
         elif geo_coll in postconditions.ROOTED and root is not None and not 0 <= root < p.ngpus:
             why_unchecked = f"--root {root} is not a rank of this {p.ngpus}-rank program"
-        elif geo_coll not in postconditions.ROOTED and p.nchunksperloop % p.ngpus and (
-                geo_coll in buffers.SPLIT_INPUT | buffers.SPLIT_OUTPUT | {"alltoall"}):
+        elif p.nchunksperloop % p.ngpus and (kind := collectives.by_spelling(geo_coll)) is not None and (
+                kind.per_rank_loop and not kind.rooted):
             out.append(Finding("postcondition", f"nchunksperloop={p.nchunksperloop} is not a multiple of ngpus="
                                f"{p.ngpus}: {geo_coll} cannot be cut into equal per-rank shares",
                                where={"line": p.line}))

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
-from smtcoll import library
+from smtcoll import collectives, library
 from smtcoll.check import buffers, postconditions
 from smtcoll.check.execution import TbInput, execute
 from smtcoll.check.transmissions import lower as lower_tb
@@ -93,14 +93,16 @@ def apply_sharing(metrics: dict[str, Any], topo: Topology, load: dict[tuple[int,
 
 
 def program_collective(name: str | None, ranks: int, chunks_per_loop: int) -> Collective | None:
-    """The built-in collective of a program, with its chunk multiplier C from the chunks per loop: one
-    address per chunk for allreduce, a rank's share for allgather, alltoall and reducescatter."""
-    per = {"allreduce": chunks_per_loop, "allgather": chunks_per_loop // max(1, ranks),
-           "alltoall": chunks_per_loop // max(1, ranks), "reducescatter": chunks_per_loop // max(1, ranks)}
-    if name not in per or per[name] < 1:
+    """The built-in unrooted collective of a program (the program names no root), with its chunk multiplier C
+    from the chunks per loop: one address per chunk, or a rank's share when its row says `per_rank_loop`."""
+    kind = collectives.get(name)
+    if kind is None or kind.rooted:
+        return None
+    per = chunks_per_loop // max(1, ranks) if kind.per_rank_loop else chunks_per_loop
+    if per < 1:
         return None
     try:
-        return library.collective(name, ranks, None, per[name])
+        return library.collective(kind.name, ranks, None, per)
     except SmtcollError:
         return None
 

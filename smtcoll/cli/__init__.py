@@ -15,6 +15,7 @@ import typer
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
 from smtcoll.cli.app import app, run_guarded
+from smtcoll.cli.coercion import install as install_plain_coercion
 from smtcoll.cli.extras import missing_extra
 from smtcoll.errors import SmtcollError
 
@@ -74,6 +75,7 @@ def _import_quietly(name: str) -> Any:
 
 
 _plain_choice_errors()
+install_plain_coercion()
 
 
 class LazyGroup(TyperGroup):

@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 import sys
-import tempfile
-import traceback
 from typing import Annotated, Any
 
 import typer
@@ -84,6 +81,10 @@ def run_guarded(application: typer.Typer, args: list[str]) -> None:
 def _internal(error: BaseException, args: list[str], what: str) -> None:
     """`internal error: ...` with what to report: the command line, the version and the traceback (in a
     temporary file, or on stderr when SMTCOLL_TRACEBACK=1)."""
+    import shlex
+    import tempfile  # here, as the two below: start-up every command would pay, used only for a bug's report
+    import traceback
+
     text = "".join(traceback.format_exception(error))
     where = "above"
     if os.environ.get(TRACEBACK_ENV) == "1":

@@ -16,6 +16,7 @@ from smtcoll.text import count, singular_unit
 if TYPE_CHECKING:
     from smtcoll.bounds import Bound
     from smtcoll.bounds.throughput import TimeBound
+    from smtcoll.model import Collective, Topology
 
 MAX_RANKS = 256  # measured: Ring(256) Allgather 12 s of CPU, Ring(512) 73 s and 2.6 GB (the flow LP)
 MAX_LINKS = 1 << 16
@@ -70,23 +71,26 @@ def bounds_command(
     sync_size = None if nbytes is None else max(1, nbytes * out_addrs // addresses(coll))
     result = lower_bounds(topo, coll, sync_size, gbps_per_unit, alpha_us, lp)
     tb = time_bound(topo, coll, gbps_per_unit or DEFAULT_GBPS_PER_UNIT, alpha_us, lp=lp)
-    cert_path = None
+    cert_path = rounds_cert = None
     if certificate is not None:
         from smtcoll.proofs.throughput import write_throughput_certificate
 
         cert_path = write_throughput_certificate(topo, coll, certificate,
                                                  gbps_per_unit=gbps_per_unit or DEFAULT_GBPS_PER_UNIT)
+        rounds_cert = _rounds_certificate(topo, coll, result.rounds.value, certificate)
     if fmt is Format.json:
         out = result.to_json()
         out["time_bound"] = tb.to_json(nbytes)
         if cert_path is not None:
             out["time_bound"]["certificate_file"] = str(cert_path)
+        if rounds_cert is not None:
+            out["rounds"]["certificate_file"] = str(rounds_cert)
         print_json(out)
         return
     typer.echo(f"bounds for {coll.name} on {topo.name} ({topo.ranks} ranks, C={coll.chunk_factor}):")
     rows = [(b.name + ":", _value(b), _explain(b)) for b in (
-        result.steps, result.rounds, result.receive, result.cut, result.lp, result.rounds_per_chunk, result.throughput,
-        result.time)]
+        result.steps, result.rounds, result.receive, result.cut, result.lp,
+        *([result.holdings] if result.holdings else []), result.rounds_per_chunk, result.throughput, result.time)]
     rows += _time_bound_rows(tb, nbytes)
     # fixed-width columns as wide as their longest entry: aligned whatever the terminal width
     w0, w1 = (max(len(r[i]) for r in rows) for i in (0, 1))
@@ -94,6 +98,24 @@ def bounds_command(
         typer.echo(f"  {name:<{w0}}  {value:<{w1}}  {why}".rstrip())
     if cert_path is not None:
         typer.echo(f"certificate written: {cert_path} (re-check: smtcoll proof check {cert_path})")
+    if rounds_cert is not None:
+        typer.echo(f"certificate written: {rounds_cert} (the rounds bound; re-check: smtcoll proof check "
+                   f"{rounds_cert})")
+
+
+def _rounds_certificate(topo: Topology, coll: Collective, rounds: int | float | None, out: Path) -> Path | None:
+    """A certificate that no schedule finishes in fewer rounds than the rounds bound, when a bound with a
+    re-checkable witness (steps, receive, cut, holdings) proves it; None otherwise (the LP, the entry
+    bound: no certificate kind yet). Never runs a solver."""
+    from smtcoll.proofs.certificate import refuting_bound, write_certificate
+    from smtcoll.proofs.claim import Claim
+
+    if rounds is None or rounds < 1:
+        return None
+    claim = Claim(rounds=int(rounds) - 1)
+    if refuting_bound(claim, topo, coll) is None:
+        return None
+    return write_certificate(claim, topo, coll, out)
 
 
 def _time_bound_rows(tb: TimeBound, nbytes: int | None) -> list[tuple[str, str, str]]:
@@ -134,6 +156,10 @@ def _explain(b: Bound) -> str:
                 "enter per round")
     if b.name == "lp" and w:
         return f"multi-commodity flow LP optimum {w['lp_optimum']}"
+    if b.name == "holdings" and w:
+        from smtcoll.bounds import explain
+
+        return explain(b).removeprefix("holdings: ")
     if b.name == "rounds" and "entry" in w:
         e = w["entry"]
         return (f"from the entry bound: {count(e['must_enter'], 'chunk')} must enter node {e['node']}, at most "

@@ -19,7 +19,6 @@ import json
 import os
 import re
 import urllib.parse
-import xml.etree.ElementTree as ET
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -200,6 +199,8 @@ def _cases(report: Report) -> list[tuple[str, list[Violation]]]:
 
 
 def format_junit(reports: list[Report], verbose: bool = False, quiet: bool = False) -> str:
+    import xml.etree.ElementTree as ET  # here: only --format junit pays for it
+
     root = ET.Element("testsuites", name="smtcoll verify")
     suite = ET.SubElement(root, "testsuite", name="smtcoll verify")
     totals = {"tests": 0, "failures": 0, "errors": 0}

@@ -14,19 +14,21 @@ file states no time; the chunk is `NODE_BYTES` / k. In the replay, tree level d 
 
 from __future__ import annotations
 
+import re
 from collections import Counter
-from xml.etree.ElementTree import Element
-
-from defusedxml import ElementTree as SafeET
+from typing import TYPE_CHECKING
 
 from smtcoll import library
 from smtcoll.errors import ModelError
 from smtcoll.formats.numbers import ascii_int
-from smtcoll.formats.source import Source
+from smtcoll.formats.source import Source, xml_root
 from smtcoll.limits import max_transfers, transfers_exceeded
 from smtcoll.model import Topology
 from smtcoll.model.timed import Finding, Quantity, TimedSchedule, Transfer, group_gbps
 from smtcoll.text import count
+
+if TYPE_CHECKING:
+    from xml.etree.ElementTree import Element
 
 FORMAT = "forestcoll-xml"
 NODE_BYTES = 1 << 20  # data per rank for the time in ForestColl's model (the XML states no size)
@@ -54,6 +56,8 @@ def _int(e: Element, key: str, where: str, low: int = 0) -> int:
 def read_forestcoll(text: str, topology: Topology | None, name: str = "") -> TimedSchedule:
     if topology is None:
         raise ForestError("", "a ForestColl tree file holds no topology: give the machine with --topology")
+    from defusedxml import ElementTree as SafeET  # here: ElementTree is start-up every `verify` would pay
+
     try:
         root = SafeET.fromstring(text)
     except SafeET.ParseError as e:
@@ -153,12 +157,18 @@ def _pipelined_time(topo: Topology, load: Counter[tuple[int, int]], chunk_bytes:
 # The `Format` protocol (smtcoll.formats.registry).
 NAME = FORMAT
 SUFFIXES: tuple[str, ...] = ()
+_ROOT = re.compile(r"\s*<Algo\s[^>]*nchunkspernode")
 ERRORS: tuple[type[Exception], ...] = (ForestError,)
 
 
 def detect(source: Source) -> bool:
     head = source.head
     return head.startswith("<") and is_forestcoll(skip_prolog(head))
+
+
+def claims(source: Source) -> bool:
+    """A `.xml` file whose root element is ForestColl's `<Algo ... nchunkspernode>`."""
+    return source.suffix == ".xml" and _ROOT.match(xml_root(source.sniff())) is not None
 
 
 def skip_prolog(text: str) -> str:

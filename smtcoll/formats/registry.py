@@ -1,7 +1,7 @@
 """The input formats `smtcoll verify` reads, as one table (pre-commit's `Language` protocol and
 `all_languages.py` are the model): a format is a module that provides the `Format` protocol, and one row
-of `FORMATS`. Detection, the `--input-format` choices and the errors a reader may raise all derive from
-the table; nothing else names a format (docs/architecture.md, "A new input format").
+of `FORMATS`. Detection, which files a directory walk checks, the `--input-format` choices and the errors
+a reader may raise all derive from the table; nothing else names a format (docs/architecture.md, "A new input format").
 """
 
 from __future__ import annotations
@@ -28,7 +28,13 @@ class Format(Protocol):
     ERRORS: tuple[type[Exception], ...]
 
     def detect(self, source: Source) -> bool:
-        """Whether the content is surely in this format (never raises)."""
+        """Whether the content is in this format, given that it is an input to check (never raises)."""
+
+    def claims(self, source: Source) -> bool:
+        """Whether a directory walk checks this file (`smtcoll verify DIR`, check/discover.py): its suffix and
+        content say it is an algorithm in this format, or a broken one recognisable as such, where `detect`
+        may take any file (never raises; `source` may hold only the file's first bytes,
+        `source.complete` says)."""
 
     def read(self, source: Source, topology: Topology | None) -> Schedule | TimedSchedule | ReadResult:
         """The file read: a step schedule, a timed schedule, or an MSCCL XML program. `topology` is the
@@ -39,6 +45,16 @@ class Format(Protocol):
 # default when neither the content nor the suffix decides.
 FORMATS: tuple[Format, ...] = (forestcoll, msccl_xml, transfers_csv, teccl, transfers, taccl, schedules)
 NAMES: tuple[str, ...] = tuple(f.NAME for f in FORMATS)  # `--input-format` choices (with `auto`)
+
+
+def suffixes() -> tuple[str, ...]:
+    """The suffixes of the files a directory walk looks into: those some format reads."""
+    return tuple(dict.fromkeys(s for f in FORMATS for s in f.SUFFIXES))
+
+
+def claimed(source: Source) -> bool:
+    """Whether any format claims the file: a directory walk checks it."""
+    return any(f.claims(source) for f in FORMATS)
 
 
 def by_name(name: str) -> Format:

@@ -8,6 +8,7 @@ topology and collective in the explicit form of the spec files. SCCL's `*.msccl.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,7 @@ import attrs
 from smtcoll import specs
 from smtcoll.errors import InputError, ModelError
 from smtcoll.formats.numbers import ascii_int, loads_json
-from smtcoll.formats.source import Source
+from smtcoll.formats.source import Source, json_claim
 from smtcoll.model import Collective, Link, Schedule, Send, Step, SwitchGroup, Topology
 
 FORMAT = "smtcoll.schedule"
@@ -316,6 +317,16 @@ ERRORS: tuple[type[Exception], ...] = (_Bad,)
 
 def detect(source: Source) -> bool:
     return source.head.startswith("{")
+
+
+_MARKER = re.compile(r'"format"\s*:\s*"smtcoll\.schedule"|"(?:msccl|sccl)_type"\s*:\s*"algorithm"')
+
+
+def claims(source: Source) -> bool:
+    """smtcoll's schedule JSON (`"format": "smtcoll.schedule"`) or SCCL/MSCCL's (`"msccl_type"` or
+    `"sccl_type": "algorithm"`)."""
+    return json_claim(source, lambda d: d.get("format") == "smtcoll.schedule" or d.get("msccl_type") == "algorithm"
+                      or d.get("sccl_type") == "algorithm", _MARKER)
 
 
 def read(source: Source, topology: Topology | None) -> Schedule:

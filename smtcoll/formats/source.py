@@ -4,16 +4,26 @@ JSON decoded on first use and kept (detection and the reader share them: a file 
 from __future__ import annotations
 
 import os
-from typing import Any
+import re
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from smtcoll.errors import InputError
 from smtcoll.formats.numbers import loads_json
-from smtcoll.msccl.reader import Limits
+
+if TYPE_CHECKING:
+    from smtcoll.msccl.reader import Limits
 
 HEAD_BYTES = 4096  # what content detection looks at before it needs the whole file
 _UNSET: Any = object()
+
+
+def _default_limits() -> Limits:
+    from smtcoll.msccl.reader import Limits  # here: reading a schedule needs not the XML reader's start-up
+
+    return Limits()
 
 
 @attrs.define
@@ -23,7 +33,8 @@ class Source:
 
     name: str
     data: bytes
-    limits: Limits = attrs.field(factory=Limits)
+    limits: Limits = attrs.field(factory=_default_limits)
+    complete: bool = True  # False: `data` is only the file's first bytes (a directory walk's look at it)
     _text: Any = attrs.field(default=_UNSET, init=False, repr=False)
     _json: Any = attrs.field(default=_UNSET, init=False, repr=False)
 
@@ -31,6 +42,11 @@ class Source:
     def head(self) -> str:
         """The first 4 KB as text, leading whitespace dropped (never raises: for detection only)."""
         return self.data[:HEAD_BYTES].decode("utf-8-sig", errors="replace").lstrip()
+
+    def sniff(self) -> str:
+        """All the bytes read as text, undecodable bytes replaced (never raises: for a directory walk's
+        `claims`, which looks further than `head`: an XML prolog may be long)."""
+        return self.data.decode("utf-8-sig", errors="replace")
 
     @property
     def suffix(self) -> str:
@@ -59,6 +75,31 @@ class Source:
             return None
 
 
+# XML prolog: declaration, processing instructions, comments, DOCTYPE (without an internal subset), space
+_PROLOG = re.compile(r"\s*(?:<\?.*?\?>|<!--.*?-->|<!DOCTYPE[^>\[]*>)", re.S)
+
+
+def xml_root(text: str) -> str:
+    """`text` from its root element on: after any XML declaration, comments and DOCTYPE."""
+    pos = 0
+    while m := _PROLOG.match(text, pos):
+        if m.end() == pos:
+            break
+        pos = m.end()
+    return text[pos:]
+
+
+def json_claim(source: Source, holds: Callable[[dict[str, Any]], bool], marker: re.Pattern[str] | None) -> bool:
+    """A JSON format's claim on a file in a directory walk (never raises): the parsed object passes `holds`;
+    a file that is not JSON (broken) or only partly read, when its text shows `marker`."""
+    if source.suffix != ".json":
+        return False
+    data = source.json_or_none() if source.complete else None
+    if data is not None:
+        return isinstance(data, dict) and holds(data)
+    return marker is not None and marker.search(source.data.decode("utf-8", errors="replace")) is not None
+
+
 def size_of(path: str) -> int:
     """The size of a file, 0 when it cannot be stat'ed (reading it then says why)."""
     try:
@@ -69,7 +110,7 @@ def size_of(path: str) -> int:
 
 def read_source(path: str, limits: Limits | None = None) -> Source:
     """A file's bytes, refused over `limits.max_bytes` before reading (also when it grew since)."""
-    limits = limits or Limits()
+    limits = limits or _default_limits()
     size = size_of(path)
     if size > limits.max_bytes:
         raise InputError(path, limits.exceeded("--max-bytes", f"file is {size} bytes", limits.max_bytes))

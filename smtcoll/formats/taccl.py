@@ -20,7 +20,7 @@ from typing import Any
 
 from smtcoll.errors import ModelError
 from smtcoll.formats.numbers import ascii_int
-from smtcoll.formats.source import Source
+from smtcoll.formats.source import Source, json_claim
 from smtcoll.limits import max_transfers, transfers_exceeded
 from smtcoll.model import Collective, Link, SwitchGroup, Topology
 from smtcoll.model.timed import Limit, Quantity, Time, TimedSchedule, Transfer, Use, exact
@@ -192,6 +192,12 @@ ERRORS: tuple[type[Exception], ...] = (TacclError,)
 
 def detect(source: Source) -> bool:
     return source.head.startswith("{") and is_taccl(source.json_or_none())
+
+
+def claims(source: Source) -> bool:
+    """TACCL's algorithm JSON: `"steps"` and `"collective"` at the top level (no marker: a broken or partly
+    read file is claimed by no format)."""
+    return json_claim(source, lambda d: "steps" in d and "collective" in d, None)
 
 
 def read(source: Source, topology: Topology | None) -> TimedSchedule:

@@ -34,7 +34,7 @@ from typing import Any
 from smtcoll import library
 from smtcoll.errors import ModelError
 from smtcoll.formats.numbers import finite_float
-from smtcoll.formats.source import Source
+from smtcoll.formats.source import Source, json_claim
 from smtcoll.formats.teccl_machines import TooLargeMachine, machine_for
 from smtcoll.limits import max_transfers, transfers_exceeded
 from smtcoll.model import Topology
@@ -346,6 +346,14 @@ _KEYS = ('"1-Epoch_Duration"', '"7-Flows"', '"6-Flows"')
 def detect(source: Source) -> bool:
     head = source.head
     return head.startswith("{") and (any(k in head for k in _KEYS) or is_teccl(source.json_or_none()))
+
+
+_MARKER = re.compile(r'"1-Epoch_Duration"\s*:')
+
+
+def claims(source: Source) -> bool:
+    """TE-CCL flow JSON: a top-level `"1-Epoch_Duration"` (docs/formats.md)."""
+    return json_claim(source, lambda d: "1-Epoch_Duration" in d, _MARKER)
 
 
 def read(source: Source, topology: Topology | None) -> TimedSchedule:

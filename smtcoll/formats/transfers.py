@@ -17,7 +17,6 @@ The link's latency is not charged: [start, end) is the time the transfer occupie
 
 from __future__ import annotations
 
-import csv
 import io
 import math
 import re
@@ -30,7 +29,7 @@ import attrs
 from smtcoll import library, specs
 from smtcoll.errors import ModelError, SmtcollError
 from smtcoll.formats.numbers import ascii_int, finite_float
-from smtcoll.formats.source import Source
+from smtcoll.formats.source import Source, json_claim
 from smtcoll.limits import max_transfers, transfers_exceeded
 from smtcoll.model import Link, Topology
 from smtcoll.model.timed import Limit, Quantity, TimedSchedule, Transfer, Use, group_gbps
@@ -114,6 +113,7 @@ def _beside(log: str, key: str, ref: str, load: Callable[[str], T], builtin: Cal
 
 def _rows(reader: Any, first: int) -> Any:
     """The CSV rows; a malformed row (a field over csv's 128 KiB limit, a NUL byte) is bad input at its line."""
+    import csv
     while True:
         try:
             yield next(reader)
@@ -143,6 +143,8 @@ def parse_csv(text: str) -> dict[str, Any]:
                                                 "topology, unit, chunk_bytes, claimed_time, name)")
             meta[key] = value.strip()
     rows: list[tuple[dict[str, str], dict[str, int]]] = []
+    import csv  # here: only a CSV log pays for it
+
     reader = csv.reader(io.StringIO("\n".join(lines[body_start:])))
     header = None
     for k, row in enumerate(_rows(reader, body_start)):
@@ -249,6 +251,14 @@ ERRORS: tuple[type[Exception], ...] = (LogError,)
 def detect(source: Source) -> bool:
     head = source.head
     return head.startswith("{") and ('"smtcoll.transfers"' in head or is_transfer_log_json(source.json_or_none()))
+
+
+_MARKER = re.compile(r'"format"\s*:\s*"smtcoll\.transfers"')
+
+
+def claims(source: Source) -> bool:
+    """The transfer log as JSON: `"format": "smtcoll.transfers"`."""
+    return json_claim(source, lambda d: d.get("format") == "smtcoll.transfers", _MARKER)
 
 
 def read(source: Source, topology: Topology | None) -> TimedSchedule:

@@ -22,5 +22,10 @@ def detect(source: Source) -> bool:
     return is_transfer_log_csv(source.data.decode("utf-8-sig", errors="replace"))
 
 
+def claims(source: Source) -> bool:
+    """A `.csv` file whose header row is the transfer log's (docs/formats.md)."""
+    return source.suffix == ".csv" and is_transfer_log_csv(source.sniff())
+
+
 def read(source: Source, topology: Topology | None) -> TimedSchedule:
     return attrs.evolve(read_transfer_log(parse_csv(source.text()), topology, source.name), format=NAME)

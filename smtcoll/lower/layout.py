@@ -3,10 +3,10 @@
 docs/msccl-format.md, "Buffers and chunk geometry" and "In place and out of place", has the runtimes' rules.
 
 A schedule's collective is matched, up to a renaming of its addresses, against the built-in collectives
-whose chunk geometry the runtimes define (allgather, alltoall, reducescatter, allreduce, broadcast,
-reduce, gather, scatter). Two addresses are interchangeable when they have the same *signature*: the
-multiset of (precondition ranks, postcondition ranks) of their contributions; addresses of equal
-signature are paired in increasing order. A match fixes the buffer index of every (rank, address):
+of the table (smtcoll/collectives.py), whose chunk geometry the runtimes define. Two addresses are
+interchangeable when they have the same *signature*: the multiset of (precondition ranks, postcondition
+ranks) of their contributions; addresses of equal signature are paired in increasing order.
+A match fixes the buffer index of every (rank, address):
 
 | kind | nchunksperloop | input of rank r | output of rank q |
 |---|---|---|---|
@@ -17,9 +17,11 @@ signature are paired in increasing order. A match fixes the buffer index of ever
 | broadcast | C | i[j] on the root | o[j] |
 | scatter | N*C | i[q*C+j] on the root | o[j] = address q*C+j |
 
-Any other collective is `custom` (legacy runtime only): a rank's input holds the distinct addresses of
-its precondition chunks in increasing order, its output those of its postcondition chunks, the same
-convention `smtcoll verify --collective SPEC` uses.
+Every row of this table is one rule: a rank's input holds the distinct addresses of its precondition
+chunks of the built-in in increasing order, its output those of its postcondition chunks (so a new row of
+the collectives table needs no code here); nchunksperloop is N*C when the row's `per_rank_loop` says so.
+Any other collective is `custom` (legacy runtime only), laid out by the same rule applied to its own
+addresses, the convention `smtcoll verify --collective SPEC` uses.
 """
 
 from __future__ import annotations
@@ -28,13 +30,14 @@ from collections import Counter
 
 import attrs
 
-from smtcoll import library
+from smtcoll import collectives, library
 from smtcoll.model import Collective
 
-KINDS = ("allgather", "alltoall", "reducescatter", "allreduce", "broadcast", "reduce", "gather", "scatter")
-ROOTED = frozenset({"broadcast", "reduce", "gather", "scatter"})
-SPLIT_INPUT = frozenset({"allgather", "gather"})  # input holds C/N chunks
-SPLIT_OUTPUT = frozenset({"reducescatter", "scatter"})  # output holds C/N chunks
+# the built-ins a runtime names (any other collective is `custom`), tried unrooted first (a collective
+# that reads as several, such as any 1-rank one, is the unrooted one), else in the table's order
+KINDS = tuple(k.name for k in sorted(collectives.TABLE, key=lambda k: k.rooted) if k.executor or k.legacy)
+SPLIT_INPUT = frozenset(k.name for k in collectives.TABLE if k.input_share)  # input holds C/N chunks
+SPLIT_OUTPUT = frozenset(k.name for k in collectives.TABLE if k.output_share)  # output holds C/N chunks
 
 
 @attrs.frozen
@@ -92,28 +95,13 @@ def _roots(coll: Collective) -> list[int]:
     return sorted({r for r, c in coll.pre if c == 0} | {r for r, c in coll.post if c == 0})
 
 
-def _positions(kind: str, ranks: int, chunks: int, ref_address: int, rank: int, side: str) -> int:
-    """Index of reference address `ref_address` in buffer `side` ('i' or 'o') of `rank`."""
-    n, c, x = ranks, chunks, ref_address
-    if kind in ("allgather", "gather"):
-        return x % c if side == "i" else x
-    if kind == "alltoall":  # x = (s*N + d)*C + j
-        pair, j = divmod(x, c)
-        s, d = divmod(pair, n)
-        return d * c + j if side == "i" else s * c + j
-    if kind == "reducescatter":  # x = d*C + j
-        return x if side == "i" else x % c
-    if kind == "scatter":  # x = q*C + j
-        return x if side == "i" else x % c
-    return x  # allreduce, reduce, broadcast: x = j
-
-
 def recognize(coll: Collective) -> Layout:
     """The layout of `coll`: a built-in kind when it matches one, else `custom`."""
     n = coll.ranks
     for kind in KINDS:
         spec = library.COLLECTIVES[kind]
-        for root in (_roots(coll) if kind in ROOTED else [None]):
+        row = collectives.BY_NAME[kind]
+        for root in (_roots(coll) if row.rooted else [None]):
             per_piece = library.collective(kind, n, root, 1).chunks
             if coll.chunks % per_piece:
                 continue
@@ -122,11 +110,11 @@ def recognize(coll: Collective) -> Layout:
             amap = _match(coll, ref)
             if amap is None:
                 continue
-            in_pos = {(r, coll.address[ch]): _positions(kind, n, c, amap[coll.address[ch]], r, "i")
-                      for r, ch in coll.pre}
-            out_pos = {(r, coll.address[ch]): _positions(kind, n, c, amap[coll.address[ch]], r, "o")
-                       for r, ch in coll.post}
-            nchunks = c if kind in ("allreduce", "reduce", "broadcast") else n * c
+            # the reference's buffers hold its addresses in increasing order (the table above)
+            at = custom_layout(ref)
+            in_pos = {(r, coll.address[ch]): at.in_pos[(r, amap[coll.address[ch]])] for r, ch in coll.pre}
+            out_pos = {(r, coll.address[ch]): at.out_pos[(r, amap[coll.address[ch]])] for r, ch in coll.post}
+            nchunks = n * c if row.per_rank_loop else c
             return Layout(kind, n, root, nchunks, in_pos, out_pos)
     return custom_layout(coll)
 

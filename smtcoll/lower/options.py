@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import attrs
 
+from smtcoll import collectives
 from smtcoll.choices import RUNTIME_ALIASES, RUNTIMES
 from smtcoll.errors import SmtcollError
 from smtcoll.msccl.runtime import MAX_CHANNELS, PROTOCOLS
@@ -11,13 +12,10 @@ from smtcoll.msccl.runtime import MAX_CHANNELS, PROTOCOLS
 MODES = ("outofplace", "inplace", "both")
 RUNTIME_CHOICES = RUNTIMES
 COPIES_PER_TB = 16  # local copies per thread block: they run in parallel and stay within MAX_STEPS
-# coll spelling per runtime; None: that runtime has no such collective
-SPELLING = {
-    "allgather": ("allgather", "allgather"), "alltoall": ("alltoall", "alltoall"),
-    "reducescatter": ("reducescatter", "reduce_scatter"), "allreduce": ("allreduce", "allreduce"),
-    "broadcast": ("broadcast", "broadcast"), "reduce": ("reduce", "reduce"), "gather": ("gather", None),
-    "scatter": ("scatter", None), "custom": (None, "custom"),
-}
+# coll spelling per runtime (executor, legacy), from the table of collectives; None: that runtime has no such
+# collective. `custom` is the legacy runtime's name for any other collective.
+SPELLING: dict[str, tuple[str | None, str | None]] = {k.name: (k.executor, k.legacy) for k in collectives.TABLE}
+SPELLING["custom"] = (None, "custom")
 
 
 class RejectedSchedule(SmtcollError):

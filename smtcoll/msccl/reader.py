@@ -26,11 +26,10 @@ from collections.abc import Iterable
 from typing import Any
 
 import attrs
-import defusedxml
-import defusedxml.expatreader
 
 from smtcoll.errors import InputError
 from smtcoll.msccl.program import RUNTIMES, Finding, Gpu, Op, Program, ThreadBlock
+from smtcoll.msccl.runtime import EXEC, PROFILES
 from smtcoll.msccl.runtime_reader import Document, Element, Node, read_document
 
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
@@ -47,8 +46,7 @@ INT_ATTRS = {
 }
 # what the executor's metadata stage needs on the first element of the file (msccl_parser.cc)
 EXEC_META_REQUIRED = ("nchunksperloop", "nchannels", "ngpus", "coll", "minBytes", "maxBytes", "inplace", "outofplace")
-EXEC_META_COLLS = frozenset({"reduce", "broadcast", "allreduce", "reducescatter", "allgather", "send", "recv",
-                             "gather", "scatter", "alltoall", "alltoallv"})
+EXEC_META_COLLS = PROFILES[EXEC].colls
 INT64_ATTRS = frozenset({"minBytes", "maxBytes"})  # read with mscclXmlGetAttrInt64
 
 
@@ -322,6 +320,10 @@ class _Builder(xml.sax.ContentHandler):
 
 
 def _parse(data: bytes, path: str, limits: Limits) -> _Builder:
+    # only for a file the runtimes' reader refuses: defusedxml's SAX reader imports urllib, http and ssl
+    import defusedxml
+    import defusedxml.expatreader
+
     builder = _Builder(limits)
     parser = defusedxml.expatreader.create_parser(forbid_dtd=True, forbid_entities=True, forbid_external=True)
     parser.setContentHandler(builder)

@@ -12,6 +12,8 @@ from typing import Final, Literal
 
 import attrs
 
+from smtcoll import collectives
+
 Runtime = Literal["executor", "legacy"]
 EXEC: Final = "executor"
 LEGACY: Final = "legacy"
@@ -42,16 +44,21 @@ class Profile:
     max_tbs: int  # MSCCL_MAX_NUM_THREAD_BLOCKS of one rank
 
 
+def _spelled(runtime: Runtime, *others: str) -> frozenset[str]:
+    """The `coll` values a runtime's parser knows: its spellings of the collectives of the table
+    (smtcoll/collectives.py) and `others`, values that name no collective smtcoll defines."""
+    spellings = (getattr(k, runtime) for k in collectives.TABLE)
+    return frozenset(s for s in spellings if s) | frozenset(others)
+
+
 PROFILES: Final[dict[Runtime, Profile]] = {
     EXEC: Profile(EXEC, "Azure/msccl-executor-nccl (src/include/msccl/msccl_struct.h, makefiles/common.mk)",
-                  frozenset({"reduce", "broadcast", "allreduce", "reducescatter", "allgather", "send", "recv",
-                             "gather", "scatter", "alltoall", "alltoallv"}),
+                  _spelled("executor", "send", "recv", "alltoallv"),
                   ("proto", "nchannels", "nchunksperloop", "ngpus", "coll", "inplace", "outofplace", "minBytes",
                    "maxBytes"),
                   max_steps=64, max_tbs=1024),  # 32 * MAXCHANNELS thread blocks
     LEGACY: Profile(LEGACY, "Azure/msccl (src/include/msccl.h)",
-                    frozenset({"allreduce", "allgather", "reduce", "broadcast", "alltoall", "reduce_scatter",
-                               "custom"}),
+                    _spelled("legacy", "custom"),
                     ("name", "proto", "nchannels", "nchunksperloop", "ngpus", "coll", "inplace"),
                     max_steps=256, max_tbs=216),  # 108 * 2 thread blocks
 }

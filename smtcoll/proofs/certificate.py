@@ -55,7 +55,7 @@ def certificate_name(claim: Claim, topo: Topology, coll: Collective) -> str:
 
 
 def refuting_bound(claim: Claim, topo: Topology, coll: Collective) -> tuple[str, bounds.Bound] | None:
-    """The first bound (steps, receive, cut) that rules the claim's budget out, if any."""
+    """The first bound (steps, receive, cut, holdings) that rules the claim's budget out, if any."""
     from smtcoll import bounds  # networkx and scipy: imported when a bound is needed
 
     net = bounds.flow_network(topo)
@@ -65,7 +65,8 @@ def refuting_bound(claim: Claim, topo: Topology, coll: Collective) -> tuple[str,
         return "steps", steps
     if claim.rounds is None:
         return None
-    for b in (bounds.receive_bound(topo, coll, net), bounds.cut_bound(topo, coll, net)):
+    for b in (bounds.receive_bound(topo, coll, net), bounds.cut_bound(topo, coll, net),
+              bounds.holdings_bound(topo, coll)):
         if _beats(b.value, b.note, claim.rounds):
             return b.name, b
     return None

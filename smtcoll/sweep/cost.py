@@ -30,15 +30,14 @@ from typing import Any
 
 import attrs
 
+from smtcoll import collectives
 from smtcoll.bounds.throughput import addresses  # noqa: F401  (B / addresses is one chunk: one rule for both)
 from smtcoll.errors import InputError, ModelError
 from smtcoll.model import Schedule, Topology
 
 PROTOCOL_NAMES = ("LL", "LL128", "Simple")
 LINK_KINDS = ("nvlink", "pci", "net")
-# nccl-tests' bus bandwidth: algorithm bandwidth times the share of the data every rank must move
-BUS_FACTOR = {"allreduce": lambda n: Fraction(2 * (n - 1), n), "allgather": lambda n: Fraction(n - 1, n),
-              "reducescatter": lambda n: Fraction(n - 1, n), "alltoall": lambda n: Fraction(n - 1, n)}
+
 
 
 def default_model_path() -> Path:
@@ -383,10 +382,10 @@ def beaten(first: Line, last: Line, uppers: Sequence[Line], low: int, high: int)
 
 def bus_bandwidth(kind: str, ranks: int, size: int, micros: Fraction) -> float | None:
     """nccl-tests' bus bandwidth in GB/s for a call of `size` bytes taking `micros`."""
-    factor = BUS_FACTOR.get(kind)
+    factor = collectives.bus_factor(kind, ranks)  # nccl-tests' factor, from the table of collectives
     if factor is None or micros <= 0:
         return None
-    return float(Fraction(size) / micros / 1000 * factor(ranks))
+    return float(Fraction(size) / micros / 1000 * factor)
 
 
 

@@ -60,13 +60,30 @@ def synthesize(topology: Topology, collective: Collective, request: SynthRequest
     early = unreachable_result(topology, collective, request.chosen, time.monotonic())
     if early is not None:
         return early
-    if request.chosen == "instance":
-        return _answered(_instance(topology, collective, request, progress), request)
-    if request.chosen == "pareto":
-        return _answered(_pareto(topology, collective, request, progress), request)
-    if request.method in CONSTRUCTIONS:
-        return construction_result(topology, collective, request.method)
-    return _answered(_least_steps(topology, collective, request, progress), request)
+    from smtcoll.bounds.lp import time_limit
+
+    # --timeout bounds the whole request: every LP (the bounds', the routing's) gets the time left
+    with time_limit(request.limits.timeout) as deadline:
+        if request.chosen == "instance":
+            result = _answered(_instance(topology, collective, request, progress), request)
+        elif request.chosen == "pareto":
+            result = _answered(_pareto(topology, collective, request, progress), request)
+        elif request.method in CONSTRUCTIONS:
+            result = construction_result(topology, collective, request.method)
+        else:
+            result = _answered(_least_steps(topology, collective, request, progress), request)
+    return _time_stopped(result, deadline.what())
+
+
+def _time_stopped(result: SynthResult, what: str) -> SynthResult:
+    """A result the time limit cut short (an LP stopped, a method of the engine not tried) says so: its
+    bounds or schedule may be weaker than without the limit, so it is `timeout` (exit 3) with what it has."""
+    if not what:
+        return result
+    note = f"the time limit (--timeout) stopped {what}"
+    status = "timeout" if result.status == "found" else result.status
+    return attrs.evolve(result, status=status, stopped_by=result.stopped_by or "time",
+                        message=f"{result.message}; {note}" if result.message else note)
 
 
 # --- the exact search ----------------------------------------------------------------------------
@@ -77,12 +94,17 @@ def _exact_search(request: SynthRequest) -> Iterator[Clock]:
     memory cap set for the run and reset after (the cap is this request's, not the process's)."""
     import z3  # the solver: imported only when the exact search runs
 
+    from smtcoll.bounds.lp import deadline
     from smtcoll.synth.exact.strategies import Clock
 
     memory = request.limits.memory_mb
     z3.set_param("memory_max_size", memory)
+    # the time left of --timeout, which started with the request (the engine may have spent some)
+    d = deadline()
+    left = d.left() if d is not None else None
+    timeout = request.limits.timeout if left is None else max(0.001, left)
     try:
-        yield Clock(request.limits.timeout, memory, request.limits.budget)
+        yield Clock(timeout, memory, request.limits.budget)
     finally:
         z3.set_param("memory_max_size", 0)
 

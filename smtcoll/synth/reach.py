@@ -38,6 +38,12 @@ def unreachable(topo: Topology, coll: Collective) -> Unreachable | None:
     holders: dict[int, list[int]] = {}
     for r, c in coll.pre:
         holders.setdefault(c, []).append(r)
+    if _strongly_connected(out_of):
+        # every rank reaches every rank (two searches, not one per chunk): only a chunk nobody holds fails
+        for r, c in coll.post:
+            if c not in holders:
+                return Unreachable(r, c, ())
+        return None
     reach: dict[tuple[int, ...], set[int]] = {}
     for r, c in coll.post:
         hs = tuple(holders.get(c, ()))
@@ -54,6 +60,24 @@ def unreachable(topo: Topology, coll: Collective) -> Unreachable | None:
         if r not in seen:
             return Unreachable(r, c, hs)
     return None
+
+
+def _strongly_connected(out_of: list[list[int]]) -> bool:
+    """Rank 0 reaches every rank and every rank reaches rank 0."""
+    into: list[list[int]] = [[] for _ in out_of]
+    for u, vs in enumerate(out_of):
+        for v in vs:
+            into[v].append(u)
+    for adj in (out_of, into):
+        seen, queue = {0}, deque([0])
+        while queue:
+            for v in adj[queue.popleft()]:
+                if v not in seen:
+                    seen.add(v)
+                    queue.append(v)
+        if len(seen) < len(out_of):
+            return False
+    return True
 
 
 def unreachable_result(topo: Topology, base: Collective, strategy: str, started: float) -> SynthResult | None:

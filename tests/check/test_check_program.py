@@ -406,9 +406,16 @@ def _interleavings_agree(path: Path, seeds: int = 4) -> tuple[bool, bool]:
     from smtcoll.check.transmissions import lower
     from smtcoll.msccl.reader import read_program
 
+    def known(v: int | None) -> int:  # the corpus files declare every attribute
+        assert v is not None
+        return v
+
     p = read_program(path).program
-    tbs = [TbInput(g.id, t.id, t.send, t.recv, t.chan, tuple(lower(t))) for g in p.gpus for t in g.tbs]
-    geo = buffers.Geometry(p.coll, p.ngpus, p.nchunksperloop, bool(p.inplace), {g.id: g.s_chunks for g in p.gpus})
+    assert p.coll is not None and p.nchannels is not None
+    tbs = [TbInput(known(g.id), known(t.id), known(t.send), known(t.recv), known(t.chan), tuple(lower(t)))
+           for g in p.gpus for t in g.tbs]
+    geo = buffers.Geometry(p.coll, known(p.ngpus), known(p.nchunksperloop), bool(p.inplace),
+                           {known(g.id): known(g.s_chunks) for g in p.gpus})
     base = execute(tbs, geo, p.nchannels, None)
     racy = any(f.code in ("race", "read-before-write") for f in base.findings)
     same = all(execute(tbs, geo, p.nchannels, None, rng=random.Random(seed)).memory == base.memory

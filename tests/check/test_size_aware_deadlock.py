@@ -61,8 +61,9 @@ def test_regimes_cover_the_range_with_the_formulas_counts() -> None:
     rs = messages.regimes(EFFECTIVE, CHUNKS, low, high)
     assert rs[0].low == low and rs[-1].high == high and rs[-1].count == 1
     for a, b in itertools.pairwise(rs):
-        assert b.low == a.high + 1 and b.count < a.count  # contiguous, falling
+        assert a.high is not None and b.low == a.high + 1 and b.count < a.count  # contiguous, falling
     for r in rs:  # every size of a regime gives its count
+        assert r.high is not None  # `regimes` between two sizes has an upper end
         for n in (r.low, r.high, (r.low + r.high) // 2):
             assert messages.max_allowed_count(EFFECTIVE, n, CHUNKS) == r.count
 

@@ -137,8 +137,9 @@ def test_draw_topology_returns_a_figure_for_notebooks(tmp_path: Path) -> None:
 
     fig = draw_topology(library.topology("dgx1"))
     assert isinstance(fig, Figure)
-    legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
-    assert legend == ["bandwidth 1, 25 GB/s", "bandwidth 2, 50 GB/s"]
+    legend = fig.axes[0].get_legend()
+    assert legend is not None
+    assert [t.get_text() for t in legend.get_texts()] == ["bandwidth 1, 25 GB/s", "bandwidth 2, 50 GB/s"]
 
 
 def test_multi_node_drawing_groups_nodes_nics_and_rails(tmp_path: Path, capsys) -> None:
@@ -171,7 +172,8 @@ def test_pareto_plot(tmp_path: Path, capsys) -> None:
     result = strategies.pareto(library.topology("ring:4"), library.collective("allgather", 4))
     ax = draw_pareto(result, "allgather on ring:4").axes[0]
     assert "(2, 3, 2)" in {t.get_text() for t in ax.texts}
-    assert any("lower bound: 2 steps" in t.get_text() for t in ax.get_legend().get_texts())
+    legend = ax.get_legend()
+    assert legend is not None and any("lower bound: 2 steps" in t.get_text() for t in legend.get_texts())
 
 
 # --- progress ---------------------------------------------------------------------------------------------------

@@ -22,7 +22,7 @@ from smtcoll.cli.app import run_guarded
 CONTRACT = {0, 1, 2, 3, 4}
 
 
-def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+def cli(capsys: pytest.CaptureFixture[str], *args: str | Path) -> tuple[int, str, str]:
     """Run `smtcoll ARGS` in-process through the CLI guard: (exit code, stdout, stderr)."""
     with pytest.raises(SystemExit) as e:
         run_guarded(app, [str(a) for a in args])
@@ -41,8 +41,8 @@ def one_way(tmp_path: Path, ranks: int = 4, links: str = "[{src = 0, dst = 1}]")
 
 # --- the exit-code table and the guard ------------------------------------------------------------
 
-def _subclasses(cls: type) -> list[type]:
-    out = []
+def _subclasses(cls: type[errors.SmtcollError]) -> list[type[errors.SmtcollError]]:
+    out: list[type[errors.SmtcollError]] = []
     for sub in cls.__subclasses__():
         out += [sub, *_subclasses(sub)]
     return out

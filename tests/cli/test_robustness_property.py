@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -93,4 +94,5 @@ def test_bounds_and_show_always_answer(capsys, topo, coll, root, chunks) -> None
 @given(topo=topologies(), coll=st.sampled_from(COLLECTIVES), root=st.none() | st.integers(0, 5),
        args=synth_args())
 def test_synth_always_answers_long(capsys, topo, coll, root, args) -> None:
-    test_synth_always_answers.hypothesis.inner_test(capsys, topo, coll, root, args)
+    given_test: Any = test_synth_always_answers  # hypothesis adds `.hypothesis.inner_test`, untyped
+    given_test.hypothesis.inner_test(capsys, topo, coll, root, args)

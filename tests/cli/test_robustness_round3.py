@@ -12,12 +12,17 @@ import os
 import shutil
 import stat
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
+from helpers.paths import ROOT
 
 from smtcoll.cli import app
 from smtcoll.cli.app import run_guarded
-from tests.helpers.paths import ROOT
+
+if TYPE_CHECKING:
+    from smtcoll.sweep.cache import Cache
+    from smtcoll.sweep.tasks import Task
 
 EXAMPLES = ROOT / "examples"
 
@@ -188,7 +193,7 @@ def test_a_hostile_file_is_bad_input_with_its_place(tmp_path: Path, case: str,
     path.write_text(text, encoding="utf-8")
     cpu = time.process_time()
     # a TE-CCL file's machine is inferred from its ids when no --topology is given
-    machine = [] if case.startswith("TE-CCL ids") else ["-t", FORMATS / "ring4.toml"]
+    machine: list[str | Path] = [] if case.startswith("TE-CCL ids") else ["-t", FORMATS / "ring4.toml"]
     code, out, _ = cli(capsys, "verify", path, "--format", "json", *machine)
     assert time.process_time() - cpu < 5
     report = json.loads(out)[0]
@@ -295,17 +300,18 @@ def test_a_collective_address_is_a_function_of_the_chunk(tmp_path: Path, capsys:
 
 # --- 2: a cache is an input: what leaves it is verified ---------------------------------------------------
 
-def _cached_task(tmp_path: Path) -> tuple[object, object, dict]:
+def _cached_task(tmp_path: Path) -> tuple[Task, Cache, dict[str, Any]]:
     import hashlib
 
     pytest.importorskip("z3")
     from smtcoll.sweep.cache import Cache
     from smtcoll.sweep.plan import Request, make_tasks
     from smtcoll.sweep.sizes import SizeRange
-    from smtcoll.sweep.tasks import Options
+    from smtcoll.sweep.tasks import Options, Task
 
     request = Request(("ring:4",), (1,), ("allgather",), Options(SizeRange(1024, 1 << 20), ("executor",)))
     task = make_tasks(request)[0]
+    assert isinstance(task, Task), task
     text = (EXAMPLES / "allgather-ring4.xml").read_text()
     entry = {"status": "ok", "files": [{"name": "a.xml", "runtime": "executor", "collective": "allgather",
                                         "sha256": hashlib.sha256(text.encode()).hexdigest(), "xml": text}]}
@@ -465,7 +471,8 @@ def test_one_runtime_value_set_in_every_command(capsys: pytest.CaptureFixture[st
     exits = {value: cli(capsys, "verify", legacy_refuses, "--runtime", value, "-q")[0]
              for value in ("auto", "any", "both", "executor", "legacy")}
     assert exits == {"auto": 0, "any": 0, "both": 1, "executor": 0, "legacy": 1}
-    for command in (["verify", xml], ["lower", schedule, "-o", tmp_path / "x.xml"]):
+    commands: tuple[list[str | Path], ...] = (["verify", xml], ["lower", schedule, "-o", tmp_path / "x.xml"])
+    for command in commands:
         code, _, err = cli(capsys, *command, "--runtime", "bogus")
         assert code == 2 and "auto" in err and "both" in err
 
@@ -548,7 +555,7 @@ def test_no_plot_says_why() -> None:
 def test_a_timed_schedule_over_the_transfer_limit_is_refused(name: str, tmp_path: Path,
                                                              capsys: pytest.CaptureFixture[str]) -> None:
     path = FORMATS / name
-    machine = ["-t", FORMATS / "ring4.toml"] if "forestcoll" in name else []
+    machine: list[str | Path] = ["-t", FORMATS / "ring4.toml"] if "forestcoll" in name else []
     code, out, _ = cli(capsys, "verify", path, "--format", "json", "--max-pieces", "3", *machine)
     report = json.loads(out)[0]
     assert code == 2 and "--max-pieces" in report["violations"][0]["message"], report

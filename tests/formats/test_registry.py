@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from smtcoll.check import CheckRequest, check
+from smtcoll.check.discover import expand
 from smtcoll.errors import InputError
 from smtcoll.formats import inputs, registry
 from smtcoll.formats.source import Source
@@ -78,3 +79,12 @@ def test_a_new_format_is_one_module_and_one_row(monkeypatch: pytest.MonkeyPatch)
     assert wrong.verdict == "error" and "postcondition" in {v.code for v in wrong.violations}
     broken = check(good + b"3 x 0 1\n", CheckRequest(input_format="sends-text"))
     assert broken.verdict == "unusable" and "line 14: expected `step chunk src dst`" in broken.violations[0].message
+
+
+def test_a_new_format_is_found_by_a_directory_walk(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    sends = _example_module()
+    (tmp_path / "ag.sends").write_text("# sends allgather ring:4\n0 0 0 1\n")
+    (tmp_path / "notes.sends").write_text("not sends\n")
+    assert expand([str(tmp_path)]) == []
+    monkeypatch.setattr(registry, "FORMATS", (*registry.FORMATS[:-1], sends, registry.FORMATS[-1]))
+    assert expand([str(tmp_path)]) == [str(tmp_path / "ag.sends")]

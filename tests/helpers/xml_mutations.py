@@ -63,16 +63,16 @@ def tree_edits(draw: st.DrawFn, text: bytes) -> bytes:
                                      "new-attr", "wrong-parent"]))
         if kind in ("delete", "duplicate", "swap", "wrong-parent") and parent is None:
             kind = "set-attr"
-        if kind == "delete":
+        if kind == "delete" and parent is not None:
             parent.remove(element)
-        elif kind == "duplicate":
+        elif kind == "duplicate" and parent is not None:
             parent.insert(list(parent).index(element), copy.deepcopy(element))
-        elif kind == "swap":
+        elif kind == "swap" and parent is not None:
             siblings = list(parent)
             j = draw(st.integers(0, len(siblings) - 1))
             i = siblings.index(element)
             parent[i], parent[j] = siblings[j], siblings[i]
-        elif kind == "wrong-parent":
+        elif kind == "wrong-parent" and parent is not None:
             target = elements[draw(st.integers(0, len(elements) - 1))][0]
             if target is not element and element not in target.iter():
                 parent.remove(element)

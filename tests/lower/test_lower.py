@@ -7,6 +7,7 @@ import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 from helpers.paths import SHARED, corpus_params, needs_corpus
@@ -19,6 +20,7 @@ from smtcoll.check.schedule import check_schedule
 from smtcoll.errors import NotVerified, SmtcollError
 from smtcoll.formats import load_schedule, save_schedule
 from smtcoll.lower import CannotLower, LowerOptions, RejectedSchedule, lower, verify_lowered
+from smtcoll.lower.pipeline import Lowered
 from smtcoll.model import Schedule, Send, Step, Topology
 from smtcoll.msccl.reader import read_program_bytes
 from smtcoll.msccl.writer import write_program
@@ -35,9 +37,9 @@ def _accepted_corpus() -> list[str]:
     return sorted(p.name for p in SCCL.glob("*.json") if check_schedule(load_schedule(p)).verdict == "ok")
 
 
-def lower_and_verify(schedule: Schedule, tmp: Path, **options: object) -> tuple[object, str]:
+def lower_and_verify(schedule: Schedule, tmp: Path, **options: Any) -> tuple[Lowered, str]:
     """Lower, write, verify; fail the test with the checker's findings when it does not verify."""
-    lowered = lower(schedule, LowerOptions(**options))  # type: ignore[arg-type]
+    lowered = lower(schedule, LowerOptions(**options))
     text = write_program(lowered.program)
     path = tmp / "algo.xml"
     path.write_text(text)

@@ -8,7 +8,7 @@ from helpers.xmlgen import algo, allgather2, gpu, step, tb
 
 from smtcoll.check.program import check_program
 from smtcoll.msccl.reader import read_program_bytes
-from smtcoll.msccl.runtime import MAX_STEPS, MAX_TBS, PROFILES, RUNTIMES
+from smtcoll.msccl.runtime import MAX_STEPS, MAX_TBS, PROFILES, RUNTIMES, Runtime
 
 
 def _refusing(text: str) -> frozenset[str]:
@@ -25,7 +25,7 @@ def test_every_runtime_has_one_profile_and_the_limits_come_from_it() -> None:
 
 
 @pytest.mark.parametrize("runtime", sorted(PROFILES))
-def test_a_step_number_past_a_profile_is_refused_by_that_runtime_only(runtime: str) -> None:
+def test_a_step_number_past_a_profile_is_refused_by_that_runtime_only(runtime: Runtime) -> None:
     last = PROFILES[runtime].max_steps
     rank = gpu(0, 0, 1, 0, tb(0, -1, -1, 0, step(last, "nop", cnt=0)))
     refusing = frozenset(r for r, p in PROFILES.items() if p.max_steps <= last)

@@ -64,7 +64,8 @@ def _convex(lines: list[cost.Line]) -> cost.Piecewise:
     """The maximum of `lines` as pieces (for the tests: by brute force over the pairwise crossings)."""
     xs = {Fraction(0)} | {(b.fixed - a.fixed) / (a.slope - b.slope) for a in lines for b in lines
                           if a.slope != b.slope and (b.fixed - a.fixed) / (a.slope - b.slope) > 0}
-    starts, pieces = [], []
+    starts: list[Fraction] = []
+    pieces: list[cost.Line] = []
     for x in sorted(xs):
         top = max(lines, key=lambda ln: (ln.at(x), ln.slope))
         if not pieces or top != pieces[-1]:

@@ -12,9 +12,6 @@ from pathlib import Path
 import attrs
 import pytest
 
-pytest.importorskip("distributed")
-jsonschema = pytest.importorskip("jsonschema")
-
 from smtcoll.check.program import check_program_file
 from smtcoll.sweep import cost
 from smtcoll.sweep.manifest import SCHEMA
@@ -23,6 +20,10 @@ from smtcoll.sweep.run import CLUSTER_CONFIG, Limits, Where
 from smtcoll.sweep.selection import tiles
 from smtcoll.sweep.sizes import SizeRange
 from smtcoll.sweep.tasks import Options, Task
+
+# the sweep imports Dask and jsonschema only when it runs: the imports above need neither
+pytest.importorskip("distributed")
+jsonschema = pytest.importorskip("jsonschema")
 
 RING_NIC = """\
 [topology]

@@ -214,8 +214,9 @@ def test_nccl_double_binary_tree_shape() -> None:
         for parents in (first, second):
             assert parents.count(None) == 1
             for r in range(n):  # every rank reaches the root
-                seen, x = set(), r
-                while parents[x] is not None:
+                seen: set[int] = set()
+                x: int | None = r
+                while x is not None and parents[x] is not None:
                     assert x not in seen
                     seen.add(x)
                     x = parents[x]

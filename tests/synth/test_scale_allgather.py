@@ -8,8 +8,9 @@ import pytest
 
 from smtcoll import library
 from smtcoll.bounds.entry import entry_bound, node_of
+from smtcoll.bounds.holdings import holdings_bound
 from smtcoll.check.schedule import check_schedule
-from smtcoll.synth.scale import engine, hierarchy
+from smtcoll.synth.scale import engine, hierarchy, matching
 
 
 def _allgather(topo: str, nodes: int):
@@ -46,10 +47,29 @@ def test_mi250_4_nodes_fills_the_links_the_ring_leaves() -> None:
 
 
 @pytest.mark.slow
-def test_mi250_4_nodes_engine() -> None:  # issue 24's row: 32 steps before, bound 8
+def test_mi250_4_nodes_engine() -> None:  # issue 24's row: 32 steps before, then 14; bound 9 (holdings)
     r = engine.synthesize(*_allgather("mi250", 4))
-    assert r.bounds.least_steps(True, 1) == 8
-    assert len(r.schedule.steps) <= 14 and r.method.startswith("node rings")
+    assert r.bounds.least_steps(True, 1) == 9
+    assert len(r.schedule.steps) == 10 and r.method.startswith("every link full")
+
+
+@pytest.mark.parametrize("nodes, steps", [(2, 6), (3, 8), (4, 10)])
+def test_mi250_every_link_full_is_one_round_above_the_holdings_bound(nodes: int, steps: int) -> None:
+    topo, coll = _allgather("mi250", nodes)
+    s = matching.matched_allgather(topo, coll, 200)
+    assert s is not None and check_schedule(s).verdict == "ok"
+    bound = holdings_bound(topo, coll).value
+    assert bound is not None and len(s.steps) == steps == bound + 1
+    # the NICs carry a chunk every round (both ends are switch groups of one per round)
+    remote = [sum(1 for x in st.sends if x.src // 16 != x.dst // 16) for st in s.steps[:-1]]
+    assert min(remote) == 16 * nodes
+
+
+def test_matching_is_not_for_one_node_or_non_allgather() -> None:
+    topo, coll = _allgather("mi250", 1)
+    assert matching.matched_allgather(topo, coll, 200) is None
+    topo = library.topology("mi250", 2)
+    assert matching.matched_allgather(topo, library.collective("alltoall", topo.ranks), 200) is None
 
 
 def test_each_chunk_enters_a_node_once_through_the_nics() -> None:

@@ -38,7 +38,7 @@ def test_routing_respects_switch_groups_and_is_deterministic() -> None:
     coll = library.collective("alltoall", t.ranks)
     a = routing.routed_alltoall(t, coll, 1000)
     b = routing.routed_alltoall(t, coll, 1000)
-    assert a is not None and a.steps == b.steps
+    assert a is not None and b is not None and a.steps == b.steps
     assert check_schedule(a).verdict == "ok"  # includes the switch-group capacity of every step
 
 

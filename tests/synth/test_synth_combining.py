@@ -67,7 +67,7 @@ def test_allreduce_composed_variant_is_reported() -> None:
 def test_allreduce_with_chunks_instance() -> None:
     t = library.topology("line:4")
     r = strategies.instance(t, library.collective("allreduce", 4), 3, 6, 2)
-    assert r.status == "found"
+    assert r.status == "found" and r.schedule is not None
     assert check_schedule(r.schedule).verdict == "ok"
 
 
@@ -78,6 +78,6 @@ def test_allreduce_with_chunks_instance() -> None:
 def test_every_builtin_collective_is_synthesized_and_checked(topo: str, coll: str, root: int | None) -> None:
     t = library.topology(topo)
     r = strategies.least_steps(t, library.collective(coll, t.ranks, root))
-    assert r.status == "found"
+    assert r.status == "found" and r.schedule is not None
     assert r.optimal["proved"]
     assert check_schedule(r.schedule).verdict == "ok"

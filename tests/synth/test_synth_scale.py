@@ -68,8 +68,10 @@ def test_deterministic() -> None:
 
 
 def test_group_detection_only_where_links_are_translates() -> None:
-    assert translate.group_of(library.topology("torus2d:3x5")).dims == (3, 5)
-    assert translate.group_of(library.topology("hypercube:3")).dims == (2, 2, 2)
+    torus = translate.group_of(library.topology("torus2d:3x5"))
+    cube = translate.group_of(library.topology("hypercube:3"))
+    assert torus is not None and torus.dims == (3, 5)
+    assert cube is not None and cube.dims == (2, 2, 2)
     assert translate.group_of(library.topology("ring:6").reversed()) is not None
     assert translate.group_of(library.topology("mesh2d:3x3")) is None
     assert translate.group_of(library.topology("dgx1")) is None

@@ -39,8 +39,8 @@ def test_optimal_steps(topo: str, coll: str, chunks: int, steps: int) -> None:
 
 
 def test_groups() -> None:
-    assert len(free_group(library.topology("torus2d:4x4"))) == 16
-    assert len(free_group(library.topology("dgx1"))) == 4
+    assert len(free_group(library.topology("torus2d:4x4")) or []) == 16
+    assert len(free_group(library.topology("dgx1")) or []) == 4
     assert free_group(library.topology("amd8")) is None
     assert free_group(library.topology("dgx2")) is None  # switch groups: not used
 
@@ -67,6 +67,6 @@ def test_a_shape_never_proves_anything() -> None:
 def test_dgx1_alltoall_8_8_3() -> None:
     t = library.topology("dgx1")
     r = strategies.instance(t, library.collective("alltoall", 8), 8, 8, 3)
-    assert r.status == "found"
+    assert r.status == "found" and r.schedule is not None
     assert check_schedule(r.schedule).verdict == "ok"
     assert r.schedule.rounds <= 8

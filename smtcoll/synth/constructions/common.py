@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from smtcoll import collectives
 from smtcoll.errors import SmtcollError
 from smtcoll.model import Collective, Send
 
-KINDS = ("allgather", "reducescatter", "allreduce", "broadcast", "reduce", "alltoall", "gather", "scatter")
+KINDS = collectives.NAMES
 
 
 class NotApplicable(SmtcollError):

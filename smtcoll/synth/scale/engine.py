@@ -4,9 +4,9 @@ Which method (docs/synth.md):
 - non-combining collectives: the translate construction where the topology is a ring, torus,
   hypercube or fully connected and the collective is Allgather- or Alltoall-shaped; for Alltoall-shaped
   ones the LP-routed paths of `routing` (any topology); Allgather-shaped ones on machines of several
-  nodes, the node rings fed by the NICs of `hierarchy`; otherwise, or when these miss the bound, the
-  link-chunk greedy (and for up to 32 ranks also the older greedy), the best
-  schedule kept;
+  nodes, the node rings fed by the NICs of `hierarchy` and the per-rank assignments of `matching`;
+  otherwise, or when these miss the bound, the link-chunk greedy (and for up to 32 ranks also the older
+  greedy), the best schedule kept;
 - ReduceScatter, Reduce (combining, with a non-combining dual): the reversal of a tree-shaped schedule
   of the dual on the reversed topology (every method above gives each rank each chunk once);
 - Allreduce: on hypercubes with one address, recursive doubling; otherwise the fewest steps of: reduce
@@ -27,7 +27,7 @@ from smtcoll.errors import SmtcollError
 from smtcoll.model import Collective, Schedule, Send, Step, Topology
 from smtcoll.synth.checked import checked
 from smtcoll.synth.combining import dual_collective, reverse_schedule
-from smtcoll.synth.scale import allreduce, greedy, hierarchy, routing, translate
+from smtcoll.synth.scale import allreduce, greedy, hierarchy, matching, routing, translate
 
 GREEDY_WORK = 5_000_000  # deliveries x steps, a few seconds of the link-chunk greedy
 OLD_GREEDY_UP_TO = 32  # ranks: the per-chunk Python greedy of synth/greedy.py is slow beyond
@@ -71,6 +71,18 @@ def _any(topo: Topology, coll: Collective, b: SearchBounds | None = None) -> tup
     return _allreduce(topo, coll)
 
 
+def _out_of_time(found: list[tuple[Schedule, str]]) -> bool:
+    """The --timeout has passed and a schedule is known: the remaining methods are not tried (counted,
+    so that the result says it was cut short)."""
+    from smtcoll.bounds.lp import deadline
+
+    d = deadline()
+    if found and d is not None and d.passed():
+        d.skipped += 1
+        return True
+    return False
+
+
 def _plain(topo: Topology, coll: Collective, b: SearchBounds | None) -> tuple[Schedule, str]:
     target = b.least_steps(True, coll.chunk_factor) if b is not None else 0
     found: list[tuple[Schedule, str]] = []
@@ -92,8 +104,18 @@ def _plain(topo: Topology, coll: Collective, b: SearchBounds | None) -> tuple[Sc
             found.append((h, "node rings fed by the NICs" + (", other links filled" if fill else "")))
             if len(h.steps) <= target:
                 return found[-1]
+    if _out_of_time(found):
+        return min(found, key=lambda x: (len(x[0].steps), x[0].rounds))
+    # ... and every link full each round, the rarest chunks first (wide links inside a node: MI250)
+    m = matching.matched_allgather(topo, coll, limit)
+    if m is not None:
+        found.append((m, "every link full per round, rarest first (assignment per rank)"))
+        if len(m.steps) <= target:
+            return found[-1]
     # the greedy's work is about (rank, chunk) deliveries x steps: where another method has answered and that
     # exceeds the budget, its answer stands (ring:100 Alltoall: 9,900 x 1,275, minutes of greedy for nothing)
+    if _out_of_time(found):
+        return min(found, key=lambda x: (len(x[0].steps), x[0].rounds))
     best = min((len(s.steps) for s, _ in found), default=None)
     if best is None or len(coll.post) * best <= GREEDY_WORK:
         g = greedy.greedy_schedule(topo, coll, limit)
