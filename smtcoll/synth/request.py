@@ -18,7 +18,8 @@ from smtcoll.errors import ModelError, TooLarge, UsageError
 from smtcoll.model import Collective, Instance, Topology
 
 Strategy = Literal["instance", "least-steps", "pareto"]
-Method = Literal["auto", "exact", "scale", "ring", "tree", "direct", "multiring", "hier", "hier2d", "treepack", "forest"]
+Method = Literal["auto", "exact", "scale", "ring", "tree", "direct", "multiring", "hier", "hier2d", "treepack",
+                 "forest"]
 STRATEGIES: tuple[str, ...] = ("instance", "least-steps", "pareto")
 # the throughput constructions, by their `--method` name (smtcoll.synth.constructions.METHODS; a test keeps
 # the two equal): named here so that a request is validated without importing them
