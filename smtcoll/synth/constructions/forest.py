@@ -27,8 +27,8 @@ import math
 from fractions import Fraction
 
 from smtcoll.bounds.throughput import rates
-from smtcoll.model import Collective, Schedule, Topology
-from smtcoll.synth.constructions.common import NotApplicable, kind
+from smtcoll.model import Collective, Schedule, Send, Step, Topology
+from smtcoll.synth.constructions.common import NotApplicable, kind, send_key
 from smtcoll.synth.constructions.pipeline import Plan, schedule_transfers
 
 MAX_RANKS = 16  # 2^16 rank sets: a few MB of numpy arrays
@@ -180,12 +180,16 @@ def forest(topo: Topology, base: Collective) -> Schedule:
             plan.broadcast(a, outward[owner][j], owner, into)
     else:
         coll = base.with_chunks(c)
+        trees = outward if outward is not None else inward
+        assert trees is not None
         for j in range(c):
             for i, owner in enumerate(roots):
-                a = (owner * c + j) if len(roots) > 1 else j
-                if outward is not None:
-                    plan.broadcast(a, outward[i][j], owner)
-                else:
-                    assert inward is not None
-                    plan.reduce(a, inward[i][j], owner)
+                plan.broadcast((owner * c + j) if len(roots) > 1 else j, trees[i][j], owner)
+        if outward is None:
+            # ReduceScatter and Reduce: the transpose of the Allgather (Broadcast) of the reversed links, its
+            # steps run backwards (a rank sends its partial sum once every rank of its subtree sent to it)
+            back = schedule_transfers(topo.reversed(), plan)
+            steps = [Step(st.rounds, sorted((Send(x.chunk, x.dst, x.src) for x in st.sends), key=send_key))
+                     for st in reversed(back)]
+            return Schedule(topo, coll, steps, name="forest")
     return Schedule(topo, coll, schedule_transfers(topo, plan), name="forest")
