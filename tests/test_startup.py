@@ -18,11 +18,12 @@ REPO = Path(__file__).resolve().parents[1]
 PROBE = """import json, sys
 from smtcoll.__main__ import main
 sys.argv = ['smtcoll'] + sys.argv[1:]
+code = 0
 try:
     main()
-except SystemExit:
-    pass
-sys.stderr.write('MODULES ' + json.dumps(sorted(sys.modules)) + '\\n')
+except SystemExit as e:
+    code = e.code or 0
+sys.stderr.write('MODULES ' + json.dumps([code, sorted(sys.modules)]) + '\\n')
 """
 
 SOLVER = ("z3", "cvc5")
@@ -67,7 +68,9 @@ def imported(args: tuple[str, ...], tmp: Path) -> list[str]:
                          text=True, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=120)
     line = next((x for x in run.stderr.splitlines() if x.startswith("MODULES ")), None)
     assert line is not None, run.stderr
-    return json.loads(line.removeprefix("MODULES "))
+    code, modules = json.loads(line.removeprefix("MODULES "))
+    assert code == 0, run.stderr  # a command that failed early would import little and prove nothing
+    return list(modules)
 
 
 @pytest.mark.parametrize("args", list(CASES), ids=" ".join)

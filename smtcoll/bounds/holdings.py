@@ -175,16 +175,18 @@ def holdings_bound(topo: Topology, coll: Collective, exact: bool = False) -> Bou
                          "the recursion did not converge")
         best = (r, {"rank": rank, "must_hold": int(need[rank]) if rank >= 0 else 0, "holdings": row})
     else:
-        for a in sorted(set(coll.address)):
-            start = np.zeros(p, dtype=np.int64)
-            need = np.zeros(p, dtype=np.int64)
-            for r_, c in coll.pre:
-                if coll.address[c] == a:
-                    start[r_] += 1
-            for r_, c in coll.post:
-                if coll.address[c] == a:
-                    need[r_] += 1
-            total = sum(1 for c in range(coll.chunks) if coll.address[c] == a)
+        addrs = sorted(set(coll.address))
+        where = {a: i for i, a in enumerate(addrs)}
+        of = np.array([where[a] for a in coll.address], dtype=np.int64)  # chunk -> address row
+        starts = np.zeros((len(addrs), p), dtype=np.int64)
+        needs = np.zeros((len(addrs), p), dtype=np.int64)
+        pre = np.array(coll.pre, dtype=np.int64).reshape(-1, 2)
+        post = np.array(coll.post, dtype=np.int64).reshape(-1, 2)
+        np.add.at(starts, (of[pre[:, 1]], pre[:, 0]), 1)
+        np.add.at(needs, (of[post[:, 1]], post[:, 0]), 1)
+        totals = np.bincount(of, minlength=len(addrs))
+        for i, a in enumerate(addrs):
+            start, need, total = starts[i], needs[i], int(totals[i])
             r, row, rank = _ramp(flow, start, need, total, values=True, exact=exact)
             if r is None:
                 return Bound("holdings", None, "rounds", {"rank": rank, "address": a},

@@ -38,7 +38,12 @@ def lower_bounds(topo: Topology, coll: Collective, size: int | None = None, gbps
     hops = hops_bound(topo, coll, arrays)
     entry = entry_bound(topo, coll)  # multi-node machines: the node's imports, then the last hop inside it
     held = holdings_bound(topo, coll)  # the ramp: what each rank can hold round by round
-    rounds = best_rounds(steps, receive, cut, lpb, hops, held, *([entry] if entry.value is not None else []))
+    others = [steps, receive, cut, lpb, hops, *([entry] if entry.value is not None else [])]
+    # the holdings bound is named only where it is stronger than all the others (or proves no schedule)
+    top = max((b.value for b in others if b.value is not None), default=None)
+    if held.value is None or top is None or held.value > top:
+        others.append(held)
+    rounds = best_rounds(*others)
     if rounds.witness.get("from") == "entry":  # the entry bound has no row of its own: its witness goes here
         rounds = attrs.evolve(rounds, witness={"from": "entry", "entry": entry.witness}, note=explain(entry))
     rpc = _rounds_per_chunk(cut, lpb, coll, hops)

@@ -25,7 +25,7 @@ from __future__ import annotations
 import heapq
 import random
 from collections import deque
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -114,7 +114,7 @@ def execute(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity
             rng: random.Random | None = None, seeds: dict[tuple[int, int], int] | None = None,
             outputs: frozenset[int] = frozenset(),
             occupy: Mapping[tuple[int, int, int], tuple[Any, tuple[tuple[Hashable, Any], ...]]] | None = None,
-            ) -> ExecutionResult:
+            zero: Any = 0.0, order: Callable[[Any], Any] | None = None) -> ExecutionResult:
     """Run the program; `capacity` is the FIFO size in messages (None: unbounded), a message being one
     step's transfer, or with `split` (the runtime's maxAllowedCount at some buffer size, `messages.py`) each
     piece of at most `split` chunks of it: split=1 is the worst case of large buffers, where every chunk of
@@ -126,7 +126,10 @@ def execute(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity
     channel) to (latency, ((resource, time per chunk), ...)): a chunk leaves when its thread block is ready
     and every resource it crosses (the link, the channel, a switch group, ...) is free, holds each for its
     time, and arrives the slowest of them plus the latency later. Times may be any ordered numbers that add
-    (the sweep passes exact affine ones, `smtcoll.sweep.model`)."""
+    (the sweep passes exact affine ones, `smtcoll.sweep.model`); every clock starts at `zero` (0 of that
+    number type: an integer 0 keeps a run on integers exact). `order` maps such a time to the key the timed
+    run serves departures by (`_StepOrder`); by default an `Affine`'s growth then value, any other number
+    itself."""
     geo = geometry
     per_message = split if split is not None else 1 << 30  # chunks per FIFO message (cnt < 2^16)
     report = _Findings(geo.mode)
@@ -135,7 +138,7 @@ def execute(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity
     for uid, t in enumerate(tbs):
         send_conn = (t.rank, t.send, t.chan) if t.send >= 0 and 0 <= t.chan < nchannels else None
         recv_conn = (t.recv, t.rank, t.chan) if t.recv >= 0 and 0 <= t.chan < nchannels else None
-        st = _Tb(uid, t.rank, t.tb_id, t.trans, send_conn, recv_conn)
+        st = _Tb(uid, t.rank, t.tb_id, t.trans, send_conn, recv_conn, time=zero)
         states.append(st)
         by_rank.setdefault(t.rank, {})[t.tb_id] = st
 
@@ -190,13 +193,28 @@ def execute(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity
     recv_waiters: dict[tuple[int, int, int], list[_Tb]] = {}
     send_waiters: dict[tuple[int, int, int], list[_Tb]] = {}
     flag_waiters: dict[tuple[int, int], list[_Tb]] = {}
-    ready: deque[_Tb] | _StepOrder = deque(states) if occupy is None else _StepOrder(states)
+    link_free: dict[tuple[int, int], float] = {}
+    res_free: dict[Hashable, Any] = {}
+
+    def departure(st: _Tb) -> Any:
+        # the earliest its next chunk can move: its clock, the message it receives, the resources it holds
+        t = st.time
+        if st.pc >= len(st.trans) or occupy is None:
+            return t
+        tr = st.trans[st.pc]
+        if tr.receives and st.recv_conn is not None:
+            fin = fifos.get(st.recv_conn)
+            if fin:
+                t = max(t, fin[0][3])
+        if tr.sends and st.send_conn is not None and st.send_conn in occupy:
+            t = max([t] + [res_free.get(res, 0) for res, _ in occupy[st.send_conn][1]])
+        return t
+
+    ready: deque[_Tb] | _StepOrder = deque(states) if occupy is None else _StepOrder(states, departure, order)
     for st in states:
         st.queued = True
     done_trans = 0
     messages = 0
-    link_free: dict[tuple[int, int], float] = {}
-    res_free: dict[Hashable, Any] = {}
 
     def wake(waiters: dict, key: object) -> None:
         for w in waiters.pop(key, ()):
@@ -405,32 +423,49 @@ def execute(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity
     for loc in outputs:
         reached |= taint.get(loc, 0)
     return ExecutionResult(report.close(), memory, bool(blocked), blocked, leftover, done_trans, messages,
-                           max((st.time for st in states), default=0.0), taint_findings, taint_seeds, reached)
+                           max((st.time for st in states), default=zero), taint_findings, taint_seeds, reached)
 
 
 _KNOWN = frozenset({"s", "r", "rcs", "rrs", "rrc", "rrcs", "cpy", "re"})
 
 
 class _StepOrder:
-    """The ready thread blocks of a timed run (`occupy`), one chunk at a time, in the order of the step
-    their next transmission is (then their place): close to the order in time, so a link is claimed in the
-    order its chunks come, and fixed whatever the times are (the sweep relies on that: its times are then
-    a maximum of lines in the buffer size)."""
+    """The ready thread blocks of a timed run (`occupy`), one chunk at a time, earliest departure first
+    (then the step of their next transmission, then their place): a resource is claimed in the order its
+    chunks come, as the hardware serves them. A claim never goes back in time (no backfilling), so an
+    order far from time order serializes: NCCL's all-pairs Alltoall on an NVSwitch ran at a third of the
+    port's speed when the order was the step alone. Times compare by their growth with the buffer size
+    first (`Affine.s`), then their value: one order for every size, so that the sweep's times stay a
+    maximum of lines in the size (smtcoll.sweep.cost). Keys only grow (clocks and resources move
+    forward), so a stale key is re-computed when it reaches the top (lazy re-evaluation)."""
 
-    def __init__(self, states: Sequence[_Tb]) -> None:
-        self.heap: list[tuple[int, int, int, _Tb]] = []
+    def __init__(self, states: Sequence[_Tb], departure: Callable[[_Tb], Any],
+                 order: Callable[[Any], Any] | None = None) -> None:
+        self.heap: list[tuple[tuple[Any, Any], int, int, int, _Tb]] = []
+        self.departure = departure
+        self.order = order
         for st in states:
             self.append(st)
 
-    def _key(self, st: _Tb) -> tuple[int, int, int]:
+    def _key(self, st: _Tb) -> tuple[tuple[Any, Any], int, int, int]:
         step = st.trans[st.pc].first if st.pc < len(st.trans) else 1 << 30
-        return step, st.piece, st.uid
+        t = self.departure(st)
+        if self.order is not None:
+            when = self.order(t)
+        else:
+            when = (t.s, t.v) if hasattr(t, "s") and hasattr(t, "v") else (0, t)
+        return when, step, st.piece, st.uid
 
     def append(self, st: _Tb) -> None:
         heapq.heappush(self.heap, (*self._key(st), st))
 
     def popleft(self) -> _Tb:
-        return heapq.heappop(self.heap)[-1]
+        while True:
+            st = heapq.heappop(self.heap)[-1]
+            key = self._key(st)
+            if not self.heap or key <= self.heap[0][:4]:
+                return st
+            heapq.heappush(self.heap, (*key, st))
 
     def __len__(self) -> int:
         return len(self.heap)

@@ -1,8 +1,8 @@
 """Option values converted without pydantic when they are plainly valid.
 
-typer 0.29 converts every parameter of a command, defaults included, through a pydantic `TypeAdapter`: the
-import of pydantic and the adapters of `verify`'s 26 parameters are about half of `smtcoll verify`'s
-start-up (docs/benchmarks.md). The values our commands take are a few plain kinds (str, bool, int and float with
+typer 0.29 converts every parameter of a command, defaults included, through a pydantic `TypeAdapter` it
+builds on each run: for `smtcoll verify` 21 adapters and pydantic's import, a third of its start-up
+(docs/benchmarks.md). The values our commands take are a few plain kinds (str, bool, int and float with
 bounds, an enum of choices, a path, lists of these), and a valid one converts the same way in a line.
 Anything else — a value out of range, not a number, not a choice — goes to typer's own conversion, so
 every error message stays typer's, word for word. `tests/cli/test_coercion.py` checks that both paths give
@@ -94,9 +94,8 @@ def install() -> None:
 
     def build(descriptor: TypeDescriptor) -> RuntimeParam:
         annotation, info = descriptor.annotation, descriptor.parameter_info
-        element = get_args(annotation)[0] if get_origin(annotation) is list and len(get_args(annotation)) == 1 \
-            else annotation
-        if descriptor.file_annotation is None and info.parser is None and _plain(element):
+        items = get_args(annotation) if get_origin(annotation) is list else (annotation,)
+        if descriptor.file_annotation is None and info.parser is None and len(items) == 1 and _plain(items[0]):
             return PlainRuntimeParam(parameter_info=info, annotation=annotation, descriptor=descriptor)
         return build_runtime_param(descriptor)
 

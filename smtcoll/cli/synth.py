@@ -61,6 +61,7 @@ class Method(enum.StrEnum):
     hier = "hier"
     hier2d = "hier2d"
     treepack = "treepack"
+    exchange = "exchange"
     forest = "forest"
 
 
@@ -125,7 +126,7 @@ def synth(
                                            "(the large-instance engine: seconds, with its gap to the bound), auto "
                                            "(the engine, then the exact search where it can still improve on it), or "
                                            "a throughput construction: ring, tree, direct (NCCL's), multiring, hier, "
-                                           "hier2d, treepack, forest (docs/synth.md)")
+                                           "hier2d, treepack, exchange, forest (docs/synth.md)")
                       ] = Method.auto,
     force: ForceOpt = False,
     fmt: FormatOpt = Format.text,

@@ -109,8 +109,9 @@ def lower(schedule: Schedule, options: LowerOptions = LowerOptions()) -> Lowered
                 raise CannotLower(f"rank {rank} thread block {i} needs {len(steps)} steps{spread_note}; the "
                                   f"{' and '.join(tight)} runtime allows {limits['steps']} per thread block{hint}")
             if i > MAX_DEPID and any(op.hasdep for op in mine):
-                raise CannotLower(f"rank {rank}: thread block {i} is a dependency target but depid is an int8_t "
-                                  f"(at most {MAX_DEPID})")
+                waited = sum(1 for _, ops in tbs if any(op.hasdep for op in ops))
+                raise CannotLower(f"rank {rank} waits for {waited} of its thread blocks, but depid is an int8_t: "
+                                  f"at most {MAX_DEPID + 1} can be waited for (use fewer --instances)")
             xml_tbs.append(ThreadBlock(i, tb.send, tb.recv, tb.instance, steps))
         gpus.append(Gpu(rank, layout.in_chunks * count, layout.out_chunks * count, scratch.get(rank, 0) * count,
                         xml_tbs))
@@ -145,7 +146,22 @@ def _threadblocks(base: list[LOp], count: int, segments: int, alias: Aliasing, m
     spread(ops, segments)
     by_rank = assign_tbs(ops)
     dependencies(ops, alias, modes)
+    _targets_first(by_rank)
     return by_rank
+
+
+def _targets_first(by_rank: dict[int, list[tuple[Tb, list[LOp]]]]) -> None:
+    """`depid` is an int8_t: where a rank waits for a thread block numbered above MAX_DEPID (8 instances on a
+    16-peer machine), number the thread blocks waited for first, each group in its order, so that up to
+    MAX_DEPID + 1 of them fit. Only then: programs that fit keep their numbering. The waits are objects,
+    so renumbering after `dependencies` changes no wait."""
+    for tbs in by_rank.values():
+        if not any(op.hasdep and op.tb > MAX_DEPID for _, mine in tbs for op in mine):
+            continue
+        tbs.sort(key=lambda entry: not any(op.hasdep for op in entry[1]))  # stable: each group keeps its order
+        for new, (_, mine) in enumerate(tbs):
+            for op in mine:
+                op.tb = new
 
 
 def _longest(by_rank: dict[int, list[tuple[Tb, list[LOp]]]]) -> int:

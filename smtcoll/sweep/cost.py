@@ -294,20 +294,41 @@ MAX_PIECES = 64
 
 
 def predict(program: Any, m: Machine, model: Model, low: int, high: int,
-            dominated: Callable[[Line, Line], bool] | None = None) -> Piecewise | None:
+            dominated: Callable[[Line, Line], bool] | None = None,
+            memo: dict[tuple[Hashable, Fraction], Line | None] | None = None, packed: bool = True) -> Piecewise | None:
     """The exact time of the lowered `program` (an `msccl.program.Program`) for every buffer size in
     [low, high] (module docstring); None when the program does not run to its end (deadlock), or when
-    `dominated(first, last)` says the supporting lines at both ends already show it loses everywhere."""
+    `dominated(first, last)` says the supporting lines at both ends already show it loses everywhere.
+
+    `memo` (one per machine and model) keeps every supporting line by `timing_key`, so a program that runs
+    as an earlier one did (the in-place program of an Allgather is its out-of-place one without the copy
+    thread blocks) is not run again. `packed` runs on integers (below); False runs on `Affine` numbers,
+    the same result (the tests compare the two)."""
     from smtcoll.check.topology_cost import program_makespan, program_thread_blocks
 
     tbs = program_thread_blocks(program)
     n = Fraction(program.nchunksperloop)
     proto = program.proto
     base = model.call_latency_us[proto]
+    key = timing_key(program, tbs) if memo is not None else None
 
     conns = sorted({(t.rank, t.send, t.chan) for t in tbs if t.send >= 0})
+    # chunks each connection sends: bounds every slope of the run (below)
+    sent: dict[tuple[int, int, int], int] = {}
+    for t in tbs:
+        if t.send >= 0:
+            c = (t.rank, t.send, t.chan)
+            sent[c] = sent.get(c, 0) + sum(tr.cnt for tr in t.trans if tr.sends)
 
     def tangent(size: Fraction) -> Line | None:
+        if memo is not None and (key, size) in memo:
+            return memo[(key, size)]
+        line = _tangent(size)
+        if memo is not None:
+            memo[(key, size)] = line
+        return line
+
+    def _tangent(size: Fraction) -> Line | None:
         occ = occupancy(m, model, proto, Affine(size / n, 1 / n))
         table = {c: occ(c) for c in conns}
         # every number of the run is a sum of these: in units of 1/d they are whole numbers, which add and
@@ -316,15 +337,32 @@ def predict(program: Any, m: Machine, model: Model, low: int, high: int,
         for lat, held in table.values():
             for x in (lat.v, lat.s, *(h.v for _, h in held), *(h.s for _, h in held)):
                 d = math.lcm(d, x.denominator)
-        scaled = {c: (Affine(int(lat.v * d), int(lat.s * d)),
-                      tuple((k, Affine(int(h.v * d), int(h.s * d))) for k, h in held))
-                  for c, (lat, held) in table.items()}
-        t = program_makespan(program, scaled.__getitem__, tbs)
-        if t is None:
-            return None
-        if not isinstance(t, Affine):  # nothing is sent (one rank)
-            t = Affine(Fraction(0), Fraction(0))
-        v, sl = Fraction(t.v, d), Fraction(t.s, d)
+        if packed:
+            # every time of the run is a sum along one chain of events, each chunk's hold at most once and
+            # latencies (slope 0): its slope is at most `top`. So (v, s) is the one integer v * 2^bits + s,
+            # which adds like the pair and orders like it (v first, then s): plain ints, no method calls
+            top = sum(sent[c] * max((int(h.s * d) for _, h in held), default=0) for c, (_, held) in table.items())
+            bits = top.bit_length() + 1
+            ints = {c: ((int(lat.v * d) << bits) + int(lat.s * d),
+                        tuple((k, (int(h.v * d) << bits) + int(h.s * d)) for k, h in held))
+                    for c, (lat, held) in table.items()}
+            low_bits = (1 << bits) - 1
+            # served by growth, then value, as the Affine run is (smtcoll.check.execution._StepOrder)
+            t = program_makespan(program, ints.__getitem__, tbs, zero=0,
+                                 order=lambda x: (x & low_bits, x >> bits))
+            if t is None:
+                return None
+            v, sl = Fraction(t >> bits, d), Fraction(t & ((1 << bits) - 1), d)
+        else:
+            scaled = {c: (Affine(int(lat.v * d), int(lat.s * d)),
+                          tuple((k, Affine(int(h.v * d), int(h.s * d))) for k, h in held))
+                      for c, (lat, held) in table.items()}
+            t = program_makespan(program, scaled.__getitem__, tbs)
+            if t is None:
+                return None
+            if not isinstance(t, Affine):  # nothing is sent (one rank)
+                t = Affine(Fraction(0), Fraction(0))
+            v, sl = Fraction(t.v, d), Fraction(t.s, d)
         return Line(v + base - sl * size, sl)
 
     lo, hi = Fraction(low), Fraction(high)
@@ -354,6 +392,23 @@ def predict(program: Any, m: Machine, model: Model, low: int, high: int,
             starts.append(s)
             lines.append(found[s])
     return Piecewise(tuple(starts), tuple(lines))
+
+
+def timing_key(program: Any, tbs: Sequence[Any]) -> Hashable:
+    """What the timed run of a program depends on, and nothing else: its protocol, channels, chunks per
+    loop and, per thread block in order, its connections and each transmission's type, count, waits, flag
+    and place. A thread block that neither sends, receives, waits nor is waited for (local copies only)
+    changes no time and is left out; the others are renumbered in order (thread block ids shift when one is
+    left out), so two programs with the same key have the same run."""
+    targets = {(t.rank, dep) for t in tbs for tr in t.trans for dep, _ in tr.deps}
+    keep = [t for t in tbs if t.send >= 0 or t.recv >= 0 or (t.rank, t.tb_id) in targets
+            or any(tr.deps or tr.hasdep for tr in t.trans)]
+    ids = {(t.rank, t.tb_id): i for i, t in enumerate(keep)}
+    return (program.proto, program.nchannels, program.nchunksperloop, program.coll, program.ngpus,
+            tuple((t.rank, t.send, t.recv, t.chan,
+                   tuple((tr.type, tr.cnt, tuple((ids.get((t.rank, dep), ("none", dep)), k) for dep, k in tr.deps),
+                          tr.hasdep, tr.counter, tr.first) for tr in t.trans))
+                  for t in keep))
 
 
 def chord(curve: Piecewise, low: int, high: int) -> Line:
@@ -390,13 +445,13 @@ def bus_bandwidth(kind: str, ranks: int, size: int, micros: Fraction) -> float |
 
 
 def schedule_time(schedule: Schedule, protocol: str, instances: int, size: int, model: Model | None = None,
-                  nodes: int = 1) -> Fraction | None:
+                  nodes: int = 1, mode: str = "outofplace") -> Fraction | None:
     """The modelled time (µs) of `schedule` lowered as the sweep lowers it (`protocol`, `instances`, the
-    executor) at `size` bytes; None where the lowered program does not run to its end. For benchmarks and
-    tests that rank a schedule without a sweep."""
+    executor, `mode`) at `size` bytes; None where the lowered program does not run to its end. For
+    benchmarks and tests that rank a schedule without a sweep."""
     from smtcoll.lower import LowerOptions, lower
 
     model = Model.load() if model is None else model
-    lowered = lower(schedule, LowerOptions(instances, protocol, "executor", "both", size, size, True))
+    lowered = lower(schedule, LowerOptions(instances, protocol, "executor", mode, size, size, True))
     curve = predict(lowered.program, machine(schedule.topology, nodes, model), model, size, size)
     return None if curve is None else curve.at(size)

@@ -18,7 +18,7 @@ from smtcoll.errors import InputError, SmtcollError
 from smtcoll.files import write_text
 from smtcoll.sweep.tasks import Invalid, Options, Task
 
-FORMAT = "smtcoll-sweep/2"
+FORMAT = "smtcoll-sweep/3"  # 3: a file per mode (`mode`), out-of-place and in-place
 SCHEMA = Path(__file__).with_name("manifest.schema.json")
 
 

@@ -56,8 +56,8 @@ def tables(manifest: dict[str, Any], width: int = 120) -> str:
                           ("vs NCCL", "right"), ("bound", "right"), ("of bound", "right")):
             table.add_column(col, justify=just, no_wrap=True)  # type: ignore[arg-type]
         for f in files:
-            if f["runtime"] != runtimes[0]:
-                continue  # the same selection for every runtime
+            if f["runtime"] != runtimes[0] or f.get("mode", "outofplace") != "outofplace":
+                continue  # the same selection for every runtime; out-of-place is what nccl-tests times
             at = f["predicted"][-1]
             nccl = [v for k, v in sorted(at.items()) if k.startswith("nccl_")]
             bound = at.get("bound_us")
@@ -69,14 +69,16 @@ def tables(manifest: dict[str, Any], width: int = 120) -> str:
                           _time(bound) if bound else "-",
                           f"{bound / at['time_us']:.0%}" if bound else "-")
         console.print(table)
-    console.print("time, busbw, NCCL and bound at the largest size of each range; vs NCCL: NCCL's best (ring or "
-                  "tree) time / ours; of bound: the bound's time / ours (docs/sweep.md)")
+    console.print("out-of-place files (what nccl-tests times by default; the in-place ones are in the manifest); "
+                  "time, busbw, NCCL and bound at the largest size of each range; vs NCCL: NCCL's best (ring or "
+                  "tree) time / ours, NCCL lowered out of place too; of bound: the bound's time / ours (docs/sweep.md)")
     failed = [t for t in manifest["tasks"] if t["status"] != "ok"]
     for t in failed:
         console.print(f"FAILED {t['collective']} on {t['topology']} x{t['nodes']}: {t['why']}")
     for t in manifest["tasks"]:
         for r in t["rejected"]:
             console.print(f"not used for {t['collective']} on {t['topology']} x{t['nodes']} ({r['runtime']}, "
+                          f"{r.get('mode', 'outofplace')}, "
                           f"{r.get('candidate')}, {r.get('protocol')}, {r.get('instances')} instance(s)): "
                           f"{r['why'][:200]}", soft_wrap=True)
     s = manifest["summary"]
@@ -108,7 +110,7 @@ def plot(manifest: dict[str, Any], path: Path) -> bool:
     for ax, (kind, files) in zip(axes[0], groups.items()):
         series: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for f in files:
-            if f["runtime"] == runtime:
+            if f["runtime"] == runtime and f.get("mode", "outofplace") == "outofplace":
                 series[f"{f['topology']} x{f['nodes']}"] += f["predicted"]
         for label, points in series.items():
             xs = [p["bytes"] for p in points if p["busbw_gbps"] is not None]

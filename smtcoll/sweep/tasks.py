@@ -33,6 +33,10 @@ from smtcoll.sweep import cost
 from smtcoll.sweep.selection import envelope, tiles
 from smtcoll.sweep.sizes import SizeRange, file_bounds
 
+# every size range gets one file per mode, each lowered, timed, selected and verified for its mode: the
+# runtimes pick an algorithm per call by whether the buffers alias (docs/sweep.md, "In place and out of place")
+MODES = ("outofplace", "inplace")
+LAYOUT = "per-mode/1"  # what the files of a result are (part of the cache key: an older result has other files)
 FAULT_ENV = "SMTCOLL_SWEEP_FAULT"  # test-only: makes the child process hang or crash (tests/test_sweep*.py)
 MEMORY_ENV = "SMTCOLL_SWEEP_MEMORY"  # the child's address-space limit in bytes (0: none), set by run.execute
 
@@ -74,7 +78,7 @@ class Task:
 
     def key(self) -> str:
         """The content hash: topology, collective, options and the smtcoll version, nothing else."""
-        text = json.dumps({"task": self.payload(), "smtcoll": smtcoll.__version__}, sort_keys=True)
+        text = json.dumps({"task": self.payload(), "smtcoll": smtcoll.__version__, "layout": LAYOUT}, sort_keys=True)
         return hashlib.sha256(text.encode()).hexdigest()
 
     def slug(self) -> str:
@@ -132,6 +136,7 @@ class Candidate:
     protocol: str
     instances: int
     curve: cost.Piecewise
+    mode: str = "outofplace"
 
 
 def compute(payload: dict[str, Any]) -> dict[str, Any]:
@@ -186,13 +191,18 @@ def compute(payload: dict[str, Any]) -> dict[str, Any]:
         out.update(status="failed", why=f"the synthesizer found no schedule ({status}: {result.message})")
         return out
     machine = cost.machine(topo, nodes, o.model)
-    cands, rejected = _candidates(sources, machine, o, kind, label, nodes)
-    out["rejected"] += rejected
+    memo: dict[Any, Any] = {}  # supporting lines by timing key, shared by the modes (cost.predict)
+    per_mode: dict[str, list[Candidate]] = {}
+    for mode in MODES:
+        per_mode[mode], rejected = _candidates(sources, machine, o, kind, label, nodes, mode, memo)
+        out["rejected"] += rejected
     bound = _bound(topo, base, result.lower_bound, o.model)
     for runtime in o.runtimes:
-        files, rej = _select_and_write(sources, cands, o.sizes, runtime, label, nodes, kind, bound, topo.ranks)
-        out["files"] += files
-        out["rejected"] += rej
+        for mode in MODES:
+            files, rej = _select_and_write(sources, per_mode[mode], o.sizes, runtime, label, nodes, kind, bound,
+                                           topo.ranks)
+            out["files"] += files
+            out["rejected"] += rej
     if not out["files"]:
         out.update(status="failed", why="no candidate lowers and verifies (see rejected)")
     if o.prove:
@@ -201,12 +211,14 @@ def compute(payload: dict[str, Any]) -> dict[str, Any]:
 
 
 def _candidates(sources: list[Source], machine: cost.Machine, o: Options, kind: str, label: str,
-                nodes: int) -> tuple[list[Candidate], list[dict[str, Any]]]:
-    """Every source x protocol x instances that lowers, with its exact time over the requested sizes
-    (the lowered program run in the cost model); the others are rejected with the reason. A candidate
+                nodes: int, mode: str, memo: dict[Any, Any]) -> tuple[list[Candidate], list[dict[str, Any]]]:
+    """Every source x protocol x instances that lowers in `mode`, with its exact time over the requested
+    sizes (the lowered program run in the cost model); the others are rejected with the reason. A candidate
     that another is at least as fast as at every size is left out (`cost.beaten`); a variant of NCCL's
-    own algorithms only when another variant of the same algorithm is (NCCL's time is the best of them)."""
+    own algorithms only when another variant of the same algorithm is (NCCL's time is the best of them).
+    NCCL's algorithms are lowered and timed in the same mode, so the comparison stays fair."""
     from smtcoll.lower import LowerOptions, lower
+    from smtcoll.msccl.runtime import FIFO_MESSAGES
 
     cands: list[Candidate] = []
     rejected: list[dict[str, Any]] = []
@@ -215,6 +227,9 @@ def _candidates(sources: list[Source], machine: cost.Machine, o: Options, kind: 
     order = sorted(range(len(sources)), key=lambda i: (sources[i].nccl is None, i))
     for i in order:
         src = sources[i]
+        # the lowering depends on the protocol only through its FIFO size (fusion) and the `proto` it
+        # writes: one lowering per FIFO size, the protocol set afterwards (the same program as lowering anew)
+        lowered_by: dict[tuple[int, int], Any] = {}
         for inst in o.model.instances:
             for proto in o.model.protocols:
                 why = None
@@ -229,18 +244,27 @@ def _candidates(sources: list[Source], machine: cost.Machine, o: Options, kind: 
                     return lost[0]
 
                 try:
-                    lowered = lower(src.schedule, LowerOptions(inst, proto, o.runtimes[0], "both", low, high, True,
-                                                               f"{kind} {label} x{nodes}"))
-                    curve = cost.predict(lowered.program, machine, o.model, low, high, dominated)
+                    fifo = (inst, FIFO_MESSAGES[proto])
+                    if fifo not in lowered_by:
+                        try:
+                            lowered_by[fifo] = lower(src.schedule, LowerOptions(
+                                inst, proto, o.runtimes[0], mode, low, high, True, f"{kind} {label} x{nodes}"))
+                        except SmtcollError as e:
+                            lowered_by[fifo] = e
+                    done = lowered_by[fifo]
+                    if isinstance(done, SmtcollError):
+                        raise done
+                    program = attrs.evolve(done.program, proto=proto)
+                    curve = cost.predict(program, machine, o.model, low, high, dominated, memo)
                     if curve is None and not lost[0]:
                         why = "the lowered program does not run to its end in the cost model"
                 except SmtcollError as e:
                     curve, why = None, str(e)[:300]
                 if why is not None:
-                    rejected.append({"runtime": o.runtimes[0], "candidate": src.name, "method": src.method,
-                                     "protocol": proto, "instances": inst, "why": why})
+                    rejected.append({"runtime": o.runtimes[0], "mode": mode, "candidate": src.name,
+                                     "method": src.method, "protocol": proto, "instances": inst, "why": why})
                 if curve is not None:
-                    cands.append(Candidate(i, proto, inst, curve))
+                    cands.append(Candidate(i, proto, inst, curve, mode))
     cands.sort(key=lambda c: (c.source, o.model.instances.index(c.instances), o.model.protocols.index(c.protocol)))
     return cands, rejected
 
@@ -317,9 +341,9 @@ def _select_and_write(sources: list[Source], cands: list[Candidate], sizes: Size
             c = cands[alive[j]]
             src = sources[c.source]
             low, high = file_bounds(rng, runtime)
-            name = f"{kind} {label} x{nodes} {src.name} {c.protocol} x{c.instances}"
+            name = f"{kind} {label} x{nodes} {src.name} {c.protocol} x{c.instances} {c.mode}"
             try:
-                lowered = lower(src.schedule, LowerOptions(c.instances, c.protocol, runtime, "both", low, high,
+                lowered = lower(src.schedule, LowerOptions(c.instances, c.protocol, runtime, c.mode, low, high,
                                                            True, name))
                 text = write_program(lowered.program)
                 ok, why = _verify(lowered, text)
@@ -335,8 +359,9 @@ def _select_and_write(sources: list[Source], cands: list[Candidate], sizes: Size
                 raise SmtcollError(f"internal error: the size ranges of {kind} on {label} do not tile {sizes.text()}")
             return files, rejected
         c = cands[failed[0]]
-        rejected.append({"runtime": runtime, "candidate": sources[c.source].name, "method": sources[c.source].method,
-                         "protocol": c.protocol, "instances": c.instances, "why": failed[1]})
+        rejected.append({"runtime": runtime, "mode": c.mode, "candidate": sources[c.source].name,
+                         "method": sources[c.source].method, "protocol": c.protocol, "instances": c.instances,
+                         "why": failed[1]})
         alive.remove(failed[0])
     return [], rejected
 
@@ -379,7 +404,8 @@ def _file_entry(src: Source, c: Candidate, rng: SizeRange, runtime: str, low: in
             row.update(bound_us=_us(b), bound_busbw_gbps=_gbps(kind, ranks, size, b),
                        gap=round(float(t / b - 1), 6) if b > 0 else None)
         predicted.append(row)
-    return {"name": f"{kind}-{_safe(label)}-{nodes}n-{rng.low}-{rng.high}.xml", "runtime": runtime,
+    return {"name": f"{kind}-{_safe(label)}-{nodes}n-{c.mode}-{rng.low}-{rng.high}.xml", "runtime": runtime,
+            "mode": c.mode,
             "topology": label, "nodes": nodes, "collective": kind, "ranks": ranks, "sizes": [rng.low, rng.high],
             "min_bytes": low, "max_bytes": high, "algorithm": src.name,
             "instance": {"steps": inst.steps, "rounds": inst.rounds, "chunks": inst.chunks},

@@ -18,12 +18,11 @@ from smtcoll.errors import ModelError, TooLarge, UsageError
 from smtcoll.model import Collective, Instance, Topology
 
 Strategy = Literal["instance", "least-steps", "pareto"]
-Method = Literal["auto", "exact", "scale", "ring", "tree", "direct", "multiring", "hier", "hier2d", "treepack",
-                 "forest"]
 STRATEGIES: tuple[str, ...] = ("instance", "least-steps", "pareto")
 # the throughput constructions, by their `--method` name (smtcoll.synth.constructions.METHODS; a test keeps
 # the two equal): named here so that a request is validated without importing them
-CONSTRUCTIONS: tuple[str, ...] = ("ring", "tree", "direct", "multiring", "hier", "hier2d", "treepack", "forest")
+CONSTRUCTIONS: tuple[str, ...] = ("ring", "tree", "direct", "multiring", "hier", "hier2d", "treepack", "exchange",
+                                  "forest")
 METHODS: tuple[str, ...] = ("auto", "exact", "scale", *CONSTRUCTIONS)
 
 # The exact search's default budget, in z3 resource units (its deterministic `rlimit` counter): the same
@@ -98,7 +97,7 @@ class SynthRequest:
     """
 
     strategy: Strategy | None = None
-    method: Method = "auto"
+    method: str = "auto"  # one of METHODS, checked below
     steps: int | None = None
     rounds: int | None = None
     chunks: int = 1

@@ -110,7 +110,7 @@ def test_bounds_columns_are_aligned_and_counts_agree(capsys) -> None:
     for topo in ("ring:2", "dgx1"):
         code, out, _ = run(capsys, "bounds", "-t", topo, "-c", "allgather", "--size", "1048576")
         rows = [line for line in out.splitlines()[1:] if line.startswith("  ")]
-        assert code == 0 and len(rows) == 11  # 8 step/round bounds, bus bandwidth, latency, time at the size
+        assert code == 0 and len(rows) == 12  # 9 step/round bounds (holdings too), bus bandwidth, latency, time at size
         starts = {len(re.match(r"\s+\S+\s+", r).group(0)) for r in rows}  # type: ignore[union-attr]
         explanations = {re.search(r"\S(\s{2,})\S", r[min(starts):]).end(1) for r in rows}  # type: ignore[union-attr]
         assert len(starts) == 1 and len(explanations) == 1, out

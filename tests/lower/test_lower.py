@@ -22,6 +22,7 @@ from smtcoll.formats import load_schedule, save_schedule
 from smtcoll.lower import CannotLower, LowerOptions, RejectedSchedule, lower, verify_lowered
 from smtcoll.lower.pipeline import Lowered
 from smtcoll.model import Schedule, Send, Step, Topology
+from smtcoll.msccl.program import ThreadBlock
 from smtcoll.msccl.reader import read_program_bytes
 from smtcoll.msccl.writer import write_program
 
@@ -80,6 +81,33 @@ def test_out_of_place_allgather_needs_no_scratch(tmp_path: Path) -> None:
     lowered, text = lower_and_verify(load_schedule(SCCL / "Allgather.n8-DGX1-steps2.msccl.json"), tmp_path)
     assert lowered.stats["scratch_chunks"] == 0 and lowered.stats["nops"] == 0
     assert 'nchunksperloop="8"' in text and 'i_chunks="1" o_chunks="8" s_chunks="0"' in text
+
+
+@pytest.mark.parametrize("kind", ["allgather", "reducescatter", "allreduce"])
+def test_both_modes_add_no_waits_to_out_of_place(kind: str, tmp_path: Path) -> None:
+    """A file for both modes waits only where one of the two runs needs it: the in-place and out-of-place
+    runs are separate executions, and an input -> output copy that is a self-copy in place only reads.
+    So the ring's `both` program has exactly the waits of its out-of-place and in-place programs (the
+    conflated modes made every send of an Allgather's own chunk wait for the copy thread block)."""
+    from smtcoll.synth.constructions import constructions
+
+    topo = library.topology("ndv2")
+    ring = next(c for c in constructions(topo, library.collective(kind, 8)) if c.name == "nccl_ring").schedule
+
+    def waits(mode: str) -> set[tuple[int, int, int]]:
+        lowered, _ = lower_and_verify(ring, tmp_path, mode=mode, instances=2)
+        tb_of = {(g.id, t.id): t for g in lowered.program.gpus for t in g.tbs}
+        # (rank, peer the waiting step talks to, peer of the thread block waited for): ids differ by mode
+        def peers(tb: ThreadBlock) -> int:
+            return (tb.send or 0) * 100 + (tb.recv or 0)
+
+        return {(g.id or 0, peers(t), peers(tb_of[(g.id, s.depid)]))
+                for g in lowered.program.gpus for t in g.tbs for s in t.steps if s.depid is not None and s.depid >= 0}
+
+    both, out, inp = waits("both"), waits("outofplace"), waits("inplace")
+    assert both == out | inp
+    if kind == "allgather":  # the copies' thread blocks (send = recv = -1) are never waited for
+        assert not any(target == -101 for _, _, target in both)
 
 
 # --- (c) SCCL algorithms whose XML is wrong in the corpus -----------------------------------------------

@@ -8,6 +8,9 @@ import pytest
 from test_lower import MODES, lower_and_verify
 
 from smtcoll import library
+from smtcoll.lower import CannotLower, LowerOptions, lower, lower_to_file
+from smtcoll.msccl.reader import read_program_bytes
+from smtcoll.msccl.runtime import MAX_DEPID
 from smtcoll.synth.exact import strategies
 
 CASES = [
@@ -36,3 +39,20 @@ def test_synthesized_schedules_lower_and_verify(case, mode, instances, tmp_path:
         lower_and_verify(schedule, tmp_path, mode=mode, instances=instances, runtime="legacy")
     else:
         assert lowered.runtimes == ("executor", "legacy")
+
+
+def test_waited_for_thread_blocks_are_numbered_first_to_fit_depid(tmp_path: Path) -> None:
+    """depid is an int8_t: the tree packing of a DGX-2 Allgather with 4 instances has 140 thread blocks on
+    rank 0, 112 of them waited for; numbered first they fit (the program verifies), and with 8 instances
+    (224 waited for) the lowering says why it cannot."""
+    from smtcoll.synth.constructions import constructions
+
+    topo = library.topology("dgx2")
+    tree = next(c for c in constructions(topo, library.collective("allgather", 16)) if c.name == "treepack").schedule
+    summary, _ = lower_to_file(tree, tmp_path / "a.xml", LowerOptions(4, "Simple", "executor"))
+    program = read_program_bytes((tmp_path / "a.xml").read_bytes(), "a.xml").program
+    assert summary["written"] and max(len(g.tbs) for g in program.gpus) == 140
+    depids = {s.depid for g in program.gpus for t in g.tbs for s in t.steps if s.depid is not None}
+    assert max(depids) <= MAX_DEPID < max(t.id or 0 for g in program.gpus for t in g.tbs)
+    with pytest.raises(CannotLower, match=r"waits for 224 of its thread blocks.*at most 128"):
+        lower(tree, LowerOptions(8, "Simple", "executor"))

@@ -98,16 +98,18 @@ def test_small_sweep_verifies_file_by_file_and_tiles_the_sizes(cluster, ring, tm
     for f in m["files"]:
         report = check_program_file(out / f["file"], runtime="executor", collective=f["collective"])
         assert report.verdict == "ok" and report.runtimes["executor"], (f["file"], report.to_json())
-        ranges[f["topology"], f["nodes"], f["collective"]].append(SizeRange(*f["sizes"]))
+        ranges[f["topology"], f["nodes"], f["collective"], f["mode"]].append(SizeRange(*f["sizes"]))
+        flags = 'inplace="1" outofplace="0"' if f["mode"] == "inplace" else 'inplace="0" outofplace="1"'
+        assert flags in (out / f["file"]).read_text()
         assert (f["min_bytes"], f["max_bytes"]) == tuple(f["sizes"])  # executor: maxBytes is included
         assert f"minBytes=\"{f['min_bytes']}\"" in (out / f["file"]).read_text()
         assert all(p["time_us"] >= p["bound_us"] for p in f["predicted"])
-    assert set(ranges) == done
+    assert set(ranges) == {(*key, mode) for key in done for mode in ("outofplace", "inplace")}
     for key, rs in ranges.items():
         assert tiles(sorted(rs, key=lambda r: r.low), SIZES), key
     # small buffers: LL; the largest: Simple (the α-β model's latency/bandwidth trade-off)
     for key in ranges:
-        mine = sorted((f for f in m["files"] if (f["topology"], f["nodes"], f["collective"]) == key),
+        mine = sorted((f for f in m["files"] if (f["topology"], f["nodes"], f["collective"], f["mode"]) == key),
                       key=lambda f: f["sizes"][0])
         assert mine[0]["protocol"] == "LL" and mine[-1]["protocol"] == "Simple"
     assert "allgather" in outcome.report and "allreduce" in outcome.report and "FAILED" in outcome.report

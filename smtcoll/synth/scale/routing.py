@@ -66,7 +66,7 @@ def _lp_flows(topo: Topology, links: list[tuple[int, int]], pairs: dict[tuple[in
             for i, s in enumerate(sources)}
 
 
-def _decompose(s: int, flow: dict[tuple[int, int], float], demand: dict[int, int]
+def decompose(s: int, flow: dict[tuple[int, int], float], demand: dict[int, int]
                ) -> dict[int, list[tuple[tuple[int, ...], float]]]:
     """destination -> [(path, amount)]: paths from s along positive flow, each ending where demand is
     left (a standard decomposition of a single-source flow; deterministic: sorted choices)."""
@@ -158,7 +158,7 @@ def _choose_paths(topo: Topology, links: list[tuple[int, int]], pairs: dict[tupl
     cands_of: list[list[_Cand]] = []
     for s in sorted(flows):
         demand = {d: len(c) for (x, d), c in pairs.items() if x == s}
-        options = _decompose(s, flows[s], demand)
+        options = decompose(s, flows[s], demand)
         for d in sorted(demand):
             cands = [_Cand(path, amount) for path, amount in options.get(d, [])]
             known = {c.path for c in cands}
