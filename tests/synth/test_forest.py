@@ -97,22 +97,26 @@ def _busbw(s: Schedule, kind: str, instances: int) -> float:
     return bus_bandwidth(kind, s.topology.ranks, GIB, t) or 0.0
 
 
-def test_amd8_allgather_in_the_sweep_model() -> None:
-    """At 1 GiB, lowered with 8 instances and timed as the sweep times it: at least 0.9 of the proved 950
-    GB/s (0.92 measured; NCCL's ring is 103 GB/s there, its 8-instance program exceeds the runtime's
-    dependency ids)."""
+@pytest.mark.parametrize("kind, share", [("allgather", 0.9), ("reducescatter", 0.85), ("allreduce", 0.85)])
+def test_amd8_in_the_sweep_model(kind: str, share: float) -> None:
+    """At 1 GiB, lowered with 8 instances and timed as the sweep times it: 0.93, 0.87 and 0.89 of the proved
+    950 GB/s measured, ahead of every other construction (the greedy tree packing 0.84, 0.62, 0.69)."""
     topo = library.topology("amd8")
-    s = build("forest", topo, library.collective("allgather", 8))
-    bound = float(time_bound(topo, library.collective("allgather", 8)).busbw_gbps(GIB) or 0)
-    assert _busbw(s, "allgather", 8) >= 0.9 * bound
+    coll = library.collective(kind, 8)
+    s = build("forest", topo, coll)
+    bound = float(time_bound(topo, coll).busbw_gbps(GIB) or 0)
+    mine = _busbw(s, kind, 8)
+    assert mine >= share * bound
+    greedy = next(c.schedule for c in constructions(topo, coll) if c.name == "treepack")
+    assert mine > _busbw(greedy, kind, 8)
 
 
-def test_mi250_allreduce_beats_nccl_ring_in_the_sweep_model() -> None:
+def test_mi250_allgather_in_the_sweep_model() -> None:
+    """0.74 of the proved 321.4 GB/s at 1 GiB with 8 instances (the pipeline of 7 trees per lane, 12 steps
+    where the lanes need 7, is what is lost: docs/benchmarks.md)."""
     topo = library.topology("mi250")
-    coll = library.collective("allreduce", 16)
-    forest = build("forest", topo, coll)
-    ring = next(c.schedule for c in constructions(topo, coll) if c.name == "nccl_ring")
-    assert _busbw(forest, "allreduce", 8) >= 2 * _busbw(ring, "allreduce", 8)
+    s = build("forest", topo, library.collective("allgather", 16))
+    assert _busbw(s, "allgather", 8) >= 0.7 * 321.4
 
 
 def test_cli_synth_forest(cli, tmp_path: Path) -> None:
