@@ -23,7 +23,7 @@ import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-MACHINES = (("dgx1", "1"), ("ndv2", "1,2,4"), ("dgx2", "1,2"), ("a100", "1,2"), ("mi250", "1,2"))
+MACHINES = (("dgx1", "1"), ("ndv2", "1,2,4"), ("dgx2", "1,2"), ("a100", "1,2"), ("mi250", "1,2"), ("amd8", "1"))
 COLLECTIVES = "allgather,reducescatter,allreduce,alltoall"
 SIZES = {"1KiB": 1 << 10, "64KiB": 1 << 16, "1MiB": 1 << 20, "16MiB": 1 << 24, "256MiB": 1 << 28, "1GiB": 1 << 30}
 

@@ -7,7 +7,8 @@ ours: `InternalError`, exit 70) and chooses its own chunk factor C. No solver he
 - `METHODS`: the names usable as `smtcoll synth --method NAME` and from the API (`build`).
 
 Families, one module each: `rings` (the ring search and ring schedules), `nccl` (NCCL's ring, tree and
-direct baselines), `multiring` (all lane-disjoint rings at once),
+direct baselines), `multiring` (all lane-disjoint rings at once), `treepack` (greedy tree packing), `forest`
+(the exact tree packing for links of unequal speed), `hier` (across NICs),
 `exchange` (Alltoall routed by the flow LP, pipelined in shifted rounds). docs/synth.md says what each is, where
 it comes from and when it reaches the bound.
 """
@@ -21,7 +22,7 @@ import attrs
 from smtcoll.errors import ModelError
 from smtcoll.model import Collective, Schedule, Topology
 from smtcoll.synth.checked import checked as check
-from smtcoll.synth.constructions import exchange, hier, multiring, nccl, rail, treepack
+from smtcoll.synth.constructions import exchange, forest, hier, multiring, nccl, rail, treepack
 from smtcoll.synth.constructions.common import NotApplicable
 
 Builder = Callable[[Topology, Collective], Schedule]
@@ -49,6 +50,7 @@ _FAMILIES: dict[str, tuple[Builder, str | None]] = {
     "rail": (rail.rail, None),
     "treepack": (treepack.treepack, None),
     "exchange": (exchange.exchange, None),
+    "forest": (forest.forest, None),
 }
 # `synth --method` names (short) -> family
 METHODS: dict[str, Builder] = {
@@ -61,6 +63,7 @@ METHODS: dict[str, Builder] = {
     "rail": rail.rail,
     "treepack": treepack.treepack,
     "exchange": exchange.exchange,
+    "forest": forest.forest,
 }
 
 

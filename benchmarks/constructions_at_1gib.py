@@ -1,0 +1,56 @@
+"""Every throughput construction of a machine at one size, in the sweep's cost model: the rows of
+docs/benchmarks.md ("Mixed links: the exact tree packing"). Cheaper than `vs_nccl.py` (no exact search, no
+sweep): each construction lowered with the Simple protocol and each instance count, timed as the sweep
+times it (`smtcoll.sweep.cost.schedule_time`), against the proved bound (`smtcoll.bounds.throughput`).
+
+    python benchmarks/constructions_at_1gib.py [--machines mi250,amd8] [--collectives allgather,...]
+        [--instances 1,8] [--size BYTES]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from smtcoll import library
+from smtcoll.bounds.throughput import time_bound
+from smtcoll.errors import SmtcollError
+from smtcoll.sweep.cost import Model, bus_bandwidth, schedule_time
+from smtcoll.synth.constructions import constructions
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--machines", default="mi250,amd8")
+    ap.add_argument("--collectives", default="allgather,reducescatter,allreduce")
+    ap.add_argument("--instances", default="1,8")
+    ap.add_argument("--size", type=int, default=1 << 30)
+    args = ap.parse_args()
+    model = Model.load()
+    size = args.size
+    print("| machine | collective | construction | C | steps | instances | bus GB/s | / bound |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name in args.machines.split(","):
+        topo = library.topology(name)
+        for kind in args.collectives.split(","):
+            coll = library.collective(kind, topo.ranks)
+            bound = time_bound(topo, coll).busbw_gbps(size)
+            start = time.process_time()
+            for c in constructions(topo, coll):
+                for inst in map(int, args.instances.split(",")):
+                    try:
+                        t = schedule_time(c.schedule, "Simple", inst, size, model)
+                    except SmtcollError as e:  # the runtime's limits (dependency ids, steps per thread block)
+                        print(f"| {name} | {kind} | {c.name} | {c.chunks} | {len(c.schedule.steps)} | {inst} | "
+                              f"not lowerable: {str(e)[:70]} | |")
+                        continue
+                    bw = bus_bandwidth(kind, topo.ranks, size, t) if t is not None else None
+                    share = f"{bw / float(bound):.2f}" if bw is not None and bound else "-"
+                    print(f"| {name} | {kind} | {c.name} | {c.chunks} | {len(c.schedule.steps)} | {inst} | "
+                          f"{'-' if bw is None else f'{bw:.1f}'} | {share} |", flush=True)
+            print(f"<!-- {name} {kind}: bound {float(bound or 0):.1f} GB/s, "
+                  f"{time.process_time() - start:.1f} CPU s -->", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,195 @@
+"""Exact weighted tree packing: spanning trees whose load on every link is proportional to its speed, so
+that Allgather, ReduceScatter and Allreduce reach the cut bound on links of unequal capacity (MI250's
+1/2/4 xGMI lanes, AMD8's 5/6 weights). ForestColl's result (Zhao et al., "ForestColl: Efficient
+Collective Communications on Heterogeneous Network Fabrics", 2024) built with Edmonds' branching theorem.
+
+Capacities are integer units (the links' speeds over their greatest common divisor). With `q` the largest
+ratio, over rank sets X, of the roots outside X to the units entering X (the cut bound of
+`bounds.throughput`, in units), every root gets C trees and every unit carries at most M = ceil(C q) tree
+edges. Edmonds' theorem (branchings with given root sets) says such trees exist exactly when, for every
+nonempty X, the tree slots entering X are at least the trees whose ranks so far miss X; Lovász's proof of it
+is the algorithm: grow each tree one link at a time, taking a link that keeps that condition. The condition
+is kept for every one of the 2^N rank sets at once (numpy), so the packing never gets stuck and its busiest
+unit carries M tree edges: the schedule's links are loaded C q / M of the way to the bound (1 when C q is a
+whole number: MI250 Allgather C = 3, M = 7).
+
+Allgather and Broadcast use the out-trees, ReduceScatter and Reduce the in-trees (the packing of the reversed
+links), Allreduce an in-tree to the address's owner and an out-tree from it; the list scheduler
+(`pipeline.py`) pipelines them. C is the smallest with the best C q / M whose busiest connection holds at
+most `MESSAGES` messages, so the lowered program keeps one thread block per connection and instance.
+Up to `MAX_RANKS` ranks (the 2^N sets) and on links only (switch groups are not part of the theorem's
+capacity: `treepack` covers them).
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+from smtcoll.bounds.throughput import rates
+from smtcoll.model import Collective, Schedule, Send, Step, Topology
+from smtcoll.synth.constructions.common import NotApplicable, kind, send_key
+from smtcoll.synth.constructions.pipeline import Plan, schedule_transfers
+
+MAX_RANKS = 16  # 2^16 rank sets: a few MB of numpy arrays
+MESSAGES = 32  # per connection: 2 x 32 fits a fused thread block in the executor's 64 steps
+MAX_TREES = 32  # trees per root tried
+
+
+def units(topo: Topology) -> dict[tuple[int, int], int]:
+    """Each link's speed in whole units (speeds over their greatest common divisor)."""
+    r = rates(topo).link
+    den = math.lcm(*(x.denominator for x in r))
+    ints = [int(x * den) for x in r]
+    g = math.gcd(*ints)
+    return {(l.src, l.dst): v // g for l, v in zip(topo.links, ints, strict=True)}
+
+
+class Sets:
+    """Every rank set X as a bitmask, with the units entering it per link: the arrays of the condition."""
+
+    def __init__(self, topo: Topology, cap: dict[tuple[int, int], int]) -> None:
+        import numpy as np
+
+        n = topo.ranks
+        self.masks = np.arange(1 << n, dtype=np.int64)
+        inside = ((self.masks[:, None] >> np.arange(n)) & 1).astype(bool)
+        self.enter = {e: inside[:, e[1]] & ~inside[:, e[0]] for e in cap}
+        self.units = np.zeros(1 << n, dtype=np.int64)
+        for e, c in cap.items():
+            self.units += c * self.enter[e]
+        self.size = inside.sum(axis=1)
+        self.inside = inside
+
+
+def _ratio(sets: Sets, roots: list[int]) -> Fraction:
+    """max over X of (roots outside X) / (units entering X): the cut bound in trees per unit."""
+    import numpy as np
+
+    outside = np.zeros(len(sets.masks), dtype=np.int64)
+    for r in roots:
+        outside += ~sets.inside[:, r]
+    outside[0] = 0  # the empty set: nothing must enter it
+    with np.errstate(divide="ignore", invalid="ignore"):
+        q = np.where(outside > 0, outside / np.maximum(sets.units, 1), 0.0)
+    if bool(((outside > 0) & (sets.units == 0)).any()):
+        raise NotApplicable("some rank cannot be reached")
+    best = int(np.argmax(q))
+    # exact at the floating-point argmax, then confirmed exactly against every set in integers
+    ratio = Fraction(int(outside[best]), int(sets.units[best]))
+    if bool((outside * ratio.denominator > sets.units * ratio.numerator).any()):
+        ratio = max(Fraction(int(o), int(u)) for o, u in zip(outside, sets.units, strict=True) if o)
+    return ratio
+
+
+def pack(topo: Topology, roots: list[int], trees: int, per_unit: int) -> list[list[dict[int, int]]]:
+    """`trees` spanning out-trees per root (rank -> parent), at most `per_unit` tree edges per unit of each
+    link; raises NotApplicable when the cut condition does not hold at the start."""
+    import numpy as np
+
+    cap = units(topo)
+    sets = Sets(topo, cap)
+    n = topo.ranks
+    outside = np.zeros(len(sets.masks), dtype=np.int64)
+    for r in roots:
+        outside += ~sets.inside[:, r]
+    slack = per_unit * sets.units - trees * outside  # tree slots entering X minus trees that must enter it
+    slack[0] = 0
+    if int(slack.min()) < 0:
+        raise NotApplicable(f"{trees} trees per root do not fit {per_unit} per unit")
+    left = {e: per_unit * c for e, c in cap.items()}
+    out: dict[int, list[int]] = {v: [] for v in range(n)}
+    for (u, v) in sorted(cap):
+        out[u].append(v)
+    full = (1 << n) - 1
+    # all trees grow together, one link each in turn, from their shallowest ranks: no tree is left only
+    # the long way round by the trees before it
+    trees_at = [(i, root) for _ in range(trees) for i, root in enumerate(roots)]
+
+    held = [1 << root for _, root in trees_at]
+    depth = [{root: 0} for _, root in trees_at]
+    parent: list[dict[int, int]] = [{} for _ in trees_at]
+    growing = list(range(len(trees_at)))
+    while growing:
+        for t in growing:
+            meets = (sets.masks & held[t]) != 0
+            d = depth[t]
+            cands = sorted((d[u], (per_unit * cap[(u, v)] - left[(u, v)]) / cap[(u, v)], u, v)
+                           for u in d for v in out[u] if v not in d and left[(u, v)] > 0)
+            for _, _, u, v in cands:
+                hit = sets.enter[(u, v)] & meets
+                if not hit.any() or int(slack[hit].min()) >= 1:
+                    break
+            else:  # Lovász: a feasible link always exists while the condition holds
+                raise AssertionError(f"tree packing stuck at root {trees_at[t][1]}")
+            slack[hit] -= 1
+            left[(u, v)] -= 1
+            parent[t][v] = u
+            d[v] = d[u] + 1
+            held[t] |= 1 << v
+        growing = [t for t in growing if held[t] != full]
+
+    packed: list[list[dict[int, int]]] = [[] for _ in roots]
+    for t, (i, _) in enumerate(trees_at):
+        packed[i].append(parent[t])
+    return packed
+
+
+def choose(topo: Topology, roots: list[int], factor: int) -> tuple[int, int, Fraction]:
+    """(C trees per root, M per unit, their share of the bound C q / M): the best share whose busiest
+    connection carries at most MESSAGES (`factor` tree edges per slot: 2 for Allreduce), fewest trees."""
+    cap = units(topo)
+    q = _ratio(Sets(topo, cap), roots)
+    widest = max(cap.values())
+    best: tuple[int, int, Fraction] | None = None
+    for c in range(1, MAX_TREES + 1):
+        m = math.ceil(c * q)
+        if factor * m * widest > MESSAGES and best is not None:
+            break
+        share = c * q / m
+        if best is None or share > best[2]:
+            best = (c, m, share)
+    assert best is not None
+    return best
+
+
+def forest(topo: Topology, base: Collective) -> Schedule:
+    what = kind(base)
+    if what not in ("allgather", "reducescatter", "allreduce", "broadcast", "reduce"):
+        raise NotApplicable("the exact tree packing covers Allgather, ReduceScatter, Allreduce, Broadcast and Reduce")
+    if topo.ranks > MAX_RANKS:
+        raise NotApplicable(f"the exact tree packing checks all 2^N rank sets: at most {MAX_RANKS} ranks")
+    if topo.switches:
+        raise NotApplicable("switch groups bound traffic beyond single links (use treepack)")
+    if topo.ranks < 2:
+        raise NotApplicable("one rank: nothing to send")
+    n = topo.ranks
+    roots = [base.root or 0] if what in ("broadcast", "reduce") else list(range(n))
+    c, m, _ = choose(topo, roots, 2 if what == "allreduce" else 1)
+
+    outward = pack(topo, roots, c, m) if what in ("allgather", "broadcast", "allreduce") else None
+    inward = pack(topo.reversed(), roots, c, m) if what in ("reducescatter", "reduce", "allreduce") else None
+    plan = Plan()
+    if what == "allreduce":
+        coll = base.with_chunks(n * c)
+        assert outward is not None and inward is not None
+        # address a: owner a % n, its (a // n)-th trees; address order interleaves the owners
+        for a in range(n * c):
+            owner, j = a % n, a // n
+            into = plan.reduce(a, inward[owner][j], owner)
+            plan.broadcast(a, outward[owner][j], owner, into)
+    else:
+        coll = base.with_chunks(c)
+        trees = outward if outward is not None else inward
+        assert trees is not None
+        for j in range(c):
+            for i, owner in enumerate(roots):
+                plan.broadcast((owner * c + j) if len(roots) > 1 else j, trees[i][j], owner)
+        if outward is None:
+            # ReduceScatter and Reduce: the transpose of the Allgather (Broadcast) of the reversed links, its
+            # steps run backwards (a rank sends its partial sum once every rank of its subtree sent to it)
+            back = schedule_transfers(topo.reversed(), plan)
+            steps = [Step(st.rounds, sorted((Send(x.chunk, x.dst, x.src) for x in st.sends), key=send_key))
+                     for st in reversed(back)]
+            return Schedule(topo, coll, steps, name="forest")
+    return Schedule(topo, coll, schedule_transfers(topo, plan), name="forest")

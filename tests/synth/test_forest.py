@@ -1,0 +1,135 @@
+"""The exact weighted tree packing (`--method forest`): trees that load every link in proportion to its
+speed, so that the cut bound of links of unequal capacity is reached (MI250, AMD8)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+from smtcoll import library
+from smtcoll.bounds.throughput import addresses, rates, time_bound
+from smtcoll.check.schedule import check_schedule
+from smtcoll.errors import ModelError
+from smtcoll.model import Schedule
+from smtcoll.sweep.cost import bus_bandwidth, schedule_time
+from smtcoll.synth.constructions import build, constructions
+from smtcoll.synth.constructions.common import NotApplicable
+from smtcoll.synth.constructions.forest import pack, units
+
+GIB = 1 << 30
+
+
+def _link_time(s: Schedule) -> Fraction:
+    """µs per buffer byte of the busiest link: its chunks (B / addresses bytes each) over its speed."""
+    r = rates(s.topology)
+    speed = {(l.src, l.dst): r.link[e] for e, l in enumerate(s.topology.links)}
+    load = Counter((x.src, x.dst) for st in s.steps for x in st.sends)
+    a = addresses(s.collective)
+    return max(Fraction(v, a) / speed[e] for e, v in load.items())
+
+
+@pytest.mark.parametrize("kind", ["allgather", "reducescatter"])
+def test_mi250_links_are_loaded_exactly_to_the_cut_bound(kind: str) -> None:
+    """The bound of mixed xGMI lanes (14 shares into ranks 0,1 through 300 GB/s) is reachable: the packing's
+    busiest link needs exactly the bound's time, so no tighter bound exists and the schedule is optimal in
+    link load."""
+    topo = library.topology("mi250")
+    coll = library.collective(kind, 16)
+    s = build("forest", topo, coll)
+    assert check_schedule(s).verdict == "ok"
+    assert s.collective.chunk_factor == 3
+    assert _link_time(s) == time_bound(topo, coll).us_per_byte
+
+
+@pytest.mark.parametrize("kind", ["allgather", "reducescatter", "allreduce"])
+def test_amd8_links_are_loaded_within_one_percent_of_the_bound(kind: str) -> None:
+    topo = library.topology("amd8")
+    coll = library.collective(kind, 8)
+    s = build("forest", topo, coll)
+    share = time_bound(topo, coll).us_per_byte / _link_time(s)
+    # 5/6-weighted links: 27 trees per root, at most 5 per unit (27 x 7/38 = 4.97); Allreduce 2 x 40 trees
+    assert share >= Fraction(92, 100) if kind == "allreduce" else share >= Fraction(99, 100)
+
+
+def test_trees_span_and_respect_the_capacities() -> None:
+    topo = library.topology("mi250")
+    cap = units(topo)
+    assert sorted(set(cap.values())) == [1, 2, 4]  # the lanes of each xGMI link
+    packed = pack(topo, list(range(16)), 3, 7)
+    load: Counter = Counter()
+    for root, trees in enumerate(packed):
+        assert len(trees) == 3
+        for parent in trees:
+            assert set(parent) == set(range(16)) - {root}
+            for v, u in parent.items():
+                assert topo.bandwidth(u, v) > 0
+                load[(u, v)] += 1
+                seen = {v}
+                while v != root:  # every rank reaches the root: a tree, no cycle
+                    v = parent[v]
+                    assert v not in seen
+                    seen.add(v)
+    assert all(load[e] <= 7 * c for e, c in cap.items())
+    assert sum(load.values()) == 48 * 15
+
+
+def test_too_few_slots_is_refused() -> None:
+    # 14 shares must enter ranks 0,1 through 6 lanes: 2 trees per root need 5 slots per lane, not 4
+    with pytest.raises(NotApplicable, match="do not fit"):
+        pack(library.topology("mi250"), list(range(16)), 2, 4)
+
+
+def test_where_it_does_not_apply() -> None:
+    with pytest.raises(ModelError, match="at most 16 ranks"):
+        build("forest", library.topology("mi250", 2), library.collective("allgather", 32))
+    with pytest.raises(ModelError, match="switch groups"):
+        build("forest", library.topology("a100"), library.collective("allgather", 8))
+    with pytest.raises(ModelError, match="covers"):
+        build("forest", library.topology("amd8"), library.collective("alltoall", 8))
+
+
+def _busbw(s: Schedule, kind: str, instances: int) -> float:
+    t = schedule_time(s, "Simple", instances, GIB)
+    assert t is not None
+    return bus_bandwidth(kind, s.topology.ranks, GIB, t) or 0.0
+
+
+@pytest.mark.parametrize("kind, share", [("allgather", 0.9), ("reducescatter", 0.85), ("allreduce", 0.85)])
+def test_amd8_in_the_sweep_model(kind: str, share: float) -> None:
+    """At 1 GiB, lowered with 8 instances and timed as the sweep times it: 0.93, 0.87 and 0.89 of the proved
+    950 GB/s measured, ahead of every other construction (the greedy tree packing 0.84, 0.62, 0.69)."""
+    topo = library.topology("amd8")
+    coll = library.collective(kind, 8)
+    s = build("forest", topo, coll)
+    bound = float(time_bound(topo, coll).busbw_gbps(GIB) or 0)
+    mine = _busbw(s, kind, 8)
+    assert mine >= share * bound
+    greedy = next(c.schedule for c in constructions(topo, coll) if c.name == "treepack")
+    assert mine > _busbw(greedy, kind, 8)
+
+
+def test_mi250_allgather_in_the_sweep_model() -> None:
+    """0.74 of the proved 321.4 GB/s at 1 GiB with 8 instances (the pipeline of 7 trees per lane, 12 steps
+    where the lanes need 7, is what is lost: docs/benchmarks.md)."""
+    topo = library.topology("mi250")
+    s = build("forest", topo, library.collective("allgather", 16))
+    assert _busbw(s, "allgather", 8) >= 0.7 * 321.4
+
+
+def test_cli_synth_forest(cli, tmp_path: Path) -> None:
+    out = tmp_path / "ag.json"
+    r = cli("synth", "-t", "mi250", "-c", "allgather", "--method", "forest", "-o", str(out), "--format", "json")
+    assert r.returncode == 0, r.stderr
+    assert '"method": "construction: forest"' in r.stdout and '"chunks": 3' in r.stdout
+    assert cli("verify", str(out)).returncode == 0
+
+
+def test_dgx1_allgather_reaches_the_bound_in_the_sweep_model() -> None:
+    """One DGX-1 / ndv2 node: 0.98 of the proved 150 GB/s at 1 GiB with 8 instances (the rings reach 0.80,
+    the greedy tree packing 0.86)."""
+    topo = library.topology("dgx1")
+    coll = library.collective("allgather", 8)
+    assert _busbw(build("forest", topo, coll), "allgather", 8) >= 0.95 * 150
