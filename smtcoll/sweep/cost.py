@@ -382,6 +382,11 @@ def predict(program: Any, m: Machine, model: Model, low: int, high: int,
         if la == lb or la.slope == lb.slope or len(found) > MAX_PIECES:
             continue
         x = (lb.fixed - la.fixed) / (la.slope - lb.slope)
+        if not a < x < b or x in found:
+            # the run serves chunks earliest departure first, and which of two departures is earlier can
+            # change with the size: the time is then convex only piecewise, and this split would not end.
+            # Keep the lines found (each exact at its own size)
+            continue
         lx = tangent(x)
         if lx is None:
             return None
