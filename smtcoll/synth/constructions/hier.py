@@ -31,15 +31,21 @@ TARGET_ADDRESSES = 64  # addresses per buffer: enough to pipeline trees a few st
 OPS_PER_LINK = MAX_STEPS["executor"]
 
 
-def hier(topo: Topology, base: Collective) -> Schedule:
+def across_nodes(topo: Topology, base: Collective, family: str) -> tuple[str, list[int], int, list[list[int]]]:
+    """What a construction across nodes starts from: the collective's kind, each rank's node, the node
+    count and each node's ranks; NotApplicable on one node or another collective."""
     what = kind(base)
     node = ringlib.nodes_of(topo)
     n = max(node) + 1
     if n < 2:
-        raise NotApplicable("hierarchical schedules are for several nodes (--nodes N)")
+        raise NotApplicable(f"{family} schedules are for several nodes (--nodes N)")
     if what not in ("allreduce", "allgather", "reducescatter"):
-        raise NotApplicable("hierarchical schedules cover Allreduce, Allgather and ReduceScatter")
-    members = node_ranks(node)
+        raise NotApplicable(f"{family} schedules cover Allreduce, Allgather and ReduceScatter")
+    return what, node, n, node_ranks(node)
+
+
+def hier(topo: Topology, base: Collective) -> Schedule:
+    what, node, n, members = across_nodes(topo, base, "hierarchical")
     gates = Gateways(topo, node)
     if what == "allreduce":
         width = max(gates.width(i, j) for i in range(n) for j in range(n) if i != j)

@@ -26,8 +26,8 @@ from collections.abc import Sequence
 
 from smtcoll.model import Collective, Schedule, Send, Step, Topology
 from smtcoll.synth.constructions import rings as ringlib
-from smtcoll.synth.constructions.common import NotApplicable, kind, send_key
-from smtcoll.synth.constructions.trees import node_ranks
+from smtcoll.synth.constructions.common import NotApplicable, send_key
+from smtcoll.synth.constructions.hier import across_nodes
 
 MAX_RINGS = 3  # rings per node at most (a DGX-1 has 6): each adds thread blocks per rank and channel, and
 # the runtime's dependency ids are int8_t (at most 127 thread blocks per rank can be waited on): with 3 the
@@ -124,14 +124,7 @@ def _ring_rounds(steps: _Steps, base: int, ring: Ring, lists: Sequence[Sequence[
 
 
 def rail(topo: Topology, base: Collective) -> Schedule:
-    what = kind(base)
-    node = ringlib.nodes_of(topo)
-    n = max(node) + 1
-    if n < 2:
-        raise NotApplicable("multi-rail schedules are for several nodes (--nodes N)")
-    if what not in ("allreduce", "allgather", "reducescatter"):
-        raise NotApplicable("multi-rail schedules cover Allreduce, Allgather and ReduceScatter")
-    members = node_ranks(node)
+    what, node, n, members = across_nodes(topo, base, "multi-rail")
     p = len(members[0])
     if any(len(m) != p for m in members):
         raise NotApplicable("nodes of unequal size")

@@ -45,13 +45,7 @@ def ring_allgather(topo: Topology, coll: Collective, max_steps: int, fill: bool 
             return None
         for i, x in enumerate(ring):
             succ[x] = ring[(i + 1) % len(ring)]
-    groups_of: dict[tuple[int, int], list[int]] = {key: [] for key in bw}
-    for i, group in enumerate(topo.switches):
-        dsts = set(group.dsts)
-        for u in group.srcs:
-            for v in dsts:
-                if (u, v) in groups_of:
-                    groups_of[(u, v)].append(i)
+    groups_of = {key: topo.switches_of(*key) for key in bw}
     remote = sorted(key for key in bw if nodes[key[0]] != nodes[key[1]])
     local = sorted(key for key in bw if nodes[key[0]] == nodes[key[1]])
     have = np.zeros((p, k), dtype=bool)

@@ -43,13 +43,7 @@ def matched_allgather(topo: Topology, coll: Collective, max_steps: int,
     p, k = coll.ranks, coll.chunks
     n = int(nodes.max()) + 1
     bw = {(l.src, l.dst): l.bandwidth for l in topo.links}
-    groups_of: dict[tuple[int, int], list[int]] = {key: [] for key in bw}
-    for i, group in enumerate(topo.switches):
-        dsts = set(group.dsts)
-        for u in group.srcs:
-            for v in dsts:
-                if (u, v) in groups_of:
-                    groups_of[(u, v)].append(i)
+    groups_of = {key: topo.switches_of(*key) for key in bw}
     grouped_in: dict[int, list[int]] = {}
     free_in: dict[int, list[tuple[int, int]]] = {}
     for (u, v) in sorted(bw):
