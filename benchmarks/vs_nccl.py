@@ -30,7 +30,7 @@ SIZES = {"1KiB": 1 << 10, "64KiB": 1 << 16, "1MiB": 1 << 20, "16MiB": 1 << 24, "
 
 def run(machine: str, nodes: str, out: Path, args: argparse.Namespace) -> tuple[float, int, int]:
     """(CPU s, peak KiB, exit code) of one sweep."""
-    cmd = [sys.executable, "-m", "smtcoll", "sweep", "-t", machine, "--nodes", nodes, "-c", COLLECTIVES,
+    cmd = [sys.executable, "-m", "smtcoll", "sweep", "-t", machine, "--nodes", nodes, "-c", args.collectives,
            "--sizes", "1KiB:1GiB", "-o", str(out), "--timeout", str(args.timeout), "--max-chunks",
            str(args.max_chunks), "--workers", str(args.workers), "--task-timeout", str(args.task_timeout),
            "--format", "json"]
@@ -87,6 +87,20 @@ def table(all_rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def selected(spec: str) -> list[tuple[str, str]]:
+    """The (machine, node counts) pairs of --machines, in the table's order: `ndv2` takes the node counts
+    of MACHINES, `ndv2:2` or `ndv2:1,2` the ones given (a bare number after a colon continues the list)."""
+    wanted: dict[str, str | None] = {}
+    last = None
+    for part in spec.split(","):
+        name, _, nodes = part.partition(":")
+        if name.isdigit() and last is not None:
+            wanted[last] = f"{wanted[last]},{name}"
+            continue
+        wanted[name], last = nodes or None, (name if nodes else None)
+    return [(m, wanted[m] or n) for m, n in MACHINES if m in wanted]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, default=None, help="where the directories go (default: a temporary folder)")
@@ -95,16 +109,15 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--task-timeout", type=float, default=1800.0, help="kill a task after this many seconds")
     ap.add_argument("--machines", default=",".join(m for m, _ in MACHINES),
-                    help="a subset of the machines, e.g. dgx1,ndv2")
+                    help="a subset of the machines, e.g. dgx1,ndv2; MACHINE:N,N for some node counts (ndv2:2 or ndv2:1,2)")
+    ap.add_argument("--collectives", default=COLLECTIVES, help="a subset of the collectives, e.g. allreduce")
     ap.add_argument("--model", default=None, help="a cost model knob file (default: the shipped one)")
     ap.add_argument("--json", type=Path, default=None, help="also write the rows and the measurements here")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="smtcoll-vs-nccl-") as tmp:
         base = args.out or Path(tmp)
         cpu, peak, all_rows, failed = 0.0, 0, [], []
-        for machine, nodes in MACHINES:
-            if machine not in args.machines.split(","):
-                continue
+        for machine, nodes in selected(args.machines):
             out = base / machine
             c, p, rc = run(machine, nodes, out, args)
             cpu, peak = cpu + c, max(peak, p)
