@@ -88,14 +88,15 @@ def strongest(out: str) -> int | None:
 
 
 def recheck(only: str, markdown: Path | None) -> None:
-    header = ("| instance | method | exit | steps | rounds | bound (synth) | strongest (`bounds`) | gap | CPU s | peak MB |"
-              "\n|---|---|---|---|---|---|---|---|---|---|")
+    header = ("| instance | method | exit | steps | rounds | bound (synth) | strongest (`bounds`) | gap | CPU s "
+              "| peak MB |\n|---|---|---|---|---|---|---|---|---|---|")
     print(header)
     rows = []
     for inst in RECHECK:
         if only not in inst:
             continue
-        bout, bcode, bcpu, bmb = child([sys.executable, "-m", "smtcoll", "bounds", *shlex.split(inst), "--format", "json"])
+        bout, bcode, bcpu, bmb = child([sys.executable, "-m", "smtcoll", "bounds", *shlex.split(inst),
+                                        "--format", "json"])
         best = strongest(bout)
         for method in ("scale", "default"):
             extra = ["--method", "scale"] if method == "scale" else []

@@ -3,9 +3,10 @@
 Which method (docs/synth.md):
 - non-combining collectives: the translate construction where the topology is a ring, torus,
   hypercube or fully connected and the collective is Allgather- or Alltoall-shaped; for Alltoall-shaped
-  ones the LP-routed paths of `routing` (any topology); Allgather-shaped ones on machines of several
-  nodes, the node rings fed by the NICs of `hierarchy` and the per-rank assignments of `matching`;
-  otherwise, or when these miss the bound, the link-chunk greedy (and for up to 32 ranks also the older
+  ones the LP-routed paths of `routing` (any topology), then, on machines a translation group maps
+  onto themselves (a100 x N), rank 0's routes timed by the integer program of `orbit`;
+  Allgather-shaped ones on machines of several nodes, the node rings fed by the NICs of `hierarchy`
+  and the per-rank assignments of `matching`; otherwise, or when these miss the bound, the link-chunk greedy (and for up to 32 ranks also the older
   greedy), the best schedule kept;
 - ReduceScatter, Reduce (combining, with a non-combining dual): the reversal of a tree-shaped schedule
   of the dual on the reversed topology (every method above gives each rank each chunk once);
@@ -27,7 +28,7 @@ from smtcoll.errors import SmtcollError
 from smtcoll.model import Collective, Schedule, Send, Step, Topology
 from smtcoll.synth.checked import checked
 from smtcoll.synth.combining import dual_collective, reverse_schedule
-from smtcoll.synth.scale import allreduce, greedy, hierarchy, matching, routing, translate
+from smtcoll.synth.scale import allreduce, greedy, hierarchy, matching, orbit, routing, translate
 
 GREEDY_WORK = 5_000_000  # deliveries x steps, a few seconds of the link-chunk greedy
 OLD_GREEDY_UP_TO = 32  # ranks: the per-chunk Python greedy of synth/greedy.py is slow beyond
@@ -96,6 +97,13 @@ def _plain(topo: Topology, coll: Collective, b: SearchBounds | None) -> tuple[Sc
     if r is not None:
         found.append((r, "LP-routed paths (HiGHS), store and forward"))
         if len(r.steps) <= target:
+            return found[-1]
+    # machines a translation maps onto themselves (a100 x N): rank 0's routes timed by an integer program
+    shortest = min((len(s.steps) for s, _ in found), default=limit + 1)
+    o = orbit.orbit_alltoall(topo, coll, target, min(limit, shortest - 1))
+    if o is not None:
+        found.append((o, "one rank's routes timed by an integer program (HiGHS), translated to every rank"))
+        if len(o.steps) <= target:
             return found[-1]
     # machines of several nodes: the conveyor rings fed by the NICs, then with the other links too
     for fill in (False, True):
