@@ -6,8 +6,8 @@ Which method (docs/synth.md):
   ones the LP-routed paths of `routing` (any topology), then, on machines a translation group maps
   onto themselves (a100 x N), rank 0's routes timed by the integer program of `orbit`;
   Allgather-shaped ones on machines of several nodes, the node rings fed by the NICs of `hierarchy`
-  and the per-rank assignments of `matching`; otherwise, or when these miss the bound, the link-chunk greedy (and for up to 32 ranks also the older
-  greedy), the best schedule kept;
+  and the per-rank assignments of `matching`; otherwise, or when these miss the bound, the link-chunk
+  greedy (and for up to 32 ranks also the older greedy), the best schedule kept;
 - ReduceScatter, Reduce (combining, with a non-combining dual): the reversal of a tree-shaped schedule
   of the dual on the reversed topology (every method above gives each rank each chunk once);
 - Allreduce: on hypercubes with one address, recursive doubling; otherwise the fewest steps of: reduce

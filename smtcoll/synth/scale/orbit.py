@@ -235,8 +235,8 @@ def _solve(classes: dict[tuple[tuple[Usage, ...], ...], list[int]], caps: list[i
     for key, j in var.items():  # fewer hops first: a tie-break, not needed for feasibility
         if key[0] == "a":
             cost[j] = 1.0
-    res = milp(cost, constraints=LinearConstraint(a, lo, hi), integrality=np.ones(n, dtype=np.int64), bounds=Bounds(0, np.inf),
-               options={"node_limit": NODE_LIMIT, "presolve": True})
+    res = milp(cost, constraints=LinearConstraint(a, lo, hi), integrality=np.ones(n, dtype=np.int64),
+               bounds=Bounds(0, np.inf), options={"node_limit": NODE_LIMIT, "presolve": True})
     if res.x is None or res.status not in (0, 1):
         return None
     x = np.rint(res.x).astype(int)
