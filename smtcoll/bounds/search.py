@@ -137,7 +137,7 @@ class SearchBounds:
 
 
 # Above this many LP variables the synthesizer does without the LP (cuts and chunk-hops are instant).
-SEARCH_LP_MAX_VARIABLES = 20_000
+SEARCH_LP_MAX_VARIABLES = 40_000
 
 
 def search_bounds(topo: Topology, coll: Collective) -> SearchBounds:
@@ -191,8 +191,9 @@ def explain(b: Bound) -> str:
     if b.name == "hops" and w:
         return f"hops: {w['chunk_hops']} chunk-hops over links carrying {w['capacity']} per round"
     if b.name == "entry" and w:
+        last = f", and rank {w['farthest']} is {count(w['hops'], 'hop')} from where they enter" if w["hops"] else ""
         return (f"entry: {count(w['must_enter'], 'chunk')} must enter node {w['node']}, at most {w['capacity']} per "
-                f"round, and rank {w['farthest']} is {count(w['hops'], 'hop')} from where they enter")
+                f"round{last}")
     if b.name == "lp" and w:
         return f"flow LP optimum {w['lp_optimum']}"
     if b.name == "holdings" and w:

@@ -4,7 +4,8 @@ Which method (docs/synth.md):
 - non-combining collectives: the translate construction where the topology is a ring, torus,
   hypercube or fully connected and the collective is Allgather- or Alltoall-shaped; for Alltoall-shaped
   ones the LP-routed paths of `routing` (any topology), then, on machines a translation group maps
-  onto themselves (a100 x N), rank 0's routes timed by the integer program of `orbit`;
+  onto themselves (a100 x N), rank 0's routes timed by the integer program of `orbit`, and where NICs
+  join every pair of GPUs of two nodes (mi250 x N) the Latin square of `direct`;
   Allgather-shaped ones on machines of several nodes, the node rings fed by the NICs of `hierarchy`
   and the per-rank assignments of `matching`; otherwise, or when these miss the bound, the link-chunk
   greedy (and for up to 32 ranks also the older greedy), the best schedule kept;
@@ -28,7 +29,7 @@ from smtcoll.errors import SmtcollError
 from smtcoll.model import Collective, Schedule, Send, Step, Topology
 from smtcoll.synth.checked import checked
 from smtcoll.synth.combining import dual_collective, reverse_schedule
-from smtcoll.synth.scale import allreduce, greedy, hierarchy, matching, orbit, routing, translate
+from smtcoll.synth.scale import allreduce, direct, greedy, hierarchy, matching, orbit, routing, translate
 
 GREEDY_WORK = 5_000_000  # deliveries x steps, a few seconds of the link-chunk greedy
 OLD_GREEDY_UP_TO = 32  # ranks: the per-chunk Python greedy of synth/greedy.py is slow beyond
@@ -104,6 +105,13 @@ def _plain(topo: Topology, coll: Collective, b: SearchBounds | None) -> tuple[Sc
     if o is not None:
         found.append((o, "one rank's routes timed by an integer program (HiGHS), translated to every rank"))
         if len(o.steps) <= target:
+            return found[-1]
+    # machines whose NICs join every pair of GPUs of two nodes (mi250 x N): a Latin square over the NICs,
+    # the engine's one-node schedule inside the nodes in the same rounds
+    d = direct.direct_alltoall(topo, coll, limit, lambda t, c: _plain(t, c, search_bounds(t, c))[0])
+    if d is not None:
+        found.append((d, "straight over the NICs (a Latin square), the node's own Alltoall alongside"))
+        if len(d.steps) <= target:
             return found[-1]
     # machines of several nodes: the conveyor rings fed by the NICs, then with the other links too
     for fill in (False, True):
