@@ -15,7 +15,8 @@ Which method (docs/synth.md):
   each address to one rank (ReduceScatter when the addresses split evenly over the ranks, else the most
   central ranks) through the dual, then broadcast it (Allgather-shaped when split evenly); and, with one
   address, the overlapping constructions of `allreduce` (recursive doubling over xor partners where
-  those are links, four arcs per cycle on rings and tori).
+  those are links, four arcs per cycle on rings and tori) and, on machines of several nodes, the node
+  sums exchanged over the NICs of `nodes_allreduce`.
 Every schedule is checked by `smtcoll.check` before it is returned; a rejected one is an internal error.
 """
 
@@ -29,7 +30,17 @@ from smtcoll.errors import SmtcollError
 from smtcoll.model import Collective, Schedule, Send, Step, Topology
 from smtcoll.synth.checked import checked
 from smtcoll.synth.combining import dual_collective, reverse_schedule
-from smtcoll.synth.scale import allreduce, direct, greedy, hierarchy, matching, orbit, routing, translate
+from smtcoll.synth.scale import (
+    allreduce,
+    direct,
+    greedy,
+    hierarchy,
+    matching,
+    nodes_allreduce,
+    orbit,
+    routing,
+    translate,
+)
 
 GREEDY_WORK = 5_000_000  # deliveries x steps, a few seconds of the link-chunk greedy
 OLD_GREEDY_UP_TO = 32  # ranks: the per-chunk Python greedy of synth/greedy.py is slow beyond
@@ -164,7 +175,8 @@ def _allreduce(topo: Topology, coll: Collective) -> tuple[Schedule, str]:
     # the phases (a construction whose as-soon-as-possible order breaks its data flow is dropped)
     found = [phased]
     for make, method in ((allreduce.doubling_allreduce, "recursive doubling (xor partners)"),
-                         (allreduce.torus_allreduce, "four arcs per cycle, overlapping (ring, torus)")):
+                         (allreduce.torus_allreduce, "four arcs per cycle, overlapping (ring, torus)"),
+                         (nodes_allreduce.nodes_allreduce, "node sums, across the NICs, then copies inside")):
         s = make(topo, coll)
         if s is not None and check_schedule(s).verdict == "ok":
             found.append((s, method))
