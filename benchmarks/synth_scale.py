@@ -51,7 +51,10 @@ UNSEEN = [
 RECHECK = [f"-t {m} --nodes {n} -c {c}" for m, ns in (("ndv2", (3, 8)), ("dgx2", (3, 8)), ("mi250", (2, 3)),
                                                       ("a100", (3, 4)))
            for n in ns for c in ("allgather", "alltoall")] + [
-    "-t torus2d:12x20 -c allgather", "-t torus3d:4x4x8 -c allgather", "-t hypercube:9 -c allgather"]
+    "-t torus2d:12x20 -c allgather", "-t torus3d:4x4x8 -c allgather", "-t hypercube:9 -c allgather"] + [
+    # one-chunk Allreduce, within 1.5x of the bound (issue 24, session 5's item 3)
+    f"-t {t} -c allreduce" for t in ("torus2d:6x6", "torus2d:16x16", "ring:64", "a100 --nodes 2", "a100 --nodes 3",
+                                     "dgx2 --nodes 2", "ndv2 --nodes 3", "mesh2d:8x8", "hypercube:6")]
 
 
 def child(cmd: list[str]) -> tuple[str, int, float, float]:
