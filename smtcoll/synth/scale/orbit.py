@@ -31,7 +31,7 @@ from smtcoll.synth.scale.translate import alltoall_shape
 
 EXTRA_ROUNDS = 3  # rounds above the bound tried before giving up
 MAX_PATHS = 20_000  # simple paths out of rank 0 enumerated
-MAX_VARIABLES = 40_000  # of one integer program
+MAX_VARIABLES = 4_000  # of one integer program (a100 x 4: 853; ring:33, 18,802, took minutes)
 NODE_LIMIT = 2_000  # branch-and-bound nodes of one integer program: a deterministic budget
 
 Usage = tuple[tuple[int, int], ...]  # (representative, load) pairs of one hop, sorted
@@ -78,8 +78,8 @@ def orbit_alltoall(topo: Topology, coll: Collective, target: int, max_steps: int
     if pairs is None or topo.ranks < 3:
         return None
     grp = _group(topo)
-    if grp is None:
-        return None
+    if grp is None or grp.n < 2:  # one node (rings, hubs): the translate and the LP routing answer there,
+        return None  # and the integer program can take minutes (ring:18)
     per = len(next(iter(pairs.values())))
     reps, caps = _representatives(topo, grp)
     routes = _routes(topo, grp, reps)
@@ -178,7 +178,11 @@ def _solve(classes: dict[tuple[tuple[Usage, ...], ...], list[int]], caps: list[i
     from scipy.optimize import Bounds, LinearConstraint, milp
     from scipy.sparse import coo_matrix
 
-    # variables: m[c, s] (chunks of class c on route s), a[c, s, i, t] (of them, hop i at round t)
+    # variables: m[c, s] (chunks of class c on route s), a[c, s, i, t] (of them, hop i at round t);
+    # counted before they are built (ring:100: millions)
+    if sum(1 + len(seq) * (rounds - len(seq) + 1) for seqs in classes for seq in seqs
+           if len(seq) <= rounds) > MAX_VARIABLES:
+        return None
     var: dict[tuple, int] = {}
     for ci, seqs in enumerate(classes):
         for si, seq in enumerate(seqs):
