@@ -51,7 +51,7 @@ def greedy_schedule(topo: Topology, coll: Collective, max_steps: int, rounds_per
     links = sorted((l.src, l.dst, l.bandwidth) for l in topo.links)
     groups_of = [[i for i, g in enumerate(topo.switches) if u in g.srcs and v in g.dsts] for u, v, _ in links]
     address = np.array(coll.address)
-    relay = k if order == "farthest" else RELAY_NEEDERS
+    relay = k if order == "farthest" else RELAY_NEEDERS  # farthest: exact distances for every chunk
     steps: list[Step] = []
     for s in range(max_steps):
         missing = need & ~have
