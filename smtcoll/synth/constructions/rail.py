@@ -129,13 +129,16 @@ def rail(topo: Topology, base: Collective) -> Schedule:
     if any(len(m) != p for m in members):
         raise NotApplicable("nodes of unequal size")
     local = _node_rings(topo, members[0])
+    phases = 2 if what == "allreduce" else 1
+    if phases == 2 and len(local) * OPS < 2 * topo.ranks:
+        # fewer than two pieces per rank even on reversed rings: on a switch, a second ring (more pieces)
+        local += _stride_rings(topo, members[0], local, 1)
     k = len(local)
     rings = [[tuple(members[x][i] for i in ring) for ring in local] for x in range(n)]
     # every ring link carries about n p c / k items per phase: as many pieces as the thread blocks hold;
-    # when even one piece per rank is too many for both phases of an Allreduce on one connection, its
-    # Allgather runs on the reversed rings (other connections: one phase each)
-    phases = 2 if what == "allreduce" else 1
-    split = phases == 2 and topo.ranks <= OPS * k < topo.ranks * phases
+    # an Allreduce runs its Allgather on the reversed rings (other connections: one phase each) when that
+    # gives it more pieces per rank (its NICs' Allgather crossing then starts before the last ring round)
+    split = phases == 2 and topo.ranks <= OPS * k and OPS * k // topo.ranks > OPS * k // (2 * topo.ranks)
     c = max(1, OPS * k // (topo.ranks * (1 if split else phases)))
     coll = base.with_chunks(c * (topo.ranks if what == "allreduce" else 1))
     steps = _Steps(topo)
@@ -154,6 +157,28 @@ def _node_rings(topo: Topology, ranks: list[int]) -> list[Ring]:
     if not found:
         raise NotApplicable(f"no ring inside a node of {topo.name}")
     return list(found[:MAX_RINGS])
+
+
+def _stride_rings(topo: Topology, ranks: list[int], have: list[Ring], want: int) -> list[Ring]:
+    """Up to `want` more rings i -> i + d (mod P, d prime to P, local numbering) whose links exist and
+    carry none of the rings in `have`: on a switch every GPU pair is linked, so each such ring is a
+    connection of its own (more pieces per phase within a thread block's steps) on the same ports."""
+    import math
+
+    p = len(ranks)
+    local = ringlib.node_topology(topo, ranks)
+    links = {(l.src, l.dst) for l in local.links}
+    used = {(r[i], r[(i + 1) % len(r)]) for r in have for i in range(len(r))}
+    out: list[Ring] = []
+    for d in range(2, p - 1):
+        if len(out) >= want:
+            break
+        ring = tuple((i * d) % p for i in range(p))
+        hops = {(ring[i], ring[(i + 1) % p]) for i in range(p)}
+        if math.gcd(d, p) == 1 and hops <= links and not hops & used:
+            out.append(ring)
+            used |= hops
+    return out
 
 
 def _ring(o: int, j: int, k: int) -> int:
