@@ -6,6 +6,11 @@ Each command runs in a child process; CPU (user + system) and peak RSS come from
 per instance (the large ones take tens of seconds on a shared machine; CPU seconds vary little).
 
     python benchmarks/synth_scale.py [--only SUBSTRING] [--skip-bounds] [--unseen] [--markdown OUT.md]
+    python benchmarks/synth_scale.py --recheck [--only SUBSTRING] [--markdown OUT.md]
+
+--recheck runs each instance of RECHECK twice, with `--method scale` and with no --method (the default a
+user gets), and `smtcoll bounds` (its default, LP included): steps, the bound synth reports, the
+strongest bound `bounds` proves, exit code, CPU s and peak MB of each command.
 """
 
 from __future__ import annotations
@@ -42,6 +47,15 @@ UNSEEN = [
     ("-t a100 --nodes 3 -c allreduce", "1.5x"),
 ]
 
+# --recheck: issue 24's "checked again on machines and sizes not seen" (session 5)
+RECHECK = [f"-t {m} --nodes {n} -c {c}" for m, ns in (("ndv2", (3, 8)), ("dgx2", (3, 8)), ("mi250", (2, 3)),
+                                                      ("a100", (3, 4)))
+           for n in ns for c in ("allgather", "alltoall")] + [
+    "-t torus2d:12x20 -c allgather", "-t torus3d:4x4x8 -c allgather", "-t hypercube:9 -c allgather"] + [
+    # one-chunk Allreduce, within 1.5x of the bound (issue 24, session 5's item 3)
+    f"-t {t} -c allreduce" for t in ("torus2d:6x6", "torus2d:16x16", "ring:64", "a100 --nodes 2", "a100 --nodes 3",
+                                     "dgx2 --nodes 2", "ndv2 --nodes 3", "mesh2d:8x8", "hypercube:6")]
+
 
 def child(cmd: list[str]) -> tuple[str, int, float, float]:
     r, w = os.pipe()
@@ -66,13 +80,61 @@ def within(target: str, value: int, bound: int) -> bool:
     return value <= limit
 
 
+def strongest(out: str) -> int | None:
+    """The strongest bound on one-round steps in `smtcoll bounds --format json`: max(steps, rounds)."""
+    try:
+        d = json.loads(out)
+    except json.JSONDecodeError:
+        return None
+    vals = [d[k]["value"] for k in ("steps", "rounds") if isinstance(d.get(k), dict) and d[k].get("value") is not None]
+    return max(vals) if vals else None
+
+
+def recheck(only: str, markdown: Path | None) -> None:
+    header = ("| instance | method | exit | steps | rounds | bound (synth) | strongest (`bounds`) | gap | CPU s "
+              "| peak MB |\n|---|---|---|---|---|---|---|---|---|---|")
+    print(header)
+    rows = []
+    for inst in RECHECK:
+        if only not in inst:
+            continue
+        bout, bcode, bcpu, bmb = child([sys.executable, "-m", "smtcoll", "bounds", *shlex.split(inst),
+                                        "--format", "json"])
+        best = strongest(bout)
+        for method in ("scale", "default"):
+            extra = ["--method", "scale"] if method == "scale" else []
+            out, code, cpu, mb = child([sys.executable, "-m", "smtcoll", "synth", *shlex.split(inst), *extra,
+                                        "--format", "json"])
+            try:
+                d = json.loads(out)
+                g = d["gap"]
+                on_rounds = "alltoall" in inst
+                value, bound = (d["rounds"], g["rounds_bound"]) if on_rounds else (d["steps"], g["steps_bound"])
+                gap = f"{value - bound} ({100 * (value - bound) / bound:.1f}%)" if bound else "-"
+                row = (f"| `{inst}` | {method} | {code} | {d['steps']} | {d['rounds']} | {bound} | {best} | {gap} "
+                       f"| {cpu:.1f} | {mb:.0f} |")
+            except (json.JSONDecodeError, KeyError, TypeError):
+                row = f"| `{inst}` | {method} | {code} | - | - | - | {best} | - | {cpu:.1f} | {mb:.0f} |"
+            print(row, flush=True)
+            rows.append(row)
+        row = f"| `{inst}` | (`bounds`) | {bcode} | - | - | - | {best} | - | {bcpu:.1f} | {bmb:.0f} |"
+        print(row, flush=True)
+        rows.append(row)
+    if markdown:
+        markdown.write_text("\n".join([header, *rows]) + "\n")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--only", default="")
     ap.add_argument("--skip-bounds", action="store_true")
     ap.add_argument("--markdown", type=Path)
     ap.add_argument("--unseen", action="store_true", help="the instances of UNSEEN instead of the targets")
+    ap.add_argument("--recheck", action="store_true", help="RECHECK, with --method scale and the default")
     args = ap.parse_args()
+    if args.recheck:
+        recheck(args.only, args.markdown)
+        return
     rows = []
     header = "| instance | steps | rounds | C | bound (steps / rounds) | gap | target | met | CPU s | peak MB | bounds CPU s |"
     print(header)

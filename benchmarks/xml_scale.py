@@ -4,6 +4,7 @@ the files alone, on torus2d Allgather at 256, 576 and 1024 ranks. Per command: e
 (user + system of the child, os.wait4) and peak RSS in MB. One run each (CPU seconds vary little).
 
     python benchmarks/xml_scale.py [--sides 16,24,32] [--keep DIR]
+    python benchmarks/xml_scale.py --topologies torus3d:8x8x8,hypercube:10 [--keep DIR]
 
 The XML of 1024 ranks is about 250 MB: `--keep` names a folder for the files (default: a temporary one).
 """
@@ -17,6 +18,7 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
 
 
 def child(cmd: list[str]) -> tuple[int, float, float, str]:
@@ -38,6 +40,7 @@ def child(cmd: list[str]) -> tuple[int, float, float, str]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sides", default="16,24,32")
+    ap.add_argument("--topologies", help="comma-separated topologies instead of the torus2d sides")
     ap.add_argument("--keep", type=Path, help="folder for the schedule and XML files")
     args = ap.parse_args()
     folder = args.keep or Path(tempfile.mkdtemp(prefix="smtcoll-xml-scale-"))
@@ -45,13 +48,18 @@ def main() -> int:
     smtcoll = [sys.executable, "-m", "smtcoll"]
     print("| command | exit | CPU s | peak MB | last line |")
     print("|---|---|---|---|---|")
-    for side in map(int, args.sides.split(",")):
-        s, x = folder / f"ag-{side}x{side}.json", folder / f"ag-{side}x{side}.xml"
-        ranks = side * side
+    names = (args.topologies.split(",") if args.topologies
+             else [f"torus2d:{side}x{side}" for side in map(int, args.sides.split(","))])
+    for name in names:
+        tag = name.replace(":", "-")
+        s, x = folder / f"ag-{tag}.json", folder / f"ag-{tag}.xml"
+        from smtcoll import library
+
+        ranks = library.topology(name).ranks
         # the reader's limits guard `verify` against hostile files; a program this size needs them raised
         lifted = ["--max-bytes", "400000000", "--max-steps", "4000000", "--max-tbs", "100000",
                   "--max-chunks", str(ranks * ranks), "--max-pieces", "4000000"]
-        for cmd in (["synth", "-t", f"torus2d:{side}x{side}", "-c", "allgather", "-o", str(s), "--xml", str(x), "-f"],
+        for cmd in (["synth", "-t", name, "-c", "allgather", "-o", str(s), "--xml", str(x), "-f"],
                     ["verify", str(s)], ["verify", str(x), *lifted]):
             code, cpu, peak, last = child(smtcoll + cmd)
             shown = " ".join(a if "/" not in a else Path(a).name for a in cmd)

@@ -75,11 +75,7 @@ def node_witness(topo: Topology, coll: Collective, inside: set[int]) -> dict | N
     if not imports:
         return None
     crossing = [l for l in topo.links if l.src not in inside and l.dst in inside]
-    covering = [g for g in topo.switches
-                if not set(g.srcs) & inside and set(g.dsts) <= inside
-                and any(l.src in g.srcs and l.dst in g.dsts for l in crossing)]
-    covered = {(l.src, l.dst) for l in crossing for g in covering if l.src in g.srcs and l.dst in g.dsts}
-    cap = sum(g.bandwidth for g in covering) + sum(l.bandwidth for l in crossing if (l.src, l.dst) not in covered)
+    cap = _capacity(topo, crossing, inside)
     if cap <= 0:
         return None
     entries = sorted({l.dst for l in crossing})
@@ -90,6 +86,39 @@ def node_witness(topo: Topology, coll: Collective, inside: set[int]) -> dict | N
     ramp = -(-len(imports) // cap)
     return {"inside": sorted(inside), "must_enter": len(imports), "capacity": cap, "entries": entries,
             "farthest": farthest, "hops": hops, "rounds": ramp + hops}
+
+
+def _capacity(topo: Topology, crossing: list, inside: set[int]) -> int:
+    """Chunks that can cross into `inside` per round: the bandwidth of some switch groups (sources all
+    outside, destinations all inside) that together bound every crossing link they cover, plus the
+    bandwidth of the links none of them covers. Any such choice is an upper bound (each covered link's
+    chunks count in a chosen group); the groups are chosen greedily, the least bandwidth per link
+    bandwidth newly covered first, while that beats counting the links alone. (A NIC's out-group and its
+    peer's in-group both cover a link between two nodes: counting both, mi250 x 2 Alltoall gave 8 rounds
+    where the in-groups alone give 16.)"""
+    bw = {(l.src, l.dst): l.bandwidth for l in crossing}
+    links_of = []
+    for g in topo.switches:
+        if set(g.srcs) & inside or not set(g.dsts) <= inside:
+            continue
+        srcs = set(g.srcs)
+        dsts = set(g.dsts)
+        mine = frozenset(k for k in bw if k[0] in srcs and k[1] in dsts)
+        if mine:
+            links_of.append((g.bandwidth, mine))
+    left = set(bw)
+    cap = 0
+    while True:
+        best = None
+        for gbw, mine in links_of:
+            new = sum(bw[k] for k in mine & left)
+            if new > gbw and (best is None or gbw * best[1] < best[0] * new):
+                best = (gbw, new, mine)
+        if best is None:
+            break
+        cap += best[0]
+        left -= best[2]
+    return cap + sum(bw[k] for k in left)
 
 
 def _from(topo: Topology, sources: list[int]) -> dict[int, int]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from typing import Any
 
 import attrs
 
@@ -125,19 +124,9 @@ class SearchBounds:
             return self.why_rounds(chunks)
         return explain(self.steps)
 
-    def to_json(self, one_round_per_step: bool = True, chunks: int = 1) -> dict[str, Any]:
-        """The keys mean what they mean in `smtcoll bounds`: `steps` with any rounds, `rounds` in all for
-        `chunks`; `least_steps` is the steps when each step has one round."""
-        q = self.rounds_per_chunk
-        return {"steps": self.steps_value, "steps_why": explain(self.steps),
-                "rounds": self.rounds(chunks), "rounds_why": self.why_rounds(chunks),
-                "least_steps": self.least_steps(one_round_per_step, chunks),
-                "least_steps_why": self.steps_why(one_round_per_step, chunks),
-                "rounds_per_chunk": fraction_json(q), "rounds_per_chunk_exact": str(q)}
-
 
 # Above this many LP variables the synthesizer does without the LP (cuts and chunk-hops are instant).
-SEARCH_LP_MAX_VARIABLES = 20_000
+SEARCH_LP_MAX_VARIABLES = 40_000
 
 
 def search_bounds(topo: Topology, coll: Collective) -> SearchBounds:
@@ -191,8 +180,9 @@ def explain(b: Bound) -> str:
     if b.name == "hops" and w:
         return f"hops: {w['chunk_hops']} chunk-hops over links carrying {w['capacity']} per round"
     if b.name == "entry" and w:
+        last = f", and rank {w['farthest']} is {count(w['hops'], 'hop')} from where they enter" if w["hops"] else ""
         return (f"entry: {count(w['must_enter'], 'chunk')} must enter node {w['node']}, at most {w['capacity']} per "
-                f"round, and rank {w['farthest']} is {count(w['hops'], 'hop')} from where they enter")
+                f"round{last}")
     if b.name == "lp" and w:
         return f"flow LP optimum {w['lp_optimum']}"
     if b.name == "holdings" and w:

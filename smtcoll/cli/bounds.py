@@ -162,8 +162,9 @@ def _explain(b: Bound) -> str:
         return explain(b).removeprefix("holdings: ")
     if b.name == "rounds" and "entry" in w:
         e = w["entry"]
+        last = f", then {count(e['hops'], 'hop')} to rank {e['farthest']}" if e["hops"] else ""
         return (f"from the entry bound: {count(e['must_enter'], 'chunk')} must enter node {e['node']}, at most "
-                f"{e['capacity']} per round, then {count(e['hops'], 'hop')} to rank {e['farthest']}")
+                f"{e['capacity']} per round{last}")
     if b.name in ("rounds", "rounds_per_chunk"):
         return f"from the {w['from']} bound" + (f" ({w['exact']})" if "exact" in w else "")
     if b.name == "throughput":

@@ -188,3 +188,29 @@ def test_cli_bad_input():
     assert out.returncode == 2 and "unknown topology" in out.stderr and "Traceback" not in out.stderr
     out = cli("bounds", "-t", "dgx1", "-c", "gather", "--root", "9")
     assert out.returncode == 2 and "root" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_entry_bound_counts_a_link_covered_by_two_nic_groups_once():
+    # mi250 x 2: each link between the nodes is in its sender's NIC out-group and its receiver's in-group;
+    # the 16 in-groups alone bound what enters a node (16 per round): 256 chunks, 16 rounds (was 8: both
+    # families of groups summed), which the engine's schedule meets
+    t = library.topology("mi250", 2)
+    b = lower_bounds(t, library.collective("alltoall", t.ranks), lp=False)
+    assert b.rounds.value == 16 and b.rounds.witness["from"] == "entry"
+    assert b.rounds.witness["entry"]["capacity"] == 16
+
+
+def test_cli_entry_bound_without_a_last_hop_names_no_rank():
+    r = subprocess.run([sys.executable, "-m", "smtcoll", "bounds", "-t", "mi250", "--nodes", "3", "-c", "alltoall",
+                        "--no-lp"], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert r.returncode == 0, r.stderr
+    line = next(x for x in r.stdout.splitlines() if x.strip().startswith("rounds:"))
+    assert ">= 32 rounds" in line and "512 chunks must enter node 0, at most 16 per round" in line
+    assert "rank -1" not in line
+
+
+def test_the_multicast_lp_is_skipped_where_it_would_take_a_minute():
+    t = library.topology("a100", 3)
+    b = lower_bounds(t, library.collective("allgather", t.ranks))
+    assert b.lp.value is None and "207360 variables (limit 60000)" in b.lp.note
+    assert b.rounds.value == 12  # the receive bound, which the engine's schedule meets

@@ -28,9 +28,10 @@ def test_routed_alltoall_at_the_bound(topo: str, nodes: int, chunks: int, rounds
 
 
 def test_routed_alltoall_on_two_a100_nodes() -> None:
-    r = _run("a100", 2)
-    assert check_schedule(r.schedule).verdict == "ok"
-    assert r.schedule.rounds <= 12  # was 20; the flow LP proves 10 (bounds --lp)
+    t = library.topology("a100", 2)
+    s = routing.routed_alltoall(t, library.collective("alltoall", t.ranks), 100)
+    assert s is not None and check_schedule(s).verdict == "ok"
+    assert s.rounds <= 12  # was 20; the flow LP proves 10, which `orbit` reaches (test_scale_orbit.py)
 
 
 def test_routing_respects_switch_groups_and_is_deterministic() -> None:

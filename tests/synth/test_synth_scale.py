@@ -111,9 +111,10 @@ def test_synth_reports_the_method_and_gap() -> None:
     r = cli("synth", "-t", "a100", "--nodes", "2", "-c", "alltoall", "--method", "scale", "--format", "json")
     assert r.returncode == 0, r.stderr
     d = json.loads(r.stdout)
-    assert d["status"] == "found" and d["method"].startswith("scale: LP-routed")
-    assert d["steps"] == 12 and d["gap"]["steps_bound"] == 10 and d["gap"]["gap_steps"] == 2
-    assert d["optimal"]["proved"] is False and d["lower_bound"]["rounds"] == 10
+    # 10 rounds, the flow LP's bound: optimal, and said so (the LP routing alone gives 12)
+    assert d["status"] == "found" and d["method"].startswith("scale: one rank's routes")
+    assert d["steps"] == 10 and d["gap"]["steps_bound"] == 10 and d["gap"]["gap_steps"] == 0
+    assert d["optimal"]["proved"] is True and d["lower_bound"]["rounds"] == 10
 
 
 def test_synth_auto_at_the_bound_needs_no_search() -> None:

@@ -3,17 +3,20 @@
 Which method (docs/synth.md):
 - non-combining collectives: the translate construction where the topology is a ring, torus,
   hypercube or fully connected and the collective is Allgather- or Alltoall-shaped; for Alltoall-shaped
-  ones the LP-routed paths of `routing` (any topology); Allgather-shaped ones on machines of several
-  nodes, the node rings fed by the NICs of `hierarchy` and the per-rank assignments of `matching`;
-  otherwise, or when these miss the bound, the link-chunk greedy (and for up to 32 ranks also the older
-  greedy), the best schedule kept;
+  ones the LP-routed paths of `routing` (any topology), then, on machines a translation group maps
+  onto themselves (a100 x N), rank 0's routes timed by the integer program of `orbit`, and where NICs
+  join every pair of GPUs of two nodes (mi250 x N) the Latin square of `direct`;
+  Allgather-shaped ones on machines of several nodes, the node rings fed by the NICs of `hierarchy`
+  and the per-rank assignments of `matching`; otherwise, or when these miss the bound, the link-chunk
+  greedy (and for up to 32 ranks also the older greedy), the best schedule kept;
 - ReduceScatter, Reduce (combining, with a non-combining dual): the reversal of a tree-shaped schedule
   of the dual on the reversed topology (every method above gives each rank each chunk once);
 - Allreduce: on hypercubes with one address, recursive doubling; otherwise the fewest steps of: reduce
   each address to one rank (ReduceScatter when the addresses split evenly over the ranks, else the most
   central ranks) through the dual, then broadcast it (Allgather-shaped when split evenly); and, with one
   address, the overlapping constructions of `allreduce` (recursive doubling over xor partners where
-  those are links, four arcs per cycle on rings and tori).
+  those are links, four arcs per cycle on rings and tori) and, on machines of several nodes, the node
+  sums exchanged over the NICs of `nodes_allreduce`.
 Every schedule is checked by `smtcoll.check` before it is returned; a rejected one is an internal error.
 """
 
@@ -27,7 +30,17 @@ from smtcoll.errors import SmtcollError
 from smtcoll.model import Collective, Schedule, Send, Step, Topology
 from smtcoll.synth.checked import checked
 from smtcoll.synth.combining import dual_collective, reverse_schedule
-from smtcoll.synth.scale import allreduce, greedy, hierarchy, matching, routing, translate
+from smtcoll.synth.scale import (
+    allreduce,
+    direct,
+    greedy,
+    hierarchy,
+    matching,
+    nodes_allreduce,
+    orbit,
+    routing,
+    translate,
+)
 
 GREEDY_WORK = 5_000_000  # deliveries x steps, a few seconds of the link-chunk greedy
 OLD_GREEDY_UP_TO = 32  # ranks: the per-chunk Python greedy of synth/greedy.py is slow beyond
@@ -97,6 +110,20 @@ def _plain(topo: Topology, coll: Collective, b: SearchBounds | None) -> tuple[Sc
         found.append((r, "LP-routed paths (HiGHS), store and forward"))
         if len(r.steps) <= target:
             return found[-1]
+    # machines a translation maps onto themselves (a100 x N): rank 0's routes timed by an integer program
+    shortest = min((len(s.steps) for s, _ in found), default=limit + 1)
+    o = orbit.orbit_alltoall(topo, coll, target, min(limit, shortest - 1))
+    if o is not None:
+        found.append((o, "one rank's routes timed by an integer program (HiGHS), translated to every rank"))
+        if len(o.steps) <= target:
+            return found[-1]
+    # machines whose NICs join every pair of GPUs of two nodes (mi250 x N): a Latin square over the NICs,
+    # the engine's one-node schedule inside the nodes in the same rounds
+    d = direct.direct_alltoall(topo, coll, limit, lambda t, c: _plain(t, c, search_bounds(t, c))[0])
+    if d is not None:
+        found.append((d, "straight over the NICs (a Latin square), the node's own Alltoall alongside"))
+        if len(d.steps) <= target:
+            return found[-1]
     # machines of several nodes: the conveyor rings fed by the NICs, then with the other links too
     for fill in (False, True):
         h = hierarchy.ring_allgather(topo, coll, limit, fill)
@@ -148,7 +175,8 @@ def _allreduce(topo: Topology, coll: Collective) -> tuple[Schedule, str]:
     # the phases (a construction whose as-soon-as-possible order breaks its data flow is dropped)
     found = [phased]
     for make, method in ((allreduce.doubling_allreduce, "recursive doubling (xor partners)"),
-                         (allreduce.torus_allreduce, "four arcs per cycle, overlapping (ring, torus)")):
+                         (allreduce.torus_allreduce, "four arcs per cycle, overlapping (ring, torus)"),
+                         (nodes_allreduce.nodes_allreduce, "node sums, across the NICs, then copies inside")):
         s = make(topo, coll)
         if s is not None and check_schedule(s).verdict == "ok":
             found.append((s, method))

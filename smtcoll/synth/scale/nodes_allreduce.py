@@ -1,0 +1,120 @@
+"""One-address Allreduce on machines of several nodes: each node sums inside, the node sums cross the
+NICs to a few receivers, which pass the total on inside their node.
+
+"Reduce to the most central rank, then broadcast" costs twice the radius and queues at that rank's
+ports (dgx2 x 2: 10 steps against a holdings bound of 4). Here, as a plan of sends ordered by data flow
+and scheduled as soon as possible (`allreduce._asap`, the overlapping constructions' scheduler):
+1. inside every node, recursive doubling over the xor partners (where they are links: NVSwitch nodes,
+   the DGX-1's cube-mesh): every GPU holds its node's sum after log2(P) steps;
+2. the receivers (GPUs that a NIC link reaches from every other node; where the same GPUs also send over
+   the NICs, the first half receive and the rest send, so that no sender has added another node's sum
+   before it sends its own) each get every other node's sum from a sender there, disjoint values added;
+3. the GPUs that are not receivers get a copy of the total along a breadth-first tree from the receivers.
+dgx2 x 2: 4 + 1 + 1 = 6 steps (1.5x the holdings bound); ndv2 x 3: 3 + 2 + 2 = 7 (1.4x the distance
+bound 5). None where a node is not a power of two with xor links, or a GPU cannot be reached.
+"""
+
+from __future__ import annotations
+
+import re
+
+from smtcoll.bounds.entry import node_of
+from smtcoll.model import Collective, Schedule, Topology
+from smtcoll.synth.scale.allreduce import _asap, _every_rank_all, _Plan, _schedule
+
+
+def nodes_allreduce(topo: Topology, coll: Collective) -> Schedule | None:
+    """The schedule (module docstring) for a one-address Allreduce-shaped collective, or None."""
+    nodes = node_of(topo) or _named_nodes(topo)
+    if nodes is None or len(coll.addresses) != 1 or len(coll.pre) != coll.chunks or not _every_rank_all(coll):
+        return None
+    n = max(nodes) + 1
+    p = topo.ranks // n
+    if nodes != [r // p for r in range(topo.ranks)] or p & (p - 1):
+        return None
+    linked = {(l.src, l.dst) for l in topo.links}
+    bit = 1
+    while bit < p:
+        if any((r, r ^ bit) not in linked for r in range(p)):
+            return None
+        bit <<= 1
+    receivers, senders = _ends(linked, n, p)
+    if not receivers:
+        return None
+    plan = _Plan(topo.ranks)
+    bit = 1
+    while bit < p:  # 1. node sums
+        for b in range(0, topo.ranks, p):
+            for r in range(p):
+                if r < r ^ bit:
+                    plan.exchange(b + r, b + (r ^ bit))
+        bit <<= 1
+    plan.start_phase()
+    for k in range(1, n):  # 2. the other nodes' sums to every receiver, node a + k's in turn k (a Latin
+        for a in range(n):  # square: each node sends to one node a turn), from the least used sender there
+            b = (a + k) % n
+            used = dict.fromkeys(senders, 0)
+            for v in receivers:
+                srcs = [u for u in senders if (b * p + u, a * p + v) in linked]
+                if not srcs:
+                    return None
+                u = min(srcs, key=lambda x: (used[x], x))
+                used[u] += 1
+                plan.send(b * p + u, a * p + v, together=True)
+    plan.start_phase()
+    parent = _tree(linked, p, receivers)
+    if parent is None:
+        return None
+    for b in range(0, topo.ranks, p):  # 3. the total, as copies, in breadth-first order
+        for child, par in parent:
+            plan.send(b + par, b + child)
+    steps = _asap(topo, plan)
+    return None if steps is None else _schedule(topo, coll, steps)
+
+
+def _named_nodes(topo: Topology) -> list[int] | None:
+    """The nodes `Topology.compose` names (`...-Nnodes`), where no NIC group tells them apart (two nodes
+    whose NICs each join one pair: dgx2 x 2, ndv2 x 2)."""
+    m = re.search(r"-(\d+)nodes$", topo.name)
+    if m is None or int(m.group(1)) < 2 or topo.ranks % int(m.group(1)):
+        return None
+    p = topo.ranks // int(m.group(1))
+    return [r // p for r in range(topo.ranks)]
+
+
+def _ends(linked: set[tuple[int, int]], n: int, p: int) -> tuple[list[int], list[int]]:
+    """Node-local receivers and senders of the NIC links (the same in every node, as composed)."""
+    into = {v % p for u, v in linked if u // p != v // p}
+    out = {u % p for u, v in linked if u // p != v // p}
+    receivers = sorted(v for v in into if all(any((b * p + u, v) in linked for u in out) for b in range(1, n)))
+    if set(receivers) & out:
+        receivers = receivers[:len(receivers) // 2]
+    senders = sorted(out - set(receivers))
+    return receivers, senders
+
+
+def _tree(linked: set[tuple[int, int]], p: int, sources: list[int]) -> list[tuple[int, int]] | None:
+    """(child, parent) in breadth-first order over node 0's links from `sources`; None if some GPU is
+    not reached."""
+    out: dict[int, list[int]] = {}
+    for u, v in sorted(linked):
+        if u < p and v < p:
+            out.setdefault(u, []).append(v)
+    seen = set(sources)
+    frontier = list(sources)
+    order: list[tuple[int, int]] = []
+    kids = dict.fromkeys(range(p), 0)
+    while frontier:
+        nxt: list[int] = []
+        for v in range(p):  # each new GPU from the frontier GPU with the fewest children so far
+            if v in seen:
+                continue
+            pars = [u for u in frontier if v in out.get(u, [])]
+            if pars:
+                u = min(pars, key=lambda x: (kids[x], x))
+                kids[u] += 1
+                order.append((v, u))
+                nxt.append(v)
+        seen.update(nxt)
+        frontier = nxt
+    return order if len(seen) == p else None
