@@ -1,18 +1,21 @@
-"""Allgather, ReduceScatter and Allreduce as a pairwise exchange: where every rank has a link to every other
-(a switch: a100, dgx2; a full mesh), each rank's data goes straight to its destination, cut into pieces and
-sent in shifted rounds, the order the Alltoall `exchange` uses.
+"""Allgather, ReduceScatter and Allreduce as a pairwise exchange: where every pair of ranks in a node is
+linked (a switch: a100, dgx2; a full mesh), each rank's data goes straight to its destination, cut into
+pieces and sent in shifted rounds (s to s + k in slot k), the order the Alltoall `exchange` uses; across
+nodes each rank also crosses to its rail (the rank of the same local index in every other node).
 
-- Allgather: rank s sends each piece of its own block to s + k in slot k (k = 1 .. N-1).
-- ReduceScatter: rank s sends its contribution to block d = s + k in slot k; d adds the N-1 arrivals (they
-  carry disjoint partial sums: the checker's combining rule).
-- Allreduce: the two back to back, address by address (the owner of an address reduces it, then sends the
-  total to every other rank).
+- Allgather: each piece of rank s's block over its rails, then to every peer of its node, then the pieces
+  that came over the rails relayed to every peer once they arrived.
+- ReduceScatter: the shares of blocks owned in other nodes go to the owner's rail in the sender's node,
+  which sends the node's partial sum over the rail once all arrived (they carry disjoint partial sums:
+  the checker's combining rule); the shares of the node's own blocks go straight to their owners,
+  `RS_LAG` pieces later, so that the rails' last sums are not waited for at the end.
+- Allreduce: the two, address by address (owner a mod N).
 
-Every rank's out-port and in-port carry (N-1)/N of the buffer, the per-port bound of a switch, and in the
-shifted order every port serves one piece at a time. Rings reach the same load but pass each piece N-1
-times, one hop after another; through a switch port faster than one channel (a100: 300 GB/s against 40 per
-channel) their 8 instances contend for the port and lose about a tenth (docs/benchmarks.md, "a100
-re-run (session 5)"), while the direct sends, spread over two channels per connection, keep it busy.
+Every rank's port inside a node carries the per-port share of the buffer and, in the shifted order, serves
+one piece at a time. Rings reach the same load but pass each piece N-1 times, one hop after another;
+through a switch port faster than one channel (a100: 300 GB/s against 40 per channel) their 8 instances
+contend for the port and lose about a tenth in the sweep's model, while the direct sends, spread over two
+channels per connection, keep it busy (docs/benchmarks.md, "a100 re-run (session 5)").
 
 The piece count follows `exchange`: about 256 pieces per rank, and more than 32 messages per connection so
 that the lowering spreads each connection over two channels (at 32 or fewer it fuses a receive and a send
