@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from smtcoll import library
 from smtcoll.check.schedule import check_schedule
 from smtcoll.synth.exact import strategies
 from smtcoll.synth.exact.symmetry import free_group
-from smtcoll.synth.greedy import greedy_schedule
+from smtcoll.synth.greedy import Order, greedy_schedule
 
 
 def _least(topo: str, coll: str, chunks: int = 1):
@@ -51,6 +53,29 @@ def test_greedy_is_valid_or_none() -> None:
         g = greedy_schedule(t, library.collective(coll, t.ranks), 40)
         assert g is not None and check_schedule(g).verdict == "ok"
     assert greedy_schedule(library.topology("ring:4"), library.collective("allreduce", 4), 10) is None
+
+
+@pytest.mark.parametrize("order", ["farthest", "links"])
+@pytest.mark.parametrize("name, coll, rounds", [("dgx1", "alltoall", 1), ("dgx2", "allgather", 2),
+                                                ("torus2d:4x4", "gather", 1), (("a100", 2), "alltoall", 2)])
+def test_both_greedy_orders_give_checked_schedules(order: Order, name: str | tuple[str, int], coll: str,
+                                                   rounds: int) -> None:
+    t = library.topology(*name) if isinstance(name, tuple) else library.topology(name)
+    c = library.collective(coll, t.ranks, 3 if coll == "gather" else None)
+    g = greedy_schedule(t, c, 200, rounds, order=order)
+    assert g is not None and check_schedule(g).verdict == "ok"
+    assert all(s.rounds == rounds for s in g.steps)
+    assert greedy_schedule(t, c, 200, rounds, deadline=time.monotonic() - 1, order=order) is None
+
+
+def test_the_farthest_order_meets_the_switch_bound_the_link_order_misses() -> None:
+    # 15 chunks into each GPU through one switch port: all candidates in one order pair the ports like a
+    # perfect matching every step; link by link, early links take the port of a receiver others needed
+    t, c = library.topology("dgx2"), library.collective("allgather", 16)
+    farthest = greedy_schedule(t, c, 100, order="farthest")
+    links = greedy_schedule(t, c, 100, order="links")
+    assert farthest is not None and links is not None
+    assert len(farthest.steps) == 15 < len(links.steps)
 
 
 def test_a_shape_never_proves_anything() -> None:

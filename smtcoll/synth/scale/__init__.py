@@ -2,7 +2,6 @@
 
 - `translate`: on rings, tori and hypercubes (vertex-transitive: a group acts on the ranks) one rank's
   schedule and its translates are the whole schedule;
-- `greedy`: a link-chunk matching per step on any topology, with numpy;
 - `engine`: picks the method, turns combining collectives into their duals (ReduceScatter, Reduce) or
   into reduce-then-broadcast phases (Allreduce), checks the schedule and measures its gap.
 """

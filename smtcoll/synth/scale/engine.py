@@ -7,8 +7,9 @@ Which method (docs/synth.md):
   onto themselves (a100 x N), rank 0's routes timed by the integer program of `orbit`, and where NICs
   join every pair of GPUs of two nodes (mi250 x N) the Latin square of `direct`;
   Allgather-shaped ones on machines of several nodes, the node rings fed by the NICs of `hierarchy`
-  and the per-rank assignments of `matching`; otherwise, or when these miss the bound, the link-chunk
-  greedy (and for up to 32 ranks also the older greedy), the best schedule kept;
+  and the per-rank assignments of `matching`; otherwise, or when these miss the bound, the greedy
+  (`synth/greedy.py`) in its link-by-link order, and for up to 32 ranks also in its farthest-first
+  order, the best schedule kept;
 - ReduceScatter, Reduce (combining, with a non-combining dual): the reversal of a tree-shaped schedule
   of the dual on the reversed topology (every method above gives each rank each chunk once);
 - Allreduce: on hypercubes with one address, recursive doubling; otherwise the fewest steps of: reduce
@@ -30,10 +31,10 @@ from smtcoll.errors import SmtcollError
 from smtcoll.model import Collective, Schedule, Send, Step, Topology
 from smtcoll.synth.checked import checked
 from smtcoll.synth.combining import dual_collective, reverse_schedule
+from smtcoll.synth.greedy import greedy_schedule
 from smtcoll.synth.scale import (
     allreduce,
     direct,
-    greedy,
     hierarchy,
     matching,
     nodes_allreduce,
@@ -42,8 +43,8 @@ from smtcoll.synth.scale import (
     translate,
 )
 
-GREEDY_WORK = 5_000_000  # deliveries x steps, a few seconds of the link-chunk greedy
-OLD_GREEDY_UP_TO = 32  # ranks: the per-chunk Python greedy of synth/greedy.py is slow beyond
+GREEDY_WORK = 5_000_000  # deliveries x steps, a few seconds of the greedy in its `links` order
+FARTHEST_UP_TO = 32  # ranks: the greedy's `farthest` order (one sort of all the step's candidates) also runs
 
 
 class NoSchedule(SmtcollError):
@@ -145,13 +146,11 @@ def _plain(topo: Topology, coll: Collective, b: SearchBounds | None) -> tuple[Sc
         return min(found, key=lambda x: (len(x[0].steps), x[0].rounds))
     best = min((len(s.steps) for s, _ in found), default=None)
     if best is None or len(coll.post) * best <= GREEDY_WORK:
-        g = greedy.greedy_schedule(topo, coll, limit)
+        g = greedy_schedule(topo, coll, limit, order="links")
         if g is not None:
             found.append((g, "greedy (link-chunk matching per step)"))
-    if topo.ranks <= OLD_GREEDY_UP_TO:
-        from smtcoll.synth.greedy import greedy_schedule
-
-        o = greedy_schedule(topo, coll, limit)
+    if topo.ranks <= FARTHEST_UP_TO:
+        o = greedy_schedule(topo, coll, limit, order="farthest")
         if o is not None:
             found.append((o, "greedy (farthest-first, per chunk)"))
     if not found:
