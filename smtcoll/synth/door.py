@@ -6,7 +6,7 @@ this function, so the same request gives the same result from all three. It choo
 - `exact`: the SMT search (`smtcoll.synth.exact`, z3), within its work budget;
 - `scale`: the large-instance engine (`smtcoll.synth.scale`, no solver): seconds, checked, with its gap;
 - a throughput construction (`ring`, `tree`, `direct`, `multiring`, `hier`, `hier2d`, `rail`, `treepack`,
-  `exchange`, `forest`:
+  `exchange`, `pairwise`, `forest`:
   `smtcoll.synth.constructions`): its schedule;
 - `auto` (the default): the engine first; the exact search only where it can still improve on it (the
   engine is above the bound and the encoding is small enough to answer within the budget), with the

@@ -9,8 +9,9 @@ ours: `InternalError`, exit 70) and chooses its own chunk factor C. No solver he
 Families, one module each: `rings` (the ring search and ring schedules), `nccl` (NCCL's ring, tree and
 direct baselines), `multiring` (all lane-disjoint rings at once), `treepack` (greedy tree packing), `forest`
 (the exact tree packing for links of unequal speed), `hier` (across NICs),
-`exchange` (Alltoall routed by the flow LP, pipelined in shifted rounds). docs/synth.md says what each is, where
-it comes from and when it reaches the bound.
+`exchange` (Alltoall routed by the flow LP, pipelined in shifted rounds), `pairwise` (Allgather,
+ReduceScatter, Allreduce straight to each destination in the same shifted rounds, where every pair is
+linked). docs/synth.md says what each is, where it comes from and when it reaches the bound.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import attrs
 from smtcoll.errors import ModelError
 from smtcoll.model import Collective, Schedule, Topology
 from smtcoll.synth.checked import checked as check
-from smtcoll.synth.constructions import exchange, forest, hier, multiring, nccl, rail, treepack
+from smtcoll.synth.constructions import exchange, forest, hier, multiring, nccl, pairwise, rail, treepack
 from smtcoll.synth.constructions.common import NotApplicable
 
 Builder = Callable[[Topology, Collective], Schedule]
@@ -50,6 +51,7 @@ _FAMILIES: dict[str, tuple[Builder, str | None]] = {
     "rail": (rail.rail, None),
     "treepack": (treepack.treepack, None),
     "exchange": (exchange.exchange, None),
+    "pairwise": (pairwise.pairwise, None),
     "forest": (forest.forest, None),
 }
 # `synth --method` names (short) -> family
@@ -63,6 +65,7 @@ METHODS: dict[str, Builder] = {
     "rail": rail.rail,
     "treepack": treepack.treepack,
     "exchange": exchange.exchange,
+    "pairwise": pairwise.pairwise,
     "forest": forest.forest,
 }
 

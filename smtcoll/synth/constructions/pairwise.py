@@ -1,0 +1,184 @@
+"""Allgather, ReduceScatter and Allreduce as a pairwise exchange: where every pair of ranks in a node is
+linked (a switch: a100, dgx2; a full mesh), each rank's data goes straight to its destination, cut into
+pieces and sent in shifted rounds (s to s + k in slot k), the order the Alltoall `exchange` uses; across
+nodes each rank also crosses to its rail (the rank of the same local index in every other node).
+
+- Allgather: each piece of rank s's block over its rails, then to every peer of its node, then the pieces
+  that came over the rails relayed to every peer once they arrived.
+- ReduceScatter: the shares of blocks owned in other nodes go to the owner's rail in the sender's node,
+  which sends the node's partial sum over the rail once all arrived (they carry disjoint partial sums:
+  the checker's combining rule); the shares of the node's own blocks go straight to their owners,
+  `RS_LAG` pieces later, so that the rails' last sums are not waited for at the end.
+- Allreduce: the two, address by address (owner a mod N).
+
+Every rank's port inside a node carries the per-port share of the buffer and, in the shifted order, serves
+one piece at a time. Rings reach the same load but pass each piece N-1 times, one hop after another;
+through a switch port faster than one channel (a100: 300 GB/s against 40 per channel) their 8 instances
+contend for the port and lose about a tenth in the sweep's model, while the direct sends, spread over two
+channels per connection, keep it busy (docs/benchmarks.md, "a100 re-run (session 5)").
+
+The piece count follows `exchange`: about 256 pieces per rank, and more than 32 messages per connection so
+that the lowering spreads each connection over two channels (at 32 or fewer it fuses a receive and a send
+on one thread block, which serializes an Allreduce's two phases), at most `OPS_PER_LINK`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from smtcoll.model import Collective, Schedule, Topology
+from smtcoll.synth.constructions.common import NotApplicable, kind
+from smtcoll.synth.constructions.exchange import OPS_PER_LINK, PIECES_PER_RANK
+from smtcoll.synth.constructions.pipeline import Plan, schedule_transfers
+from smtcoll.synth.constructions.rings import nodes_of
+from smtcoll.synth.constructions.trees import node_ranks
+
+MAX_MESSAGES_PER_RANK = 4 * PIECES_PER_RANK
+FUSED_LIMIT = 32  # messages per connection up to which the lowering fuses two connections on a thread block
+
+
+def pairwise(topo: Topology, base: Collective) -> Schedule:
+    """The shifted pairwise Allgather / ReduceScatter / Allreduce (module docstring), checked by the caller."""
+    what = kind(base)
+    if what not in ("allgather", "reducescatter", "allreduce"):
+        raise NotApplicable("the pairwise exchange covers Allgather, ReduceScatter and Allreduce")
+    if topo.ranks < 2:
+        raise NotApplicable("one rank has nothing to exchange")
+    lay = _Layout(topo)
+    # messages per connection inside a node: a rank's own block, plus one per other node's (relayed)
+    blocks = len(lay.members)
+    phases = 2 if what == "allreduce" else 1
+    # across nodes a partial sum waits for all its shares before it crosses: smaller pieces shorten the wait
+    # (a100 x2 ReduceScatter 0.86 -> 0.90 of the bound, Allreduce 0.59 -> 0.83; Allgather, which forwards
+    # each piece as it arrives, keeps the base count: 0.96, and 0.70 with the doubled one)
+    per_rank = PIECES_PER_RANK * (blocks if what != "allgather" else 1)
+    per_conn = pieces_per_connection(len(lay.members[0]), phases * blocks, per_rank)
+    c = per_conn // (phases * blocks)
+    plan = Plan()
+    if what == "allreduce":
+        n = topo.ranks
+        coll = base.with_chunks(n * c)
+        into: dict[tuple[int, int], list[int]] = {}
+        for t in range(c):  # no lag: the Allgather of piece t waits for its sums anyway
+            _reduce_remote(plan, lay, t, lambda d, p: p * n + d, into)
+            _reduce_local(plan, lay, t, lambda d, p: p * n + d, into)
+            _gather(plan, lay, t, lambda d, p: p * n + d, into)
+    else:
+        coll = base.with_chunks(c)
+        if what == "allgather":
+            for t in range(c):
+                _gather(plan, lay, t, lambda d, p: d * c + p, {})
+        else:
+            into = {}
+            for t in range(c + RS_LAG):
+                if t < c:
+                    _reduce_remote(plan, lay, t, lambda d, p: d * c + p, into)
+                if 0 <= t - RS_LAG < c:
+                    _reduce_local(plan, lay, t - RS_LAG, lambda d, p: d * c + p, into)
+    return Schedule(topo, coll, schedule_transfers(topo, plan), name="pairwise")
+
+
+RS_LAG = 2  # ReduceScatter: pieces by which the sums for the node's own ranks trail those sent to other nodes
+
+
+def pieces_per_connection(p: int, blocks: int, per_rank: int = PIECES_PER_RANK) -> int:
+    """Messages per connection inside a node of `p` ranks, a multiple of `blocks` (the blocks each piece
+    index moves over one connection): about `per_rank` per rank, above the lowering's fusion limit
+    while a rank sends at most MAX_MESSAGES_PER_RANK, at most OPS_PER_LINK."""
+    per_block = max(1, round(per_rank / (blocks * max(1, p - 1))))
+    unfused = FUSED_LIMIT // blocks + 1
+    if unfused * blocks * (p - 1) <= MAX_MESSAGES_PER_RANK:  # beyond, the program's size would not pay
+        per_block = max(per_block, unfused)
+    per_block = max(1, min(per_block, OPS_PER_LINK // blocks))
+    return per_block * blocks
+
+
+Address = Callable[[int, int], int]  # (owner rank, piece index) -> address
+
+
+class _Layout:
+    """Nodes of equal size, every pair inside a node linked, and every rank linked to the rank of the same
+    local index in every other node (its rail); one node when every pair is linked."""
+
+    def __init__(self, topo: Topology) -> None:
+        n = topo.ranks
+        node = nodes_of(topo)
+        if all(topo.has_link(s, d) for s in range(n) for d in range(n) if s != d):
+            node = [0] * n  # every pair linked: one exchange, no relays
+        self.node = node
+        self.members = node_ranks(node)
+        p = len(self.members[0])
+        if any(len(m) != p for m in self.members):
+            raise NotApplicable("nodes of unequal size")
+        self.local = {r: i for m in self.members for i, r in enumerate(m)}
+        for m in self.members:
+            for s in m:
+                for d in m:
+                    if s != d and not topo.has_link(s, d):
+                        raise NotApplicable(f"no link {s} -> {d}: the pairwise exchange needs every pair of a "
+                                            "node linked")
+        for s in range(n):
+            for b in range(len(self.members)):
+                if b != node[s] and not topo.has_link(s, self.rail(s, b)):
+                    raise NotApplicable(f"no link {s} -> {self.rail(s, b)}: the pairwise exchange needs every "
+                                        "rank linked to its rail (the same local rank) in every other node")
+
+    def rail(self, s: int, b: int) -> int:
+        return self.members[b][self.local[s]]
+
+    def peer(self, s: int, k: int) -> int:
+        m = self.members[self.node[s]]
+        return m[(self.local[s] + k) % len(m)]
+
+    def others(self, s: int) -> list[int]:
+        return [b for b in range(len(self.members)) if b != self.node[s]]
+
+
+def _gather(plan: Plan, lay: _Layout, t: int, addr: Address, after: dict[tuple[int, int], list[int]]) -> None:
+    """Piece t of every rank's block to every rank: over its rails first, then to every peer of its node in
+    shifted slots, then the pieces that came over the rails, each relayed to every peer once it arrived.
+    `after[(d, t)]`: the transfers that must reach owner d before it sends (an Allreduce's sums)."""
+    n = len(lay.node)
+    p = len(lay.members[0])
+    nic: dict[tuple[int, int], int] = {}
+    for s in range(n):
+        for b in lay.others(s):
+            nic[(s, b)] = plan.add(addr(s, t), s, lay.rail(s, b), after.get((s, t), []))
+    for k in range(1, p):
+        for s in range(n):
+            plan.add(addr(s, t), s, lay.peer(s, k), after.get((s, t), []))
+    for k in range(1, p):
+        for h in range(n):
+            for b in lay.others(h):
+                o = lay.rail(h, b)
+                plan.add(addr(o, t), h, lay.peer(h, k), [nic[(o, lay.node[h])]])
+
+
+def _reduce_remote(plan: Plan, lay: _Layout, t: int, addr: Address, into: dict[tuple[int, int], list[int]]) -> None:
+    """Piece t of the blocks owned in other nodes: every rank sends its share to the owner's rail in its own
+    node (shifted slots), which sends the node's partial sum over the rail once all arrived; the transfers
+    into each owner are collected in `into[(owner, t)]`."""
+    n = len(lay.node)
+    p = len(lay.members[0])
+    partial: dict[tuple[int, int], list[int]] = {}
+    for k in range(1, p):
+        for s in range(n):
+            h = lay.peer(s, k)
+            for b in lay.others(h):
+                d = lay.rail(h, b)
+                partial.setdefault((h, d), []).append(plan.add(addr(d, t), s, h))
+    for h in range(n):
+        for b in lay.others(h):
+            d = lay.rail(h, b)
+            into.setdefault((d, t), []).append(plan.add(addr(d, t), h, d, partial.get((h, d), [])))
+
+
+def _reduce_local(plan: Plan, lay: _Layout, t: int, addr: Address, into: dict[tuple[int, int], list[int]]) -> None:
+    """Piece t of the blocks owned in the sender's node: straight to the owner, shifted slots (collected in
+    `into[(owner, t)]`)."""
+    n = len(lay.node)
+    p = len(lay.members[0])
+    for k in range(1, p):
+        for s in range(n):
+            d = lay.peer(s, k)
+            into.setdefault((d, t), []).append(plan.add(addr(d, t), s, d))
