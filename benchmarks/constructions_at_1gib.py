@@ -3,8 +3,10 @@ docs/benchmarks.md ("Mixed links: the exact tree packing"). Cheaper than `vs_ncc
 sweep): each construction lowered with the Simple protocol and each instance count, timed as the sweep
 times it (`smtcoll.sweep.cost.schedule_time`), against the proved bound (`smtcoll.bounds.throughput`).
 
-    python benchmarks/constructions_at_1gib.py [--machines mi250,amd8] [--collectives allgather,...]
+    python benchmarks/constructions_at_1gib.py [--machines mi250,amd8,ndv2:2] [--collectives allgather,...]
         [--instances 1,8] [--size BYTES]
+
+MACHINE:N takes N nodes of the machine (one node without it).
 """
 
 from __future__ import annotations
@@ -30,8 +32,12 @@ def main() -> None:
     size = args.size
     print("| machine | collective | construction | C | steps | instances | bus GB/s | / bound |")
     print("|---|---|---|---|---|---|---|---|")
-    for name in args.machines.split(","):
-        topo = library.topology(name)
+    for spec in args.machines.split(","):
+        name, _, count = spec.partition(":")
+        nodes = int(count or 1)
+        topo = library.topology(name, nodes)
+        if nodes > 1:
+            name = f"{name} x{nodes}"
         for kind in args.collectives.split(","):
             coll = library.collective(kind, topo.ranks)
             bound = time_bound(topo, coll).busbw_gbps(size)
@@ -39,7 +45,7 @@ def main() -> None:
             for c in constructions(topo, coll):
                 for inst in map(int, args.instances.split(",")):
                     try:
-                        t = schedule_time(c.schedule, "Simple", inst, size, model)
+                        t = schedule_time(c.schedule, "Simple", inst, size, model, nodes)
                     except SmtcollError as e:  # the runtime's limits (dependency ids, steps per thread block)
                         print(f"| {name} | {kind} | {c.name} | {c.chunks} | {len(c.schedule.steps)} | {inst} | "
                               f"not lowerable: {str(e)[:70]} | |")
