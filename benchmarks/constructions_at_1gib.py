@@ -3,8 +3,10 @@ docs/benchmarks.md ("Mixed links: the exact tree packing"). Cheaper than `vs_ncc
 sweep): each construction lowered with the Simple protocol and each instance count, timed as the sweep
 times it (`smtcoll.sweep.cost.schedule_time`), against the proved bound (`smtcoll.bounds.throughput`).
 
-    python benchmarks/constructions_at_1gib.py [--machines mi250,amd8,a100:2] [--collectives allgather,...]
+    python benchmarks/constructions_at_1gib.py [--machines mi250,amd8,ndv2:2,a100:2] [--collectives allgather,...]
         [--instances 1,8] [--size BYTES]
+
+MACHINE:N takes N nodes of the machine (one node without it).
 """
 
 from __future__ import annotations
@@ -31,10 +33,11 @@ def main() -> None:
     print("| machine | collective | construction | C | steps | instances | bus GB/s | / bound |")
     print("|---|---|---|---|---|---|---|---|")
     for spec in args.machines.split(","):
-        name, _, count = spec.partition(":")  # NAME or NAME:NODES
+        name, _, count = spec.partition(":")
         nodes = int(count or 1)
         topo = library.topology(name, nodes)
-        name = spec
+        if nodes > 1:
+            name = f"{name} x{nodes}"
         for kind in args.collectives.split(","):
             coll = library.collective(kind, topo.ranks)
             bound = time_bound(topo, coll).busbw_gbps(size)
@@ -42,7 +45,7 @@ def main() -> None:
             for c in constructions(topo, coll):
                 for inst in map(int, args.instances.split(",")):
                     try:
-                        t = schedule_time(c.schedule, "Simple", inst, size, model, nodes=nodes)
+                        t = schedule_time(c.schedule, "Simple", inst, size, model, nodes)
                     except SmtcollError as e:  # the runtime's limits (dependency ids, steps per thread block)
                         print(f"| {name} | {kind} | {c.name} | {c.chunks} | {len(c.schedule.steps)} | {inst} | "
                               f"not lowerable: {str(e)[:70]} | |")

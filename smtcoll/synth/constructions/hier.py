@@ -24,7 +24,12 @@ from smtcoll.synth.constructions.pipeline import Plan, busiest_link, schedule_tr
 from smtcoll.synth.constructions.treepack import Loads, spanning_tree
 from smtcoll.synth.constructions.trees import Gateways, node_ranks
 
-EDGE = 2  # addresses at each end of an Allreduce pipeline that take shortest-path trees
+# addresses at each end of an Allreduce pipeline that take shortest-path trees: the NICs wait for the first
+# addresses' reductions and the last broadcasts wait for the NICs, so the ends want the shallowest trees. 4,
+# not 2: in the sweep's model ndv2 x2 goes from 0.948 to 0.958 of the bound at 256 MiB and x4 from 0.76 to
+# 0.79; 8 loses on x4 (0.70), where the balanced trees' spread of the NVLink load matters more
+# (docs/benchmarks.md, "ndv2 re-run (session 5)")
+EDGE = 4
 TARGET_ADDRESSES = 64  # addresses per buffer: enough to pipeline trees a few steps deep
 # transfers on one link at most: its thread block (one per peer and channel) holds MAX_STEPS["executor"]
 # operations (lower/fusion.py keeps a fused pair of connections within it too)
