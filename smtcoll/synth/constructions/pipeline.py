@@ -83,9 +83,18 @@ def schedule_transfers(topo: Topology, plan: Plan) -> list[Step]:
     for t in plan.transfers:
         level.append(1 + max((level[d] for d in t.after), default=0))
     by_level = sorted(range(len(plan.transfers)), key=lambda i: (level[i], i))
-    first = _list_schedule(topo, plan, list(range(len(plan.transfers))))
-    second = _list_schedule(topo, plan, by_level)
-    return second if len(second) < len(first) else first
+    # the hops still to go after each transfer (the longest chain of transfers that wait for it)
+    height = [1] * len(plan.transfers)
+    for i in range(len(plan.transfers) - 1, -1, -1):
+        for d in plan.transfers[i].after:
+            height[d] = max(height[d], height[i] + 1)
+    by_height = sorted(range(len(plan.transfers)), key=lambda i: (-height[i], level[i], i))
+    best = _list_schedule(topo, plan, list(range(len(plan.transfers))))
+    for order in (by_level, by_height):
+        other = _list_schedule(topo, plan, order)
+        if len(other) < len(best):
+            best = other
+    return best
 
 
 def _list_schedule(topo: Topology, plan: Plan, order: list[int]) -> list[Step]:
