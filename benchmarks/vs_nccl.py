@@ -87,6 +87,19 @@ def table(all_rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def misses(all_rows: list[dict]) -> list[str]:
+    """The rows that miss issue 23's targets: below NCCL's best anywhere, or below 0.95 of the bound at
+    256 MiB and above."""
+    out = []
+    for r in all_rows:
+        name = f"{r['machine']} x{r['nodes']} {r['collective']} {r['size']}"
+        if r["nccl"] and min(r["nccl"].values()) < r["time_us"] * (1 - 1e-9):
+            out.append(f"{name}: {min(r['nccl'].values()) / r['time_us']:.2f} of NCCL's best")
+        if r["bytes"] >= 1 << 28 and r["bound_us"] and r["bound_us"] / r["time_us"] < 0.95:
+            out.append(f"{name}: {r['bound_us'] / r['time_us']:.2f} of the bound")
+    return out
+
+
 def selected(spec: str) -> list[tuple[str, str]]:
     """The (machine, node counts) pairs of --machines, in the table's order: `ndv2` takes the node counts
     of MACHINES, `ndv2:2` or `ndv2:1,2` the ones given (a bare number after a colon continues the list)."""
@@ -109,11 +122,22 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--task-timeout", type=float, default=1800.0, help="kill a task after this many seconds")
     ap.add_argument("--machines", default=",".join(m for m, _ in MACHINES),
-                    help="a subset of the machines, e.g. dgx1,ndv2; MACHINE:N,N for some node counts (ndv2:2 or ndv2:1,2)")
+                    help="a subset of the machines, e.g. dgx1,ndv2; ndv2:2 or ndv2:1,2 for some node counts")
     ap.add_argument("--collectives", default=COLLECTIVES, help="a subset of the collectives, e.g. allreduce")
     ap.add_argument("--model", default=None, help="a cost model knob file (default: the shipped one)")
     ap.add_argument("--json", type=Path, default=None, help="also write the rows and the measurements here")
+    ap.add_argument("--from-json", type=Path, nargs="+", default=None,
+                    help="run nothing: print the table of the rows these --json files hold")
     args = ap.parse_args()
+    if args.from_json:
+        loaded = [json.loads(f.read_text()) for f in args.from_json]
+        all_rows = [r for d in loaded for r in d["rows"]]
+        print(table(all_rows))
+        print(f"\nCPU {sum(d['cpu_s'] for d in loaded):.0f} s in all, peak resident "
+              f"{max(d['peak_kib'] for d in loaded) / 1024:.0f} MiB (one process)")
+        for m in misses(all_rows):
+            print(f"MISS {m}")
+        return
     with tempfile.TemporaryDirectory(prefix="smtcoll-vs-nccl-") as tmp:
         base = args.out or Path(tmp)
         cpu, peak, all_rows, failed = 0.0, 0, [], []
@@ -130,6 +154,8 @@ def main() -> None:
         print(f"\nCPU {cpu:.0f} s in all (sweep and its workers), peak resident {peak / 1024:.0f} MiB (one process)")
         for f in failed:
             print(f"FAILED {f}")
+        for m in misses(all_rows):
+            print(f"MISS {m}")
         if args.json:
             args.json.write_text(json.dumps({"rows": all_rows, "cpu_s": cpu, "peak_kib": peak, "failed": failed},
                                             indent=1))

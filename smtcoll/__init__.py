@@ -214,7 +214,7 @@ def synthesize(topology: Topology | str, collective: Collective | str, *, steps:
     --------
     >>> ring, allgather = load_topology("ring:4"), load_collective("allgather", ranks=4)
     >>> result = synthesize(ring, allgather)
-    >>> result.status, len(result.schedule.steps), result.optimal["steps"]
+    >>> result.status, len(result.schedule.steps), result.optimal.steps
     ('found', 2, 2)
     >>> synthesize(ring, allgather, steps=1).status
     'infeasible'

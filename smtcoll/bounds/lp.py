@@ -45,6 +45,16 @@ def _put(rows: list[int], cols: list[int], vals: list[float], r: int, c: int, v:
     vals.append(v)
 
 
+def _sparse(vals: list[float], rows: list[int], cols: list[int], shape: tuple[int, int]) -> Any:
+    """The constraint matrix of coefficients in coordinate form, as HiGHS takes it (CSR)."""
+    import numpy as np
+    from scipy.sparse import coo_matrix
+
+    v = np.asarray(vals, dtype=np.float64)
+    r, c = np.asarray(rows, dtype=np.int64), np.asarray(cols, dtype=np.int64)
+    return coo_matrix((v, (r, c)), shape=shape).tocsr()
+
+
 class Deadline:
     """The wall-clock stop (`--timeout`) every LP solved within `time_limit` obeys, and whether one was
     stopped by it (the caller reports that: a bound or a routing computed without that LP is weaker)."""
@@ -96,19 +106,22 @@ def solve(cost: Any, a_ub: Any = None, b_ub: Any = None, a_eq: Any = None, b_eq:
     from scipy.optimize import linprog
 
     d = _DEADLINE.get()
-    options: dict[str, Any] = {}
+    time_limit: float | None = None
     if d is not None and d.at is not None:
-        left = d.left() or 0.0
-        if left <= 0:
+        time_limit = d.left() or 0.0
+        if time_limit <= 0:
             d.stopped += 1
             return LPResult(TIME_LIMIT_STATUS, None, message="not solved: the time limit had passed")
-        options["time_limit"] = left
     res = linprog(cost, A_ub=a_ub, b_ub=b_ub, A_eq=a_eq, b_eq=b_eq, bounds=(0, None), method="highs",
-                  options=options)
+                  options={} if time_limit is None else {"time_limit": time_limit})
     if res.status != 0:
-        if d is not None and res.status == TIME_LIMIT_STATUS and "time_limit" in options:  # no iteration limit set
+        if d is not None and res.status == TIME_LIMIT_STATUS and time_limit is not None:  # no iteration limit set
             d.stopped += 1
         return LPResult(int(res.status), None, message=str(res.message))
+    if res.fun is None or res.x is None:  # an optimal status comes with both (None only when not solved)
+        from smtcoll.errors import InternalError
+
+        raise InternalError(f"internal error: HiGHS reported an optimum without a solution ({res.message})")
     ineq = tuple(float(v) for v in res.ineqlin.marginals) if a_ub is not None else ()
     eq = tuple(float(v) for v in res.eqlin.marginals) if a_eq is not None else ()
     return LPResult(0, float(res.fun), tuple(float(v) for v in res.x), ineq, eq, str(res.message))
@@ -150,7 +163,6 @@ def concurrent_flow(topo: Topology, commodities: Sequence[Commodity], link_cap: 
     `flow_cost` > 0 adds that cost per unit of flow (a routing wants no circulating flow); the lengths
     then still prove a bound (any lengths do), only maybe a little below the optimum."""
     import numpy as np
-    from scipy.sparse import coo_matrix
 
     links = topo.links
     m, k = len(links), len(commodities)
@@ -189,8 +201,8 @@ def concurrent_flow(topo: Topology, commodities: Sequence[Commodity], link_cap: 
     n = t_var + 1
     cost = np.full(n, float(flow_cost))
     cost[t_var] = 1.0
-    a_eq = coo_matrix((eq_v, (eq_r, eq_c)), shape=(len(b_eq), n)).tocsr()
-    a_ub = coo_matrix((ub_v, (ub_r, ub_c)), shape=(len(rows), n)).tocsr()
+    a_eq = _sparse(eq_v, eq_r, eq_c, (len(b_eq), n))
+    a_ub = _sparse(ub_v, ub_r, ub_c, (len(rows), n))
     res = solve(cost, a_ub, np.zeros(len(rows)), a_eq, np.array(b_eq))
     if res.status != 0 or res.value is None:
         return None
@@ -259,7 +271,6 @@ def lp_bound(topo: Topology, coll: Collective) -> Bound:
 
 def _multicast_lp_bound(topo: Topology, coll: Collective) -> Bound:
     import numpy as np
-    from scipy.sparse import coo_matrix
 
     holders: dict[int, set[int]] = {}
     for r, c in coll.pre:
@@ -311,8 +322,8 @@ def _multicast_lp_bound(topo: Topology, coll: Collective) -> Bound:
     n = t_var + 1
     cost = np.zeros(n)
     cost[t_var] = 1.0
-    a_eq = coo_matrix((eq_vals, (eq_rows, eq_cols)), shape=(len(b_eq), n)).tocsr()
-    a_ub = coo_matrix((ub_vals, (ub_rows, ub_cols)), shape=(row, n)).tocsr()
+    a_eq = _sparse(eq_vals, eq_rows, eq_cols, (len(b_eq), n))
+    a_ub = _sparse(ub_vals, ub_rows, ub_cols, (row, n))
     res = solve(cost, a_ub, np.zeros(row), a_eq, np.array(b_eq))
     if res.status == 2:
         return Bound("lp", None, "rounds", {}, "the flow LP is infeasible: some rank cannot be reached")

@@ -7,7 +7,7 @@ valid lower bound). Shared by the bounds and the LP routing of `synth/scale` (on
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from smtcoll.model import Link, SwitchGroup, Topology
@@ -26,7 +26,7 @@ def flow_network(topo: Topology, link_cap: Callable[[Link], float] | None = None
     group_cap = group_cap or (lambda g: g.bandwidth)
     import networkx as nx  # 0.4 s to import: only topologies with switch groups need max-flows
 
-    g = nx.DiGraph()
+    g: nx.DiGraph[Hashable] = nx.DiGraph()  # ranks, ("group", i, "in"/"out"), and SOURCE, SINK when cut
     g.add_nodes_from(range(topo.ranks))
     for i, grp in enumerate(topo.switches):
         g.add_edge(("group", i, "in"), ("group", i, "out"), capacity=group_cap(grp), group=i)
@@ -89,7 +89,7 @@ def cut_value(topo: Topology, inside: Iterable[int], net: nx.DiGraph) -> Any:
     if base is False:
         return cut_capacity(topo, inside, net)[0]
     import numpy as np
-    from scipy.sparse import csr_matrix
+    from scipy.sparse import csr_array
     from scipy.sparse.csgraph import maximum_flow
 
     index, rows, cols, caps, big = base
@@ -103,7 +103,7 @@ def cut_value(topo: Topology, inside: Iterable[int], net: nx.DiGraph) -> Any:
     r2 = np.concatenate([rows, node[is_in], np.full(int((~is_in).sum()), source)])
     c2 = np.concatenate([cols, np.full(int(is_in.sum()), sink), node[~is_in]])
     w2 = np.concatenate([caps, np.full(len(ranks), big, dtype=np.int64)])
-    m = csr_matrix((w2, (r2, c2)), shape=(n + 2, n + 2), dtype=np.int64)
+    m = csr_array((w2, (r2, c2)), shape=(n + 2, n + 2))  # int64, as w2
     m.sum_duplicates()
     return int(maximum_flow(m, source, sink).flow_value)
 

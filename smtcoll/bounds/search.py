@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from typing import Any
 
 import attrs
 
@@ -124,16 +123,6 @@ class SearchBounds:
         if one_round_per_step and self.rounds(chunks) > self.steps_value:
             return self.why_rounds(chunks)
         return explain(self.steps)
-
-    def to_json(self, one_round_per_step: bool = True, chunks: int = 1) -> dict[str, Any]:
-        """The keys mean what they mean in `smtcoll bounds`: `steps` with any rounds, `rounds` in all for
-        `chunks`; `least_steps` is the steps when each step has one round."""
-        q = self.rounds_per_chunk
-        return {"steps": self.steps_value, "steps_why": explain(self.steps),
-                "rounds": self.rounds(chunks), "rounds_why": self.why_rounds(chunks),
-                "least_steps": self.least_steps(one_round_per_step, chunks),
-                "least_steps_why": self.steps_why(one_round_per_step, chunks),
-                "rounds_per_chunk": fraction_json(q), "rounds_per_chunk_exact": str(q)}
 
 
 # Above this many LP variables the synthesizer does without the LP (cuts and chunk-hops are instant).

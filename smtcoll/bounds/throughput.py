@@ -29,7 +29,7 @@ import functools
 import itertools
 from collections.abc import Iterable, Sequence
 from fractions import Fraction
-from typing import Any
+from typing import Any, cast
 
 import attrs
 
@@ -440,13 +440,14 @@ def lengths_certificate(topo: Topology, coll: Collective, r: Rates, link_lengths
     for g, ms in enumerate(r.members):
         for e in ms:
             length[e] += group_lengths[g]
-    graph = nx.DiGraph()
+    graph: nx.DiGraph[int] = nx.DiGraph()
     graph.add_nodes_from(range(topo.ranks))
     for e, l in enumerate(topo.links):
         graph.add_edge(l.src, l.dst, w=length[e])
     demand_distance = Fraction(0)
     for com in coms:
-        dist = nx.multi_source_dijkstra_path_length(graph, set(com.sources), weight="w")
+        # the lengths are Fractions, so are the distances (the stub says float: it assumes float weights)
+        dist = cast("dict[int, Fraction]", nx.multi_source_dijkstra_path_length(graph, set(com.sources), weight="w"))
         for v, d in sorted(com.demand.items()):
             if v not in dist:
                 raise ModelError("collective", f"rank {v} cannot be reached")

@@ -275,16 +275,16 @@ def _text(result: SynthResult, topo: str, coll: str, output: Path | None) -> Non
         echo(f"{result.status}: {result.message}")
     if result.method != "exact":
         echo(f"method: {result.method}")
-    if result.optimal.get("why") and "steps" in result.optimal:
-        echo(f"optimal: {count(result.optimal['steps'], 'step')} ({result.optimal['why']})")
+    if result.optimal.why and result.optimal.steps is not None:
+        echo(f"optimal: {count(result.optimal.steps, 'step')} ({result.optimal.why})")
     elif result.gap is not None:
         gap = result.gap
         echo(f"gap to the lower bound: {count(gap.gap_steps, 'step')}, {count(gap.gap_rounds, 'round')}")
-    if lb["steps"] is None:  # answered before any bound: the reachability witness is the message
+    if lb is None or lb.steps is None:  # answered before any bound: the reachability witness is the message
         echo(f"{count(len(result.attempts), 'solver call')}, {result.seconds:.2f} s")
         return
-    echo(f"lower bounds: {count(lb['steps'], 'step')} with any rounds ({lb['steps_why']}); "
-         f"{count(lb['rounds'], 'round')}, rounds/chunk >= {lb['rounds_per_chunk_exact']} ({lb['rounds_why']})")
+    echo(f"lower bounds: {count(lb.steps, 'step')} with any rounds ({lb.steps_why}); "
+         f"{count(lb.rounds or 0, 'round')}, rounds/chunk >= {lb.rounds_per_chunk} ({lb.rounds_why})")
     if result.strategy == "pareto":
         unproved = " (found so far, not proved complete)" if result.status != "found" else ""
         echo(f"Pareto frontier{unproved} (steps, rounds, chunks, rounds/chunk):" if result.points
@@ -297,10 +297,10 @@ def _text(result: SynthResult, topo: str, coll: str, output: Path | None) -> Non
                    (f", rounds <= {p.rounds}" if p.rounds is not None else "")
             echo(f"  {what}: {p.why}")
     for v in result.variants:
-        if "steps" in v:
-            echo(f"variant {v['method']}: {count(v['steps'], 'step')}, {count(v['rounds'], 'round')}")
+        if v.steps is not None:
+            echo(f"variant {v.method}: {count(v.steps, 'step')}, {count(v.rounds or 0, 'round')}")
         else:
-            echo(f"variant {v['method']}: {v.get('status')} {v.get('why', '')}".rstrip())
+            echo(f"variant {v.method}: {v.status} {v.why}".rstrip())
     if result.status == "found" and s is not None and result.message:
         echo(result.message)
     if output is not None:

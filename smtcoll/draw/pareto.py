@@ -39,10 +39,10 @@ def draw_pareto(result: SynthResult, title: str, path: Path | str | None = None)
         ax.axvspan(s - 0.5, s + 0.5, color="#fcbba1", alpha=0.4, zorder=0,
                    label="proved impossible with any rounds and chunks" if k == 0 else None)
     lb = result.lower_bound
-    if lb.get("steps"):
-        ax.axvline(lb["steps"], color="#636363", ls="--", lw=0.8, label=f"lower bound: {lb['steps']} steps")
-    q = lb.get("rounds_per_chunk")
-    if isinstance(q, (int, float)) and q > 0:
+    if lb is not None and lb.steps:
+        ax.axvline(lb.steps, color="#636363", ls="--", lw=0.8, label=f"lower bound: {lb.steps} steps")
+    q = lb.rounds_per_chunk_value if lb is not None else None
+    if q is not None and q > 0:
         ax.axhline(q, color="#636363", ls=":", lw=0.8, label=f"lower bound: {q:.4g} rounds per chunk")
     ax.set_xlabel("steps (latency: each step costs alpha)")
     ax.set_ylabel("rounds per chunk (bandwidth cost)")

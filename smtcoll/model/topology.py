@@ -155,11 +155,11 @@ class Topology:
                 return link
         return None
 
-    def graph(self) -> nx.DiGraph:
+    def graph(self) -> nx.DiGraph[int]:
         """A networkx view: one edge per link with its attributes (bandwidth, alpha_us, gbps)."""
         import networkx as nx  # imported here: it costs 0.1 s of start-up for commands that never need it
 
-        g = nx.DiGraph(name=self.name)
+        g: nx.DiGraph[int] = nx.DiGraph(name=self.name)
         g.add_nodes_from(range(self.ranks))
         for link in self.links:
             g.add_edge(link.src, link.dst, bandwidth=link.bandwidth, alpha_us=link.alpha_us, gbps=link.gbps)

@@ -21,7 +21,7 @@ import tempfile
 import time
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -32,6 +32,9 @@ from smtcoll.model import Collective, Schedule, Topology
 from smtcoll.sweep import cost
 from smtcoll.sweep.selection import envelope, tiles
 from smtcoll.sweep.sizes import SizeRange, file_bounds
+
+if TYPE_CHECKING:
+    from smtcoll.synth.result import LowerBound
 
 # every size range gets one file per mode, each lowered, timed, selected and verified for its mode: the
 # runtimes pick an algorithm per call by whether the buffers alias (docs/sweep.md, "In place and out of place")
@@ -162,7 +165,7 @@ def compute(payload: dict[str, Any]) -> dict[str, Any]:
     except Exception as e:
         from smtcoll.synth.result import SynthResult
 
-        result = SynthResult("timeout", None, "pareto", {}, (),
+        result = SynthResult("timeout", None, "pareto", None, (),
                              message=f"the synthesizer failed ({type(e).__name__}: {str(e)[:200]}); please report this")
         status = "error"
     complete = result.status == "found"
@@ -183,7 +186,8 @@ def compute(payload: dict[str, Any]) -> dict[str, Any]:
                                      "frontier": [[p.steps, p.rounds, p.chunks] for p in result.points
                                                   if p.schedule is not None],
                                      "complete": complete, "message": result.message,
-                                     "lower_bound": result.lower_bound, "optimal": result.optimal},
+                                     "lower_bound": result.lower_bound.to_json() if result.lower_bound else {},
+                                     "optimal": result.optimal.to_json()},
                            "candidates": [{"name": src.name, "method": src.method, "nccl": src.nccl}
                                           for src in sources],
                            "files": [], "rejected": [], "certificates": []}
@@ -281,7 +285,7 @@ def _constructions(topo: Topology, base: Collective, max_steps: int | None) -> l
     return out
 
 
-def _bound(topo: Topology, base: Collective, lb: dict[str, Any], model: cost.Model) -> Any:
+def _bound(topo: Topology, base: Collective, lb: LowerBound | None, model: cost.Model) -> Any:
     """The time no schedule beats at a size (µs, a function of bytes), or None: the tight throughput
     bound of `smtcoll.bounds.throughput` where it is installed, else the synthesizer's lower bound
     (steps x the smallest latency + rounds per chunk x a chunk at the fastest link)."""
@@ -292,12 +296,12 @@ def _bound(topo: Topology, base: Collective, lb: dict[str, Any], model: cost.Mod
     if time_bound is not None:
         tb = time_bound(topo, base, float(model.default_gbps), float(model.default_alpha_us))
         return lambda size: Fraction(tb.at(size))
-    if lb.get("steps") is None or lb.get("rounds_per_chunk_exact") is None or not topo.links:
+    if lb is None or lb.steps is None or lb.rounds_per_chunk is None or not topo.links:
         return None
     m = cost.machine(topo, 1, model)
     fastest = min(m.per_byte[(lk.src, lk.dst)] * lk.bandwidth for lk in topo.links)  # one unit of bandwidth
     alpha = min(m.alpha.values()) if model.link_alpha else Fraction(0)
-    steps, q, a = lb["steps"], Fraction(lb["rounds_per_chunk_exact"]), cost.addresses(base)
+    steps, q, a = lb.steps, lb.rounds_per_chunk, cost.addresses(base)
     return lambda size: steps * alpha + q * Fraction(size, a) * fastest
 
 

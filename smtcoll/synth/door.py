@@ -34,7 +34,7 @@ from smtcoll import limits
 from smtcoll.model import Collective, Topology
 from smtcoll.synth.reach import unreachable_result
 from smtcoll.synth.request import CONSTRUCTIONS, SynthRequest, check_inputs
-from smtcoll.synth.result import Attempt, Gap, Point, SynthResult
+from smtcoll.synth.result import Attempt, Gap, LowerBound, Optimality, Point, SynthResult
 
 if TYPE_CHECKING:
     from smtcoll.synth.exact.strategies import Clock
@@ -131,8 +131,8 @@ def _least_steps(topo: Topology, coll: Collective, request: SynthRequest, progre
             return from_engine
         over = request.max_steps is not None and len(scaled.schedule.steps) > request.max_steps
         why_not = _exact_cannot_improve(topo, coll, request, scaled)
-        if not over and (from_engine.optimal.get("proved") or why_not):
-            if why_not and not from_engine.optimal.get("proved"):
+        if not over and (from_engine.optimal.proved or why_not):
+            if why_not and not from_engine.optimal.proved:
                 return attrs.evolve(from_engine, message=f"{from_engine.message}; {why_not}")
             return from_engine
     from smtcoll.synth.exact import strategies
@@ -177,14 +177,14 @@ def engine_result(topo: Topology, base: Collective, chunks: int) -> tuple[SynthR
     except NoSchedule as e:
         from smtcoll.bounds import search_bounds
 
-        return SynthResult("infeasible", None, "least-steps", search_bounds(topo, coll).to_json(True, chunks), [],
+        lb = LowerBound.of(search_bounds(topo, coll), True, chunks)
+        return SynthResult("infeasible", None, "least-steps", lb, [],
                            message=f"proved: {e}", seconds=time.monotonic() - t0, method="scale"), None
     s, b = scaled.schedule, scaled.bounds
     gap = Gap(scaled.method, len(s.steps), s.rounds, b.least_steps(True, chunks), b.rounds(chunks))
     at_bound = len(s.steps) <= b.least_steps(True, chunks) and s.rounds == len(s.steps)
-    optimal = ({"steps": len(s.steps), "proved": True, "why": f"lower bound: {b.steps_why(True, chunks)}"}
-               if at_bound else {"steps_at_least": b.least_steps(True, chunks), "steps_at_most": len(s.steps),
-                                 "proved": False})
+    optimal = (Optimality.optimum(len(s.steps), f"lower bound: {b.steps_why(True, chunks)}") if at_bound
+               else Optimality.between(b.least_steps(True, chunks), len(s.steps)))
     message = "" if at_bound else (f"{gap.gap_steps} step(s) above the lower bound "
                                    f"({gap.steps} vs {gap.steps_bound}), "
                                    f"{gap.gap_rounds} round(s) above ({gap.rounds} vs {gap.rounds_bound})")
@@ -193,7 +193,7 @@ def engine_result(topo: Topology, base: Collective, chunks: int) -> tuple[SynthR
     below = len(s.steps) - 1
     pruned = [Point(below, None, chunks, "infeasible", f"bound: {b.steps_why(True, chunks)}", claim=(below, below))
               ] if at_bound and below >= 1 else []
-    return SynthResult("found", s, "least-steps", b.to_json(True, chunks), [attempt],
+    return SynthResult("found", s, "least-steps", LowerBound.of(b, True, chunks), [attempt],
                        [Point(len(s.steps), s.rounds, chunks, "found", schedule=s)], pruned, optimal=optimal,
                        message=message, seconds=time.monotonic() - t0, method=f"scale: {scaled.method}",
                        gap=gap), scaled
@@ -209,8 +209,8 @@ def construction_result(topo: Topology, base: Collective, method: str) -> SynthR
     s = build(method, topo, base)
     c = s.collective.chunk_factor
     attempt = Attempt(len(s.steps), s.rounds, c, "sat", time.process_time() - c0, method)
-    return SynthResult("found", s, "least-steps", search_bounds(topo, s.collective).to_json(True, c), [attempt],
-                       [Point(len(s.steps), s.rounds, c, "found")], optimal={"proved": False},
+    return SynthResult("found", s, "least-steps", LowerBound.of(search_bounds(topo, s.collective), True, c), [attempt],
+                       [Point(len(s.steps), s.rounds, c, "found")], optimal=Optimality(proved=False),
                        seconds=time.monotonic() - t0, method=f"construction: {method}")
 
 
@@ -247,14 +247,14 @@ def _pareto(topo: Topology, coll: Collective, request: SynthRequest, progress: P
     return attrs.evolve(exact, points=points, schedule=exact.schedule or seed.schedule,
                         attempts=(*seed.attempts, *exact.attempts),
                         message=f"{exact.message}; the engine's point ({e.steps}, {e.rounds}, {e.chunks}) joins it",
-                        optimal={**exact.optimal, "frontier": [[p.steps, p.rounds, p.chunks] for p in points]})
+                        optimal=attrs.evolve(exact.optimal, frontier=[(p.steps, p.rounds, p.chunks) for p in points]))
 
 
 def _engine_frontier(seed: SynthResult, why: str) -> SynthResult:
     """The engine's point as a frontier of one, not proved complete."""
     p = seed.points[0]
     return attrs.evolve(seed, strategy="pareto", pruned=(),
-                        optimal={"frontier": [[p.steps, p.rounds, p.chunks]], "proved": False},
+                        optimal=Optimality.of_frontier([p], False),
                         message=f"{seed.message + '; ' if seed.message else ''}the frontier is the engine's point, "
                                 f"not proved complete: {why}")
 

@@ -10,24 +10,8 @@ from __future__ import annotations
 import time
 from collections import deque
 
-import attrs
-
 from smtcoll.model import Collective, Topology
-from smtcoll.synth.result import SynthResult
-
-
-@attrs.frozen
-class Unreachable:
-    """The witness: `rank` needs `chunk`, which starts at `holders`, and no path leads from them to it."""
-
-    rank: int
-    chunk: int
-    holders: tuple[int, ...]
-
-    def text(self) -> str:
-        hs = ", ".join(map(str, self.holders[:8])) + (", ..." if len(self.holders) > 8 else "")
-        return (f"rank {self.rank} needs chunk {self.chunk}, but no path of links leads to it from the rank(s) "
-                f"that hold the chunk at the start ({hs})")
+from smtcoll.synth.result import LowerBound, Optimality, SynthResult, Unreachable
 
 
 def unreachable(topo: Topology, coll: Collective) -> Unreachable | None:
@@ -86,9 +70,6 @@ def unreachable_result(topo: Topology, base: Collective, strategy: str, started:
     if w is None:
         return None
     why = w.text()
-    lb = {"steps": None, "steps_why": why, "rounds": None, "rounds_why": why, "least_steps": None,
-          "least_steps_why": why, "rounds_per_chunk": None, "rounds_per_chunk_exact": None}
-    return SynthResult("infeasible", None, strategy, lb, [], message=f"proved: no schedule exists: {why}",
-                       optimal={"proved": True, "why": why, "witness": {"rank": w.rank, "chunk": w.chunk,
-                                                                          "holders": list(w.holders)}},
+    return SynthResult("infeasible", None, strategy, LowerBound.none(why), [],
+                       message=f"proved: no schedule exists: {why}", optimal=Optimality.unreachable(w),
                        seconds=time.monotonic() - started)

@@ -34,7 +34,7 @@ def test_optimal_steps(topo: str, coll: str, chunks: int, steps: int) -> None:
     r = _least(topo, coll, chunks)
     assert r.status == "found"
     assert len(r.schedule.steps) == steps
-    assert r.optimal["proved"]
+    assert r.optimal.proved
     assert check_schedule(r.schedule).verdict == "ok"
 
 

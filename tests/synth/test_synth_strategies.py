@@ -32,7 +32,7 @@ def test_least_steps(topo: str, coll: str, steps: int) -> None:
     r = _least(topo, coll)
     assert r.status == "found"
     assert len(r.schedule.steps) == steps
-    assert r.optimal["steps"] == steps and r.optimal["proved"]
+    assert r.optimal.steps == steps and r.optimal.proved
     assert check_schedule(r.schedule).verdict == "ok"
 
 
@@ -40,13 +40,13 @@ def test_star_allgather_starts_at_the_receive_bound() -> None:
     # every leaf receives 7 chunks through one link: 7 steps without any solver call below it
     r = _least("star:8", "allgather")
     assert [a.steps for a in r.attempts] == [7]
-    assert "rank" in r.optimal["why"] and "7 chunks" in r.optimal["why"]
+    assert "rank" in r.optimal.why and "7 chunks" in r.optimal.why
 
 
 @pytest.mark.parametrize("topo, coll", [("ring:4", "alltoall"), ("ring:8", "allreduce"), ("line:4", "alltoall")])
 def test_every_step_count_below_is_proved_impossible(topo: str, coll: str) -> None:
     r = _least(topo, coll)
-    assert r.status == "found" and r.optimal["proved"]
+    assert r.status == "found" and r.optimal.proved
     b = bounds(library.topology(topo), library.collective(coll, library.topology(topo).ranks))
     found = len(r.schedule.steps)
     exact_unsat = {a.steps for a in r.attempts if a.method == "direct" and a.verdict == "unsat"}
@@ -68,8 +68,8 @@ def test_synth_and_bounds_agree_on_the_a100_pair_allgather() -> None:
     t = library.topology("a100", 2)
     r = strategies.least_steps(t, library.collective("allgather", t.ranks))
     assert r.status == "found" and r.schedule is not None
-    assert len(r.schedule.steps) == 8 and r.optimal["proved"]
-    assert r.lower_bound["least_steps"] == 8 and r.lower_bound["rounds"] == 8
+    assert len(r.schedule.steps) == 8 and r.optimal.proved
+    assert r.lower_bound is not None and r.lower_bound.least_steps == 8 and r.lower_bound.rounds == 8
 
 
 def test_steps_means_the_same_in_bounds_and_synth() -> None:
@@ -79,15 +79,15 @@ def test_steps_means_the_same_in_bounds_and_synth() -> None:
     coll = library.collective("alltoall", 8)
     lb = strategies.least_steps(t, coll).lower_bound
     both = lower_bounds(t, coll)
-    assert lb["steps"] == both.steps.value == 4  # any rounds
-    assert lb["rounds"] == both.rounds.value == 8 == lb["least_steps"]
+    assert lb is not None and lb.steps == both.steps.value == 4  # any rounds
+    assert lb.rounds == both.rounds.value == 8 == lb.least_steps
 
 
 def test_least_steps_exhausted_is_a_proof() -> None:
     r = _least("line:4", "allgather", max_steps=2)
     assert r.status == "infeasible"
     assert "no schedule with at most 2 steps" in r.message
-    assert r.optimal["proved"]
+    assert r.optimal.proved
 
 
 def test_instance_sat_and_unsat() -> None:
@@ -108,7 +108,7 @@ def test_pareto_dgx1_allgather_matches_sccl() -> None:
     r = strategies.pareto(t, library.collective("allgather", 8), max_chunks=6)
     assert r.status == "found"
     assert [(p.steps, p.rounds, p.chunks) for p in r.points] == [(2, 3, 2), (3, 7, 6)]
-    assert r.optimal["proved"]
+    assert r.optimal.proved
     for p in r.points:
         assert p.schedule is not None and check_schedule(p.schedule).verdict == "ok"
     assert all(p.why for p in r.pruned)

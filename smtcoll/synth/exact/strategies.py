@@ -27,7 +27,7 @@ from smtcoll.synth.combining import compose, dual_collective, reverse_schedule
 from smtcoll.synth.exact.symmetry import SymmetricEncoding, applicable
 from smtcoll.synth.greedy import greedy_schedule
 from smtcoll.synth.reach import unreachable_result
-from smtcoll.synth.result import Attempt, Outcome, Point, SynthResult
+from smtcoll.synth.result import Attempt, LowerBound, Optimality, Outcome, Point, SynthResult, Variant
 
 Progress = Callable[[Attempt], None]
 
@@ -230,10 +230,6 @@ def _single_needers(coll: Collective) -> bool:
     return not coll.is_combining and all(len(v) == 1 for v in needers.values())
 
 
-def _bound_json(b: Bounds, one_round: bool, chunks: int = 1) -> dict:
-    return b.to_json(one_round, chunks)
-
-
 # --- instance ------------------------------------------------------------------------------------
 
 def instance(topo: Topology, base: Collective, steps: int, rounds: int | None, chunks: int,
@@ -247,7 +243,7 @@ def instance(topo: Topology, base: Collective, steps: int, rounds: int | None, c
     coll = solver.collective(chunks)
     b = bounds(topo, coll)
     R = steps if rounds is None else rounds
-    lb = _bound_json(b, rounds is None, chunks)
+    lb = LowerBound.of(b, rounds is None, chunks)
     why = _infeasible_by_bound(b, steps, R, chunks)
     if why:
         return SynthResult("infeasible", None, "instance", lb, [],
@@ -298,7 +294,7 @@ def least_steps(topo: Topology, base: Collective, rounds: int | None = None, chu
     solver = InstanceSolver(topo, base, clock, progress)
     coll = solver.collective(chunks)
     b = bounds(topo, coll)
-    lbj = _bound_json(b, rounds is None, chunks)
+    lbj = LowerBound.of(b, rounds is None, chunks)
     if b.steps.value is None:
         return SynthResult("infeasible", None, "least-steps", lbj, [], message=f"proved: {b.steps.note}",
                            seconds=_secs(clock))
@@ -343,7 +339,7 @@ def least_steps(topo: Topology, base: Collective, rounds: int | None = None, chu
             else:
                 why = f"unsat for {start}..{S - 1} steps" + (f"; below {start}: {b.steps_why(rounds is None, chunks)}"
                                                               if start > 1 else "")
-            optimal = {"steps": S, "proved": True, "why": why}
+            optimal = Optimality.optimum(S, why)
             variants = _allreduce_variants(topo, base, chunks, sched, clock, progress) if rounds is None else ()
             return SynthResult("found", sched, "least-steps", lbj, solver.attempts,
                                [Point(S, sched.rounds, chunks, "found")], pruned, optimal, variants,
@@ -351,28 +347,27 @@ def least_steps(topo: Topology, base: Collective, rounds: int | None = None, chu
         if out.verdict == "unknown":
             best = f"; best known: {len(greedy.steps)} steps (greedy)" if greedy is not None else ""
             return SynthResult("timeout", greedy, "least-steps", lbj, solver.attempts, [], pruned,
-                               {"steps_at_least": S, "steps_at_most": len(greedy.steps) if greedy else None,
-                                "proved": False},
+                               Optimality.between(S, len(greedy.steps) if greedy else None),
                                message=f"{solver.limit_text()}: no schedule with fewer than {S} steps; {S} "
                                        f"undecided{best}",
                                seconds=_secs(clock), stopped_by=solver.limit)
         pruned.append(Point(S, R, chunks, "infeasible", "unsat", claim=(S, R)))
     return SynthResult("infeasible", None, "least-steps", lbj, solver.attempts, [], pruned,
-                       {"steps_at_least": top + 1, "proved": True},
+                       Optimality.none_below(top + 1),
                        message=f"proved: no schedule with at most {top} steps", seconds=_secs(clock))
 
 
 def _allreduce_variants(topo: Topology, base: Collective, chunks: int, direct: Schedule, clock: Clock,
-                        progress: Progress | None) -> tuple[dict, ...]:
+                        progress: Progress | None) -> tuple[Variant, ...]:
     """For Allreduce: the direct result next to ReduceScatter + Allgather (when chunks is a multiple of
     the ranks), so the user sees which shape is better for this instance."""
     if base.name != "allreduce" or not base.is_combining:
         return ()
     P = base.ranks
-    out = [{"method": "direct", "steps": len(direct.steps), "rounds": direct.rounds}]
+    out = [Variant("direct", len(direct.steps), direct.rounds)]
     if chunks % P:
-        out.append({"method": "reducescatter+allgather", "status": "not applicable",
-                    "why": f"needs --chunks to be a multiple of the ranks ({P})"})
+        out.append(Variant("reducescatter+allgather", status="not applicable",
+                           why=f"needs --chunks to be a multiple of the ranks ({P})"))
         return tuple(out)
     from smtcoll import library
 
@@ -384,11 +379,11 @@ def _allreduce_variants(topo: Topology, base: Collective, chunks: int, direct: S
                      timeout=None if clock.deadline is None else max(0.1, clock.deadline - time.monotonic()),
                      progress=progress, clock=clock)
     if rs.schedule is None or ag.schedule is None:
-        out.append({"method": "reducescatter+allgather", "status": "timeout"})
+        out.append(Variant("reducescatter+allgather", status="timeout"))
         return tuple(out)
     both = _checked(compose(rs.schedule, ag.schedule, direct.collective))
-    out.append({"method": "reducescatter+allgather", "steps": len(both.steps), "rounds": both.rounds,
-                "reducescatter_steps": len(rs.schedule.steps), "allgather_steps": len(ag.schedule.steps)})
+    out.append(Variant("reducescatter+allgather", len(both.steps), both.rounds,
+                       reducescatter_steps=len(rs.schedule.steps), allgather_steps=len(ag.schedule.steps)))
     return tuple(out)
 
 
@@ -406,7 +401,7 @@ def pareto(topo: Topology, base: Collective, max_chunks: int = 6, max_steps: int
     solver = InstanceSolver(topo, base, clock, progress)
     b = bounds(topo, base)
     q_lb = b.rounds_per_chunk
-    lbj = _bound_json(b, False)
+    lbj = LowerBound.of(b, False)
     points: list[Point] = []
     pruned: list[Point] = []
 
@@ -414,7 +409,7 @@ def pareto(topo: Topology, base: Collective, max_chunks: int = 6, max_steps: int
         """The frontier found so far (with the point of the step count being searched), not proved."""
         pts = points + ([pending] if pending is not None else [])
         return SynthResult("timeout", pts[-1].schedule if pts else None, "pareto", lbj, solver.attempts,
-                           pts, pruned, _frontier_json(pts, False),
+                           pts, pruned, Optimality.of_frontier(pts, False),
                            message=f"{solver.limit_text()} {msg}; the frontier found so far is not proved "
                                    "complete", seconds=_secs(clock), stopped_by=solver.limit)
 
@@ -526,11 +521,7 @@ def pareto(topo: Topology, base: Collective, max_chunks: int = 6, max_steps: int
             break
         S += 1
     return SynthResult("found", best_point.schedule if best_point else None, "pareto", lbj, solver.attempts,
-                       points, pruned, _frontier_json(points, True), seconds=_secs(clock))
-
-
-def _frontier_json(points: list[Point], complete: bool) -> dict:
-    return {"frontier": [[p.steps, p.rounds, p.chunks] for p in points], "proved": complete}
+                       points, pruned, Optimality.of_frontier(points, True), seconds=_secs(clock))
 
 
 def _q(q: Fraction) -> str:
