@@ -2,9 +2,12 @@
 more steps than the runtimes allow (the executor 64, the legacy runtime 256: `MSCCL_MAX_NUM_STEPS`).
 
 A connection (sender, receiver, channel) is one FIFO and at most one thread block per side uses it
-(docs/msccl-xml.md, 1.11). Its messages, in time order, are cut into `segments` contiguous runs; run j
-goes to channel `instance * segments + j` on both sides, so the sender's and the receiver's message
-orders agree on every channel. Local copies stay on the instance's first channel. Fused operations
+(docs/msccl-xml.md, 1.11). Its messages, in time order, are dealt round-robin: message j goes to channel
+`instance * segments + j % segments` on both sides, so the sender's and the receiver's message orders agree
+on every channel, and every channel carries its share of the connection from the start (contiguous runs
+left the later runs' channels idle until their first message, and a relay's forwards waited on them:
+mi250's forest Allgather with 96 chunks, 8 instances, 0.58 of the bound in the sweep's model with runs,
+0.83 dealt). Local copies stay on the instance's first channel. Fused operations
 pair two connections on one thread block, so spreading runs on an unfused program.
 """
 
@@ -27,9 +30,8 @@ def spread(ops: list[LOp], segments: int) -> None:
     moved: set[int] = set()
     for key in sorted(conns):
         sends = sorted(conns[key], key=lambda o: o.time)
-        n = len(sends)
         for j, op in enumerate(sends):
-            channel = key[2] * segments + j * segments // n
+            channel = key[2] * segments + j % segments
             op.instance = channel
             moved.add(id(op))
             if op.partner is not None:

@@ -15,8 +15,11 @@ whole number: MI250 Allgather C = 3, M = 7).
 
 Allgather and Broadcast use the out-trees, ReduceScatter and Reduce the in-trees (the packing of the reversed
 links), Allreduce an in-tree to the address's owner and an out-tree from it; the list scheduler
-(`pipeline.py`) pipelines them. C is the smallest with the best C q / M whose busiest connection holds at
-most `MESSAGES` messages, so the lowered program keeps one thread block per connection and instance.
+(`pipeline.py`) pipelines them. C has the best C q / M whose busiest connection holds at most `MESSAGES`
+messages (`budget`), and among those the most trees: the depth of the trees is paid once per pipeline, so more, smaller
+messages bring the time nearer the bound (mi250 Allgather at 1 GiB in the sweep's model: 0.83 of the bound
+with 3 trees per root, 0.98 with 12). The lowering deals a connection of more than 32 messages round-robin
+over channels (`lower/spread.py`).
 Up to `MAX_RANKS` ranks (the 2^N sets) and on links only (switch groups are not part of the theorem's
 capacity: `treepack` covers them).
 """
@@ -29,10 +32,13 @@ from fractions import Fraction
 from smtcoll.bounds.throughput import rates
 from smtcoll.model import Collective, Schedule, Send, Step, Topology
 from smtcoll.synth.constructions.common import NotApplicable, kind, send_key
-from smtcoll.synth.constructions.pipeline import Plan, schedule_transfers
+from smtcoll.synth.constructions.pipeline import Plan, link_time, list_candidates, schedule_transfers
 
 MAX_RANKS = 16  # 2^16 rank sets: a few MB of numpy arrays
-MESSAGES = 32  # per connection: 2 x 32 fits a fused thread block in the executor's 64 steps
+MESSAGES = 32  # per connection that keeps one thread block per connection and instance (fused: 2 x 32 steps)
+PER_THREAD_BLOCK = 28  # per thread block once a connection is spread over channels (the executor allows 64 steps)
+CHANNELS = 32  # the runtime's channels (MAXCHANNELS), shared by the 8 instances the sweep tries at most
+WAITED = 128  # thread blocks a rank can wait for (depid is an int8_t)
 MAX_TREES = 32  # trees per root tried
 
 
@@ -135,19 +141,31 @@ def pack(topo: Topology, roots: list[int], trees: int, per_unit: int) -> list[li
     return packed
 
 
+def budget(topo: Topology, factor: int) -> int:
+    """The messages one connection may carry: the lowering spreads a longer connection over channels, and
+    with 8 instances the thread blocks a rank waits for (instances x channels x neighbours, its receivers;
+    an Allreduce, `factor` 2, also its senders: a value received overwrites the partial sum sent) must stay
+    within what depid can name."""
+    neighbours = max(sum(1 for u in range(topo.ranks) if topo.bandwidth(u, v)) for v in range(topo.ranks))
+    spread = min(CHANNELS // 8, WAITED // (8 * factor * max(1, neighbours)))
+    return max(MESSAGES, PER_THREAD_BLOCK * spread)
+
+
 def choose(topo: Topology, roots: list[int], factor: int) -> tuple[int, int, Fraction]:
     """(C trees per root, M per unit, their share of the bound C q / M): the best share whose busiest
-    connection carries at most MESSAGES (`factor` tree edges per slot: 2 for Allreduce), fewest trees."""
+    connection carries at most `budget` messages (`factor` tree edges per slot: 2 for Allreduce), and
+    among those the most trees."""
     cap = units(topo)
     q = _ratio(Sets(topo, cap), roots)
     widest = max(cap.values())
+    most = budget(topo, factor)
     best: tuple[int, int, Fraction] | None = None
     for c in range(1, MAX_TREES + 1):
         m = math.ceil(c * q)
-        if factor * m * widest > MESSAGES and best is not None:
+        if factor * m * widest > most and best is not None:
             break
         share = c * q / m
-        if best is None or share > best[2]:
+        if best is None or share >= best[2]:
             best = (c, m, share)
     assert best is not None
     return best
@@ -188,8 +206,8 @@ def forest(topo: Topology, base: Collective) -> Schedule:
         if outward is None:
             # ReduceScatter and Reduce: the transpose of the Allgather (Broadcast) of the reversed links, its
             # steps run backwards (a rank sends its partial sum once every rank of its subtree sent to it)
-            back = schedule_transfers(topo.reversed(), plan)
-            steps = [Step(st.rounds, sorted((Send(x.chunk, x.dst, x.src) for x in st.sends), key=send_key))
-                     for st in reversed(back)]
+            found = [[Step(st.rounds, sorted((Send(x.chunk, x.dst, x.src) for x in st.sends), key=send_key))
+                      for st in reversed(back)] for back in list_candidates(topo.reversed(), plan)]
+            steps = min(found, key=lambda s: (link_time(topo, s), len(s)))
             return Schedule(topo, coll, steps, name="forest")
-    return Schedule(topo, coll, schedule_transfers(topo, plan), name="forest")
+    return Schedule(topo, coll, schedule_transfers(topo, plan, deep=True), name="forest")
