@@ -137,6 +137,12 @@ def main() -> None:
               f"{max(d['peak_kib'] for d in loaded) / 1024:.0f} MiB (one process)")
         for m in misses(all_rows):
             print(f"MISS {m}")
+        have = {(r["machine"], r["nodes"], r["collective"]) for r in all_rows}
+        for machine, nodes in MACHINES:
+            for n in map(int, nodes.split(",")):
+                for c in COLLECTIVES.split(","):
+                    if (machine, n, c) not in have:
+                        print(f"NOT RUN {machine} x{n} {c}")
         return
     with tempfile.TemporaryDirectory(prefix="smtcoll-vs-nccl-") as tmp:
         base = args.out or Path(tmp)
