@@ -459,9 +459,10 @@ def _run(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity: i
                         arrival = depart + busy + latency
                         if isinstance(ready, _StepOrder):
                             for res, _ in held:
+                                free = res_free[res]
                                 for w in users[res]:
                                     if w.queued:
-                                        ready.refresh(w)
+                                        ready.claimed(w, free)
                     elif timing is not None:
                         link = (st.rank, st.send_conn[1])
                         alpha, per = timing.get(link, (0.0, 1.0))
@@ -542,18 +543,21 @@ class _StepOrder:
                  order: Callable[[Any], Any] | None = None) -> None:
         self.heap: list[tuple[tuple[Any, Any], int, int, int, _Tb]] = []
         self.live: dict[int, tuple[tuple[Any, Any], int, int, int]] = {}
+        self.dep: dict[int, Any] = {}  # the departure each queued key was made of
         self.departure = departure
         self.order = order
         for st in states:
             self.append(st)
 
+    @staticmethod
+    def _when(t: Any) -> tuple[Any, Any]:
+        return (t.s, t.v) if hasattr(t, "s") and hasattr(t, "v") else (0, t)
+
     def _key(self, st: _Tb) -> tuple[tuple[Any, Any], int, int, int]:
         step = st.trans[st.pc].first if st.pc < len(st.trans) else 1 << 30
         t = self.departure(st)
-        if self.order is not None:
-            when = self.order(t)
-        else:
-            when = (t.s, t.v) if hasattr(t, "s") and hasattr(t, "v") else (0, t)
+        self.dep[st.uid] = t
+        when = self.order(t) if self.order is not None else self._when(t)
         return when, step, st.piece, st.uid
 
     def append(self, st: _Tb) -> None:
@@ -567,6 +571,20 @@ class _StepOrder:
         if self.live.get(st.uid) != key:
             self.live[st.uid] = key
             heapq.heappush(self.heap, (*key, st))
+
+    def claimed(self, st: _Tb, free: Any) -> None:
+        """`st` is queued and a resource of its connection is now free at `free` only (later than before).
+        Its departure is a maximum of which that resource is one term, so it becomes max(departure, free)
+        when its next transmission sends (otherwise no resource is one of its terms): the same key as
+        `refresh` computes, without recomputing the maximum over its terms (the claim of a switch group's
+        port visits every queued sender of the rank, so this is the run's innermost loop)."""
+        if st.pc >= len(st.trans) or not st.trans[st.pc].sends or not free > self.dep[st.uid]:
+            return
+        self.dep[st.uid] = free
+        when = self.order(free) if self.order is not None else self._when(free)
+        key = (when, st.trans[st.pc].first, st.piece, st.uid)
+        self.live[st.uid] = key
+        heapq.heappush(self.heap, (*key, st))
 
     def popleft(self) -> _Tb:
         while True:
