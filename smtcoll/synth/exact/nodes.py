@@ -32,6 +32,10 @@ from smtcoll.model import Collective, Schedule, Send, Step, Topology
 from smtcoll.synth.exact.symmetry import _shape, free_group
 
 Key = tuple[Any, ...]
+# the largest encoding `auto` builds (variables, one per orbit): building is not counted by z3's budget
+# (mi250 x 4 at 9 steps: 12,672, 1.5 s with the search; x 8 at 17: about 46,000, 15 s CPU and 700 MB
+# of building and searching in vain within the default budget)
+MAX_VARIABLES = 20_000
 
 
 class NodeLayout:
@@ -53,6 +57,10 @@ class NodeLayout:
             for a in range(t):
                 perms.add(tuple(group[where[x][0]][k[reps[shift(where[x][1], a)]]] for x in range(g)))
         self.patterns = sorted(perms)
+
+    def variables(self, steps: int) -> int:
+        """About how many variables the encoding of `steps` steps has (one per orbit)."""
+        return steps * self.n * self.g * (2 * self.g + len(self.links)) // len(self.group)
 
     @staticmethod
     def of(topo: Topology, coll: Collective) -> NodeLayout | None:
