@@ -52,3 +52,21 @@ def test_lengths_certificate_is_weak_duality_for_any_lengths():
     ones = lengths_certificate(topo, coll, r, [Fraction(1)] * len(topo.links), [])
     # every rank sends 1/4 of the buffer to each other rank: distances 1, 1, 2 -> 4 x (1/4 + 1/4 + 2/4)
     assert ones.demand_distance == 4 and ones.capacity_length == sum(r.link)
+
+
+def test_the_interior_point_lengths_prove_what_the_simplex_lengths_prove() -> None:
+    # the time bound solves its lengths LP with HiGHS's IPM (faster on large machines); the certificate is
+    # recomputed exactly, so both methods must prove the same T(B) on a machine of two nodes
+    from smtcoll.bounds.throughput import addresses, time_bound
+
+    topo = library.topology("mi250", 2)
+    coll = library.collective("alltoall", topo.ranks)
+    r = rates(topo)
+    coms = unicast_commodities(coll, Fraction(1, addresses(coll)))
+    assert coms is not None
+    proved = []
+    for method in ("highs", "highs-ipm"):
+        sol = concurrent_flow(topo, coms, r.link, r.group, method=method)
+        assert sol is not None
+        proved.append(lengths_certificate(topo, coll, r, sol.link_lengths, sol.group_lengths).us_per_byte)
+    assert proved[0] == proved[1] == time_bound(topo, coll).us_per_byte > 0
