@@ -15,7 +15,7 @@ import math
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from fractions import Fraction
-from typing import Any
+from typing import Any, Literal
 
 import attrs
 
@@ -100,11 +100,12 @@ def deadline() -> Deadline | None:
     return _DEADLINE.get()
 
 
+Method = Literal["highs", "highs-ds", "highs-ipm"]  # scipy's HiGHS methods
 TIME_LIMIT_STATUS = 1  # linprog's "iteration or time limit reached"
 
 
 def solve(cost: Any, a_ub: Any = None, b_ub: Any = None, a_eq: Any = None, b_eq: Any = None,
-          method: str = "highs") -> LPResult:
+          method: Method = "highs") -> LPResult:
     """min cost.x subject to a_ub x <= b_ub, a_eq x = b_eq, x >= 0, with HiGHS (scipy's linprog; `method`
     one of its HiGHS methods), within the time left of the current `time_limit` (status 1 and no value when
     it runs out)."""
@@ -158,7 +159,7 @@ def group_members(topo: Topology) -> list[list[int]]:
 
 
 def concurrent_flow(topo: Topology, commodities: Sequence[Commodity], link_cap: Sequence[Fraction],
-                    group_cap: Sequence[Fraction], flow_cost: float = 0.0, method: str = "highs",
+                    group_cap: Sequence[Fraction], flow_cost: float = 0.0, method: Method = "highs",
                     ) -> FlowSolution | None:
     """min T: every commodity routed (flow conservation at ranks outside its sources), the flow on link e
     at most link_cap[e] * T, through switch group g at most group_cap[g] * T. None when infeasible.

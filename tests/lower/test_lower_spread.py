@@ -94,8 +94,8 @@ def test_a_rank_with_more_peers_than_a_channel_allows_spreads_its_peers(tmp_path
     low = lower(_mi250_alltoall())
     assert low.program.nchannels == 2
     for g in low.program.gpus:
-        sends = Counter(t.chan for t in g.tbs if t.send >= 0)
-        recvs = Counter(t.chan for t in g.tbs if t.recv >= 0)
+        sends = Counter(t.chan for t in g.tbs if t.send is not None and t.send >= 0)
+        recvs = Counter(t.chan for t in g.tbs if t.recv is not None and t.recv >= 0)
         assert sum(sends.values()) == sum(recvs.values()) in (35, 36)
         assert max(sends.values()) <= MAX_TBS_PER_CHANNEL and max(recvs.values()) <= MAX_TBS_PER_CHANNEL
     out = tmp_path / "a.xml"
