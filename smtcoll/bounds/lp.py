@@ -264,14 +264,23 @@ def lp_bound(topo: Topology, coll: Collective) -> Bound:
     if coms is not None:
         if not coms:
             return Bound("lp", 0, "rounds", {"lp_optimum": 0.0}, "nothing to move")
-        sol = concurrent_flow(topo, coms, [Fraction(l.bandwidth) for l in topo.links],
-                              [Fraction(g.bandwidth) for g in topo.switches])
+        from smtcoll.bounds.symmetric_lp import node_group, symmetric_flow
+
+        caps = [Fraction(l.bandwidth) for l in topo.links], [Fraction(g.bandwidth) for g in topo.switches]
+        # the same optimum from one commodity per orbit of the machine's symmetries, where it has them
+        sol = symmetric_flow(topo, coms, *caps)
+        group = node_group(topo) if sol is not None else None
+        if sol is None:
+            sol = concurrent_flow(topo, coms, *caps)
         if sol is None:
             return Bound("lp", None, "rounds", {}, "the flow LP is infeasible: some rank cannot be reached")
         t = sol.value
+        reduced = len(coms) // len(group) if group else len(coms)
         w = {"lp_optimum": round(t, 6), "demands": sum(len(c.demand) for c in coms), "commodities": len(coms),
-             "variables": len(coms) * len(topo.links) + 1, "solver": "scipy HiGHS",
+             "variables": reduced * len(topo.links) + 1, "solver": "scipy HiGHS",
              "rounds_per_chunk": round(t / coll.chunk_factor, 6)}
+        if group:
+            w["symmetries"] = len(group)
         return Bound("lp", math.ceil(t - 1e-6), "rounds", w, "re-solve the LP to check (no hand witness)",
                      lp_per_chunk(t, coll))
     return _multicast_lp_bound(topo, coll)
