@@ -33,9 +33,9 @@ from smtcoll.synth.exact.symmetry import _shape, free_group
 
 Key = tuple[Any, ...]
 # the largest encoding `auto` builds (variables, one per orbit): building is not counted by z3's budget
-# (mi250 x 4 at 9 steps: 12,672, 1.5 s with the search; x 8 at 17: about 46,000, 15 s CPU and 700 MB
-# of building and searching in vain within the default budget)
-MAX_VARIABLES = 20_000
+# (mi250 x 4 at 9 steps: 12,672, 1.5 s with the search; x 5 at 11: 19,360, no answer within 10^7 units
+# nor 6 x 10^7 (23 s CPU); x 8 at 17: 47,872, 15 s CPU and 700 MB in vain within the default budget)
+MAX_VARIABLES = 15_000
 
 
 class NodeLayout:
