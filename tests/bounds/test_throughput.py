@@ -55,6 +55,15 @@ def test_allreduce_across_a_ring_of_nodes_counts_gossip_between_nodes():
     assert b.certificate.parts == tuple(tuple(range(i, i + 8)) for i in range(0, 32, 8))
 
 
+def test_allreduce_across_three_nodes_counts_gossip_between_the_nodes_not_only_a_cut():
+    # ndv2 x3: 2(3-1) = 4 buffer transfers between the nodes through 3 NICs of 12.5 GB/s (4/3 buffers per
+    # NIC); the cut around one node proves only 1 buffer, 3/4 of it (block counts that are not powers of 2)
+    _, _, b = bound("ndv2", "allreduce", nodes=3)
+    assert b.algbw_gbps(GIB) == Fraction(75, 8)
+    assert b.certificate is not None and b.certificate.kind == "transfers"
+    assert b.certificate.parts == tuple(tuple(range(i, i + 8)) for i in range(0, 24, 8))
+
+
 @pytest.mark.slow  # a few CPU seconds, more wall-clock on a loaded machine
 def test_per_rank_ingress_with_switch_groups_and_nics():
     # a100 x2: 300 GB/s of NVSwitch port plus one 25 GB/s NIC into each GPU
@@ -160,7 +169,7 @@ def put(data, path, value):
 
 @pytest.mark.parametrize(("topology", "collective", "nodes", "kind"), [
     ("ndv2", "allreduce", 1, "transfers"), ("ndv2", "allgather", 2, "cut"), (None, "alltoall", 1, "lengths"),
-    ("ndv2", "allreduce", 4, "transfers")])
+    ("ndv2", "allreduce", 4, "transfers"), ("ndv2", "allreduce", 3, "transfers")])
 def test_certificate_checks_and_fails_when_any_number_changes(tmp_path: Path, topology, collective, nodes, kind):
     topo = lp_beats_cuts() if topology is None else library.topology(topology, nodes)
     coll = library.collective(collective, topo.ranks, None, 1)
