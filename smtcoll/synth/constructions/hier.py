@@ -65,15 +65,18 @@ def hier(topo: Topology, base: Collective) -> Schedule:
     else:
         step = 1  # pieces per rank
     per_buffer = topo.ranks if what != "allreduce" else 1
-    c = step * max(1, -(-TARGET_ADDRESSES // (step * per_buffer)))
+    # Allgather keeps 64 addresses within one thread block per link: it lowers at 8 instances, where its
+    # direct sends do best (ndv2 x4 0.99 of the bound); with more, smaller chunks it lowers at 1 only
+    target, most = (TARGET_ADDRESSES, OPS_PER_LINK) if what != "allgather" else (64, MAX_STEPS["executor"])
+    c = step * max(1, -(-target // (step * per_buffer)))
     while True:
         coll = base.with_chunks(c)
         plan = _plan(what, topo, coll, members, gates, node)
         busiest = busiest_link(plan)
-        if busiest <= OPS_PER_LINK or c <= step:
+        if busiest <= most or c <= step:
             break
         # the same trees per address: the busiest link's load scales with C
-        c = max(step, c * OPS_PER_LINK // busiest // step * step)
+        c = max(step, c * most // busiest // step * step)
     return Schedule(topo, coll, schedule_transfers(topo, plan), name="hier")
 
 
@@ -82,6 +85,10 @@ def _plan(what: str, topo: Topology, coll: Collective, members: list[list[int]],
     plan = Plan()
     loads = Loads(topo)
     n, c = len(members), coll.chunk_factor
+    if what == "allgather":
+        for a in coll.addresses:
+            _allgather_address(plan, loads, topo, members, gates, node, a, a // c, a)
+        return plan
     if what == "allreduce":
         groups = [list(range(x, min(c, x + n))) for x in range(0, c, n)]  # address a's sum completes at node a mod n
     else:
@@ -91,11 +98,8 @@ def _plan(what: str, topo: Topology, coll: Collective, members: list[list[int]],
         slack = 0 if x < EDGE_GROUPS or x >= len(groups) - EDGE_GROUPS else 2
         if what == "allreduce":
             _allreduce_ring(plan, loads, topo, members, gates, group, slack)
-        elif what == "reducescatter":
-            _reducescatter_ring(plan, loads, topo, members, gates, node, group, c, slack)
         else:
-            for a in group:
-                _allgather_address(plan, loads, topo, members, gates, node, a, a // c, a, slack)
+            _reducescatter_ring(plan, loads, topo, members, gates, node, group, c, slack)
     return plan
 
 
