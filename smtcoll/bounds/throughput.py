@@ -255,7 +255,9 @@ def _candidate_cuts(topo: Topology) -> list[tuple[int, ...]]:
     from smtcoll.bounds.cuts import candidate_cuts
 
     cuts = {tuple(sorted(s)) for s in candidate_cuts(topo)}
-    for m in (2, 4, 8, 16):  # nodes and groups of nodes of a multi-node machine (ranks numbered by node)
+    # nodes and groups of nodes of a multi-node machine (ranks numbered by node): every block count up to
+    # 16 that divides the ranks (3 nodes of a DGX-1 with two NICs each: no ball around a rank is a node)
+    for m in range(2, 17):
         if p % m == 0:
             size = p // m
             for i in range(m):

@@ -64,6 +64,23 @@ def test_allreduce_across_three_nodes_counts_gossip_between_the_nodes_not_only_a
     assert b.certificate.parts == tuple(tuple(range(i, i + 8)) for i in range(0, 24, 8))
 
 
+def test_allgather_cut_around_a_node_of_three_with_two_nics_each(tmp_path: Path):
+    # a DGX-1 with two 12.5 GB/s NICs (GPUs 0 -> 1 and 4 -> 5), 3 nodes: 2/3 of the buffer enters a node
+    # through 25 GB/s; no ball around a rank is a node, so the cut needs the node blocks of 3
+    from smtcoll.specs import load_topology
+
+    nic = 'alpha_us = 2.6\ngbps = 12.5\n'
+    (tmp_path / "t.toml").write_text('[topology]\nname = "dgx1-2nic"\ngenerator = "dgx1"\n'
+                                     f'[[topology.nics]]\nsenders = [0]\nreceivers = [1]\n{nic}'
+                                     f'[[topology.nics]]\nsenders = [4]\nreceivers = [5]\n{nic}')
+    topo = load_topology(tmp_path / "t.toml", 3)
+    coll = library.collective("allgather", 24, None, 1)
+    b = time_bound(topo, coll)
+    assert b.algbw_gbps(GIB) == Fraction(75, 2)  # 25 GB/s over 2/3 of the buffer (was 156.5: one rank's cut)
+    assert b.certificate is not None and b.certificate.kind == "cut"
+    assert check_certificate(write_throughput_certificate(topo, coll, tmp_path)).verdict == "ok"
+
+
 @pytest.mark.slow  # a few CPU seconds, more wall-clock on a loaded machine
 def test_per_rank_ingress_with_switch_groups_and_nics():
     # a100 x2: 300 GB/s of NVSwitch port plus one 25 GB/s NIC into each GPU
