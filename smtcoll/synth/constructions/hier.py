@@ -21,6 +21,7 @@ two-level algorithms follow the same idea.
 
 from __future__ import annotations
 
+from smtcoll.limits import MAX_CELLS
 from smtcoll.model import Collective, Schedule, Topology
 from smtcoll.msccl.runtime import MAX_STEPS
 from smtcoll.synth.constructions import rings as ringlib
@@ -69,6 +70,10 @@ def hier(topo: Topology, base: Collective) -> Schedule:
     # direct sends do best (ndv2 x4 0.99 of the bound); with more, smaller chunks it lowers at 1 only
     target, most = (TARGET_ADDRESSES, OPS_PER_LINK) if what != "allgather" else (64, MAX_STEPS["executor"])
     c = step * max(1, -(-target // (step * per_buffer)))
+    # within the rank x chunk cells a collective may have (limits.MAX_CELLS, checked where the lowering
+    # builds its collectives): dgx2 x8 Allreduce keeps C = 64, 128 ranks x 8192 chunks
+    cells = topo.ranks * topo.ranks * (topo.ranks if what == "reducescatter" else 1)
+    c = max(step, min(c, MAX_CELLS // cells // step * step))
     while True:
         coll = base.with_chunks(c)
         plan = _plan(what, topo, coll, members, gates, node)
