@@ -6,7 +6,7 @@ times it (`smtcoll.sweep.cost.schedule_time`), against the proved bound (`smtcol
     python benchmarks/constructions_at_1gib.py [--machines mi250,amd8,ndv2:2,a100:2] [--collectives allgather,...]
         [--instances 1,8] [--size BYTES]
 
-MACHINE:N takes N nodes of the machine (one node without it).
+MACHINE:N takes N nodes of the machine (one node without it); MACHINE may be a topology .toml file.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from smtcoll import library
+from smtcoll import library, specs
 from smtcoll.bounds.throughput import time_bound
 from smtcoll.errors import SmtcollError
 from smtcoll.sweep.cost import Model, bus_bandwidth, schedule_time
@@ -35,7 +35,7 @@ def main() -> None:
     for spec in args.machines.split(","):
         name, _, count = spec.partition(":")
         nodes = int(count or 1)
-        topo = library.topology(name, nodes)
+        topo = specs.resolve_topology(name, nodes)
         if nodes > 1:
             name = f"{name} x{nodes}"
         for kind in args.collectives.split(","):

@@ -185,7 +185,8 @@ def choose(topo: Topology, roots: list[int], factor: int) -> tuple[int, int, Fra
     return best
 
 
-def forest(topo: Topology, base: Collective) -> Schedule:
+def forest(topo: Topology, base: Collective, trees: int | None = None) -> Schedule:
+    """The packing's schedule; `trees` per root instead of `choose`'s (tests and benchmarks)."""
     what = kind(base)
     if what not in ("allgather", "reducescatter", "allreduce", "broadcast", "reduce"):
         raise NotApplicable("the exact tree packing covers Allgather, ReduceScatter, Allreduce, Broadcast and Reduce")
@@ -197,7 +198,10 @@ def forest(topo: Topology, base: Collective) -> Schedule:
         raise NotApplicable("one rank: nothing to send")
     n = topo.ranks
     roots = [base.root or 0] if what in ("broadcast", "reduce") else list(range(n))
-    c, m, _ = choose(topo, roots, 2 if what == "allreduce" else 1)
+    if trees is None:
+        c, m, _ = choose(topo, roots, 2 if what == "allreduce" else 1)
+    else:
+        c, m = trees, math.ceil(trees * _ratio(Sets(topo, units(topo)), roots))
 
     outward = pack(topo, roots, c, m) if what in ("allgather", "broadcast", "allreduce") else None
     inward = pack(topo.reversed(), roots, c, m) if what in ("reducescatter", "reduce", "allreduce") else None
