@@ -46,12 +46,12 @@ def drop_implied(ops: list[LOp]) -> int:
     for mine in by_tb.values():
         mine.sort(key=lambda o: o.pos)
         for i, op in enumerate(mine):
-            p = [d for d in op.deps if d.type != "s"]
+            before = [d for d in op.deps if d.type != "s"]
             if i:
-                p.append(mine[i - 1])
+                before.append(mine[i - 1])
             if op.type in RECV_TYPES and op.partner is not None:
-                p.append(op.partner)  # the message: the sender's operation completed before this one does
-            preds[id(op)] = p
+                before.append(op.partner)  # the message: the sender's operation completed before this one does
+            preds[id(op)] = before
     succs: dict[int, list[LOp]] = defaultdict(list)
     left: dict[int, int] = {}
     for op in ops:
