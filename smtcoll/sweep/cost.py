@@ -266,26 +266,34 @@ def machine(topo: Topology, nodes: int, model: Model) -> Machine:
     return Machine(per_byte, kind, alpha, groups)
 
 
-def occupancy(m: Machine, model: Model, protocol: str, chunk: Affine | Fraction) -> Occupy:
-    """The resources a chunk of `chunk` bytes holds on each connection, and its hop latency."""
+def holds(m: Machine, model: Model, protocol: str
+          ) -> Callable[[tuple[int, int, int]], tuple[Fraction, tuple[tuple[Hashable, Fraction], ...]]]:
+    """Per connection: its hop latency (µs) and, per resource a chunk on it holds, µs held per byte."""
     eff = model.efficiency[protocol]
     chan_per_byte = 1 / (model.channel_gbps * 1000 * eff)
 
-    def scale(c: Fraction) -> Any:
-        if isinstance(chunk, Affine):
-            return Affine(chunk.v * c, chunk.s * c)
-        return chunk * c
-
-    def occupy(conn: tuple[int, int, int]) -> tuple[Any, tuple[tuple[Hashable, Any], ...]]:
+    def per_byte(conn: tuple[int, int, int]) -> tuple[Fraction, tuple[tuple[Hashable, Fraction], ...]]:
         src, dst, chan = conn
         link = (src, dst)
         if link not in m.per_byte:  # the checker reports a missing link; the run still needs a number
-            return Fraction(0), (((src, dst), scale(Fraction(0))),)
+            return Fraction(0), (((src, dst), Fraction(0)),)
         lat = model.hop_latency_us[m.kind[link]][protocol] + (m.alpha[link] if model.link_alpha else 0)
-        held: list[tuple[Hashable, Any]] = [(link, scale(m.per_byte[link] / eff)),
-                                            ((src, dst, chan), scale(chan_per_byte))]
-        held += [(("group", g), scale(c / eff)) for g, c in m.groups[link]]
-        return (Affine(lat, Fraction(0)) if isinstance(chunk, Affine) else lat), tuple(held)
+        held: list[tuple[Hashable, Fraction]] = [(link, m.per_byte[link] / eff), ((src, dst, chan), chan_per_byte)]
+        held += [(("group", g), c / eff) for g, c in m.groups[link]]
+        return Fraction(lat), tuple(held)
+
+    return per_byte
+
+
+def occupancy(m: Machine, model: Model, protocol: str, chunk: Affine | Fraction) -> Occupy:
+    """The resources a chunk of `chunk` bytes holds on each connection, and its hop latency."""
+    per_byte = holds(m, model, protocol)
+
+    def occupy(conn: tuple[int, int, int]) -> tuple[Any, tuple[tuple[Hashable, Any], ...]]:
+        lat, held = per_byte(conn)
+        if isinstance(chunk, Affine):
+            return Affine(lat, Fraction(0)), tuple((k, Affine(chunk.v * c, chunk.s * c)) for k, c in held)
+        return lat, tuple((k, chunk * c) for k, c in held)
 
     return occupy
 
@@ -329,23 +337,33 @@ def predict(program: Any, m: Machine, model: Model, low: int, high: int,
             known[size] = line
         return line
 
+    # each connection's latency and per-byte holds; a run's numbers are these times the chunk (below), and
+    # the few distinct values are scaled once per run rather than once per connection
+    per_byte = holds(m, model, proto)
+    table = {c: per_byte(c) for c in conns}
+    lats = sorted({lat for lat, _ in table.values()})
+    coefs = sorted({h for _, held in table.values() for _, h in held})
+
     def _tangent(size: Fraction) -> Line | None:
-        occ = occupancy(m, model, proto, Affine(size / n, 1 / n))
-        table = {c: occ(c) for c in conns}
+        # the chunk is Affine(size / n, 1 / n): a hold h is h * size / n at this size, growing by h / n
+        scaled = {h: (h * size / n, h / n) for h in coefs}
         # every number of the run is a sum of these: in units of 1/d they are whole numbers, which add and
         # compare many times faster than fractions (and as exactly)
         d = 1
-        for lat, held in table.values():
-            for x in (lat.v, lat.s, *(h.v for _, h in held), *(h.s for _, h in held)):
-                d = math.lcm(d, x.denominator)
+        for x in lats:
+            d = math.lcm(d, x.denominator)
+        for v, sl in scaled.values():
+            d = math.lcm(d, v.denominator, sl.denominator)
+        lat_d = {x: int(x * d) for x in lats}
+        v_d = {h: int(v * d) for h, (v, _) in scaled.items()}
+        s_d = {h: int(sl * d) for h, (_, sl) in scaled.items()}
         if packed:
             # every time of the run is a sum along one chain of events, each chunk's hold at most once and
             # latencies (slope 0): its slope is at most `top`. So (v, s) is the one integer v * 2^bits + s,
             # which adds like the pair and orders like it (v first, then s): plain ints, no method calls
-            top = sum(sent[c] * max((int(h.s * d) for _, h in held), default=0) for c, (_, held) in table.items())
+            top = sum(sent[c] * max((s_d[h] for _, h in held), default=0) for c, (_, held) in table.items())
             bits = top.bit_length() + 1
-            ints = {c: ((int(lat.v * d) << bits) + int(lat.s * d),
-                        tuple((k, (int(h.v * d) << bits) + int(h.s * d)) for k, h in held))
+            ints = {c: (lat_d[lat] << bits, tuple((k, (v_d[h] << bits) + s_d[h]) for k, h in held))
                     for c, (lat, held) in table.items()}
             low_bits = (1 << bits) - 1
             # served by growth, then value, as the Affine run is (smtcoll.check.execution._StepOrder)
@@ -355,10 +373,9 @@ def predict(program: Any, m: Machine, model: Model, low: int, high: int,
                 return None
             v, sl = Fraction(t >> bits, d), Fraction(t & ((1 << bits) - 1), d)
         else:
-            scaled = {c: (Affine(int(lat.v * d), int(lat.s * d)),
-                          tuple((k, Affine(int(h.v * d), int(h.s * d))) for k, h in held))
+            affine = {c: (Affine(lat_d[lat], 0), tuple((k, Affine(v_d[h], s_d[h])) for k, h in held))
                       for c, (lat, held) in table.items()}
-            t = program_makespan(program, scaled.__getitem__, tbs)
+            t = program_makespan(program, affine.__getitem__, tbs)
             if t is None:
                 return None
             if not isinstance(t, Affine):  # nothing is sent (one rank)
