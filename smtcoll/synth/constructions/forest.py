@@ -185,6 +185,39 @@ def choose(topo: Topology, roots: list[int], factor: int) -> tuple[int, int, Fra
     return best
 
 
+def owners(topo: Topology) -> list[int]:
+    """The roots of an Allreduce's trees, a rank as often as it owns addresses: every rank once, unless
+    owning more on some ranks and fewer (or none) on others lowers the cut bound per address, q / roots.
+    A rank that owns nothing receives its final values only (S, not the 2 (N-1)/N S of an owner), so a
+    weak rank can leave the reduction to others (a local search over 0..4 addresses per rank from one each:
+    mi250 and amd8 keep one each; the ladder of benchmarks/topologies/ladder10.toml 1.2x less per address)."""
+    sets = Sets(topo, units(topo))
+    n = topo.ranks
+
+    def per_root(w: list[int]) -> Fraction:
+        roots = [r for r in range(n) for _ in range(w[r])]
+        return _ratio(sets, roots) / len(roots)
+
+    weights = [1] * n
+    best = per_root(weights)
+    improved = True
+    while improved:
+        improved = False
+        for r in range(n):
+            for step in (-1, 1):
+                w = list(weights)
+                w[r] += step
+                if not 0 <= w[r] <= 4 or not any(w):
+                    continue
+                try:
+                    cost = per_root(w)
+                except NotApplicable:
+                    continue
+                if cost < best:
+                    best, weights, improved = cost, w, True
+    return [r for r in range(n) for _ in range(weights[r])]
+
+
 def forest(topo: Topology, base: Collective, trees: int | None = None) -> Schedule:
     """The packing's schedule; `trees` per root instead of `choose`'s (tests and benchmarks)."""
     what = kind(base)
@@ -198,6 +231,8 @@ def forest(topo: Topology, base: Collective, trees: int | None = None) -> Schedu
         raise NotApplicable("one rank: nothing to send")
     n = topo.ranks
     roots = [base.root or 0] if what in ("broadcast", "reduce") else list(range(n))
+    if what == "allreduce":
+        roots = owners(topo)
     if trees is None:
         c, m, _ = choose(topo, roots, 2 if what == "allreduce" else 1)
     else:
@@ -209,12 +244,14 @@ def forest(topo: Topology, base: Collective, trees: int | None = None) -> Schedu
         assert outward is not None and inward is not None
         # ReduceScatter over the in-trees, then Allgather over the out-trees: each half in the order that
         # suits it (scheduled together, address by address, they timed 0.86 of the bound on mi250 where the
-        # halves time 0.96). Address a = j * n + owner: the owner's j-th trees.
+        # halves time 0.96). Address a = j * len(roots) + i: root entry i's j-th trees.
+        k = len(roots)
+
         def address(st: Step) -> Step:
-            return Step(st.rounds, sorted((Send((x.chunk % c) * n + x.chunk // c, x.src, x.dst) for x in st.sends),
+            return Step(st.rounds, sorted((Send((x.chunk % c) * k + x.chunk // c, x.src, x.dst) for x in st.sends),
                                           key=send_key))
         steps = [address(st) for st in [*_scatter(topo, roots, inward, c), *_gather(topo, roots, outward, c)]]
-        return Schedule(topo, base.with_chunks(n * c), steps, name="forest")
+        return Schedule(topo, base.with_chunks(k * c), steps, name="forest")
     coll = base.with_chunks(c)
     if outward is not None:
         return Schedule(topo, coll, _gather(topo, roots, outward, c), name="forest")
@@ -223,11 +260,12 @@ def forest(topo: Topology, base: Collective, trees: int | None = None) -> Schedu
 
 
 def _plan(roots: list[int], trees: list[list[dict[int, int]]], c: int) -> Plan:
-    """Every root's trees as broadcasts, tree j of every root before tree j + 1; chunk root * c + j."""
+    """Every root's trees as broadcasts, tree j of every root before tree j + 1; chunk i * c + j for root
+    entry i."""
     plan = Plan()
     for j in range(c):
         for i, owner in enumerate(roots):
-            plan.broadcast((owner * c + j) if len(roots) > 1 else j, trees[i][j], owner)
+            plan.broadcast(i * c + j, trees[i][j], owner)
     return plan
 
 
@@ -245,7 +283,7 @@ def _scatter(topo: Topology, roots: list[int], inward: list[list[dict[int, int]]
     direct = Plan()
     for j in range(c):
         for i, owner in enumerate(roots):
-            direct.reduce((owner * c + j) if len(roots) > 1 else j, inward[i][j], owner)
+            direct.reduce(i * c + j, inward[i][j], owner)
     found = list_candidates(topo, direct)
     found += [[Step(st.rounds, sorted((Send(x.chunk, x.dst, x.src) for x in st.sends), key=send_key))
                for st in reversed(back)] for back in list_candidates(topo.reversed(), _plan(roots, inward, c))]
