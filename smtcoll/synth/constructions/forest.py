@@ -170,7 +170,7 @@ def choose(topo: Topology, roots: list[int], factor: int) -> tuple[int, int, Fra
     connection carries at most `budget` messages (`factor` tree edges per slot: 2 for Allreduce) and whose
     ranks fit the runtimes' XML nodes, and among those the most trees."""
     cap = units(topo)
-    q = _ratio(Sets(topo, cap), roots)
+    q = max(_ratio(Sets(t, units(t)), roots) for t in (topo, topo.reversed()))  # out-trees and in-trees
     widest = max(cap.values())
     most = budget(topo)
     best: tuple[int, int, Fraction] | None = None
@@ -191,12 +191,12 @@ def owners(topo: Topology) -> list[int]:
     A rank that owns nothing receives its final values only (S, not the 2 (N-1)/N S of an owner), so a
     weak rank can leave the reduction to others (a local search over 0..4 addresses per rank from one each:
     mi250 and amd8 keep one each; the ladder of benchmarks/topologies/ladder10.toml 1.2x less per address)."""
-    sets = Sets(topo, units(topo))
+    both = [Sets(t, units(t)) for t in (topo, topo.reversed())]  # the out-trees' cuts and the in-trees'
     n = topo.ranks
 
     def per_root(w: list[int]) -> Fraction:
         roots = [r for r in range(n) for _ in range(w[r])]
-        return _ratio(sets, roots) / len(roots)
+        return max(_ratio(sets, roots) for sets in both) / len(roots)
 
     weights = [1] * n
     best = per_root(weights)
@@ -236,7 +236,7 @@ def forest(topo: Topology, base: Collective, trees: int | None = None) -> Schedu
     if trees is None:
         c, m, _ = choose(topo, roots, 2 if what == "allreduce" else 1)
     else:
-        c, m = trees, math.ceil(trees * _ratio(Sets(topo, units(topo)), roots))
+        c, m = trees, math.ceil(trees * max(_ratio(Sets(t, units(t)), roots) for t in (topo, topo.reversed())))
 
     outward = pack(topo, roots, c, m) if what in ("allgather", "broadcast", "allreduce") else None
     inward = pack(topo.reversed(), roots, c, m) if what in ("reducescatter", "reduce", "allreduce") else None
