@@ -127,11 +127,14 @@ def main() -> None:
     ap.add_argument("--model", default=None, help="a cost model knob file (default: the shipped one)")
     ap.add_argument("--json", type=Path, default=None, help="also write the rows and the measurements here")
     ap.add_argument("--from-json", type=Path, nargs="+", default=None,
-                    help="run nothing: print the table of the rows these --json files hold")
+                    help="run nothing: print the table of the rows these --json files hold (a row of a later file "
+                         "replaces the same row of an earlier one)")
     args = ap.parse_args()
     if args.from_json:
         loaded = [json.loads(f.read_text()) for f in args.from_json]
-        all_rows = [r for d in loaded for r in d["rows"]]
+        # a row of a later file replaces the same row of an earlier one (a re-run of some collectives)
+        latest = {(r["machine"], r["nodes"], r["collective"], r["size"]): r for d in loaded for r in d["rows"]}
+        all_rows = list(latest.values())
         print(table(all_rows))
         print(f"\nCPU {sum(d['cpu_s'] for d in loaded):.0f} s in all, peak resident "
               f"{max(d['peak_kib'] for d in loaded) / 1024:.0f} MiB (one process)")

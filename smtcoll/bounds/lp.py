@@ -15,7 +15,7 @@ import math
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from fractions import Fraction
-from typing import Any
+from typing import Any, Literal
 
 import attrs
 
@@ -100,12 +100,15 @@ def deadline() -> Deadline | None:
     return _DEADLINE.get()
 
 
+Method = Literal["highs", "highs-ds", "highs-ipm"]  # scipy's HiGHS methods
 TIME_LIMIT_STATUS = 1  # linprog's "iteration or time limit reached"
 
 
-def solve(cost: Any, a_ub: Any = None, b_ub: Any = None, a_eq: Any = None, b_eq: Any = None) -> LPResult:
-    """min cost.x subject to a_ub x <= b_ub, a_eq x = b_eq, x >= 0, with HiGHS (scipy's linprog), within
-    the time left of the current `time_limit` (status 1 and no value when it runs out)."""
+def solve(cost: Any, a_ub: Any = None, b_ub: Any = None, a_eq: Any = None, b_eq: Any = None,
+          method: Method = "highs") -> LPResult:
+    """min cost.x subject to a_ub x <= b_ub, a_eq x = b_eq, x >= 0, with HiGHS (scipy's linprog; `method`
+    one of its HiGHS methods), within the time left of the current `time_limit` (status 1 and no value when
+    it runs out)."""
     from scipy.optimize import linprog
 
     d = _DEADLINE.get()
@@ -115,7 +118,7 @@ def solve(cost: Any, a_ub: Any = None, b_ub: Any = None, a_eq: Any = None, b_eq:
         if time_limit <= 0:
             d.stopped += 1
             return LPResult(TIME_LIMIT_STATUS, None, message="not solved: the time limit had passed")
-    res = linprog(cost, A_ub=a_ub, b_ub=b_ub, A_eq=a_eq, b_eq=b_eq, bounds=(0, None), method="highs",
+    res = linprog(cost, A_ub=a_ub, b_ub=b_ub, A_eq=a_eq, b_eq=b_eq, bounds=(0, None), method=method,
                   options={} if time_limit is None else {"time_limit": time_limit})
     if res.status != 0:
         if d is not None and res.status == TIME_LIMIT_STATUS and time_limit is not None:  # no iteration limit set
@@ -156,7 +159,8 @@ def group_members(topo: Topology) -> list[list[int]]:
 
 
 def concurrent_flow(topo: Topology, commodities: Sequence[Commodity], link_cap: Sequence[Fraction],
-                    group_cap: Sequence[Fraction], flow_cost: float = 0.0) -> FlowSolution | None:
+                    group_cap: Sequence[Fraction], flow_cost: float = 0.0, method: Method = "highs",
+                    ) -> FlowSolution | None:
     """min T: every commodity routed (flow conservation at ranks outside its sources), the flow on link e
     at most link_cap[e] * T, through switch group g at most group_cap[g] * T. None when infeasible.
 
@@ -164,7 +168,8 @@ def concurrent_flow(topo: Topology, commodities: Sequence[Commodity], link_cap: 
     distance from the sources under w_e + sum of w_g over the groups bounding e).
 
     `flow_cost` > 0 adds that cost per unit of flow (a routing wants no circulating flow); the lengths
-    then still prove a bound (any lengths do), only maybe a little below the optimum."""
+    then still prove a bound (any lengths do), only maybe a little below the optimum. `method`: HiGHS's
+    method (`solve`)."""
     import numpy as np
 
     links = topo.links
@@ -206,7 +211,7 @@ def concurrent_flow(topo: Topology, commodities: Sequence[Commodity], link_cap: 
     cost[t_var] = 1.0
     a_eq = _sparse(eq_v, eq_r, eq_c, (len(b_eq), n))
     a_ub = _sparse(ub_v, ub_r, ub_c, (len(rows), n))
-    res = solve(cost, a_ub, np.zeros(len(rows)), a_eq, np.array(b_eq))
+    res = solve(cost, a_ub, np.zeros(len(rows)), a_eq, np.array(b_eq), method)
     if res.status != 0 or res.value is None:
         return None
     value = res.x[t_var]  # the time itself, without the flow cost
@@ -259,14 +264,23 @@ def lp_bound(topo: Topology, coll: Collective) -> Bound:
     if coms is not None:
         if not coms:
             return Bound("lp", 0, "rounds", {"lp_optimum": 0.0}, "nothing to move")
-        sol = concurrent_flow(topo, coms, [Fraction(l.bandwidth) for l in topo.links],
-                              [Fraction(g.bandwidth) for g in topo.switches])
+        from smtcoll.bounds.symmetric_lp import node_group, symmetric_flow
+
+        caps = [Fraction(l.bandwidth) for l in topo.links], [Fraction(g.bandwidth) for g in topo.switches]
+        # the same optimum from one commodity per orbit of the machine's symmetries, where it has them
+        sol = symmetric_flow(topo, coms, *caps)
+        group = node_group(topo) if sol is not None else None
+        if sol is None:
+            sol = concurrent_flow(topo, coms, *caps)
         if sol is None:
             return Bound("lp", None, "rounds", {}, "the flow LP is infeasible: some rank cannot be reached")
         t = sol.value
+        reduced = len(coms) // len(group) if group else len(coms)
         w = {"lp_optimum": round(t, 6), "demands": sum(len(c.demand) for c in coms), "commodities": len(coms),
-             "variables": len(coms) * len(topo.links) + 1, "solver": "scipy HiGHS",
+             "variables": reduced * len(topo.links) + 1, "solver": "scipy HiGHS",
              "rounds_per_chunk": round(t / coll.chunk_factor, 6)}
+        if group:
+            w["symmetries"] = len(group)
         return Bound("lp", math.ceil(t - 1e-6), "rounds", w, "re-solve the LP to check (no hand witness)",
                      lp_per_chunk(t, coll))
     return _multicast_lp_bound(topo, coll)

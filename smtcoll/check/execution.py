@@ -259,17 +259,17 @@ def _run(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity: i
             t = max([t] + [res_free.get(res, 0) for res, _ in occupy[st.send_conn][1]])
         return t
 
-    ready: deque[_Tb] | _StepOrder = deque(states) if occupy is None else _StepOrder(states, departure, order)
-    # whose departure a claimed resource or a message into an empty FIFO moves (`_StepOrder.refresh`)
-    users: dict[Hashable, list[_Tb]] = {}
+    # whose departure a claimed resource (`_StepOrder.claimed`) or a message into an empty FIFO moves
+    # (`_StepOrder.refresh`)
+    holds: dict[int, tuple[Hashable, ...]] = {}
     receivers: dict[tuple[int, int, int], list[_Tb]] = {}
     if occupy is not None:
         for st in states:
             if st.send_conn is not None and st.send_conn in occupy:
-                for res, _ in occupy[st.send_conn][1]:
-                    users.setdefault(res, []).append(st)
+                holds[st.uid] = tuple(res for res, _ in occupy[st.send_conn][1])
             if st.recv_conn is not None:
                 receivers.setdefault(st.recv_conn, []).append(st)
+    ready: deque[_Tb] | _StepOrder = deque(states) if occupy is None else _StepOrder(states, departure, order, holds)
     for st in states:
         st.queued = True
     done_trans = 0
@@ -458,11 +458,13 @@ def _run(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity: i
                         st.time = depart + busy
                         arrival = depart + busy + latency
                         if isinstance(ready, _StepOrder):
+                            dep = ready.dep
                             for res, _ in held:
                                 free = res_free[res]
-                                for w in users[res]:
-                                    if w.queued:
-                                        ready.claimed(w, free)
+                                # the queued senders this claim holds back (the run's innermost loop)
+                                raised = [w for w in ready.senders[res].values() if free > dep[w.uid]]
+                                if raised:
+                                    ready.claimed(raised, free)
                     elif timing is not None:
                         link = (st.rank, st.send_conn[1])
                         alpha, per = timing.get(link, (0.0, 1.0))
@@ -527,6 +529,15 @@ def _run(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity: i
 _KNOWN = frozenset({"s", "r", "rcs", "rrs", "rrc", "rrcs", "cpy", "re"})
 
 
+@attrs.define
+class _Raised:
+    """Thread blocks one claim held back (`_StepOrder.claimed`): their keys in order, the next to serve."""
+
+    raised: dict[int, _Tb]  # uid -> thread block
+    keys: list[tuple[tuple[Any, Any], int, int, int]]
+    pos: int = 0
+
+
 class _StepOrder:
     """The ready thread blocks of a timed run (`occupy`), one chunk at a time, earliest departure first
     (then the step of their next transmission, then their place): a resource is claimed in the order its
@@ -540,12 +551,19 @@ class _StepOrder:
     skipped when they surface), and a pop costs a logarithm, not a pass over the queue."""
 
     def __init__(self, states: Sequence[_Tb], departure: Callable[[_Tb], Any],
-                 order: Callable[[Any], Any] | None = None) -> None:
-        self.heap: list[tuple[tuple[Any, Any], int, int, int, _Tb]] = []
+                 order: Callable[[Any], Any] | None = None, holds: Mapping[int, tuple[Hashable, ...]] | None = None
+                 ) -> None:
+        # entries (key..., sequence number, a thread block or a _Raised group); an entry of a thread block
+        # whose key has changed since is skipped when it surfaces
+        self.heap: list[tuple[Any, ...]] = []
         self.live: dict[int, tuple[tuple[Any, Any], int, int, int]] = {}
         self.dep: dict[int, Any] = {}  # the departure each queued key was made of
         self.departure = departure
         self.order = order
+        self.seq = 0
+        # per resource, the queued thread blocks whose next transmission sends on a connection holding it
+        self.holds = holds if holds is not None else {}
+        self.senders: dict[Hashable, dict[int, _Tb]] = {res: {} for rs in self.holds.values() for res in rs}
         for st in states:
             self.append(st)
 
@@ -560,39 +578,74 @@ class _StepOrder:
         when = self.order(t) if self.order is not None else self._when(t)
         return when, step, st.piece, st.uid
 
+    def _push(self, key: tuple[tuple[Any, Any], int, int, int], item: _Tb | _Raised) -> None:
+        self.seq += 1
+        heapq.heappush(self.heap, (*key, self.seq, item))
+
     def append(self, st: _Tb) -> None:
         key = self._key(st)
         self.live[st.uid] = key
-        heapq.heappush(self.heap, (*key, st))
+        self._push(key, st)
+        if st.pc < len(st.trans) and st.trans[st.pc].sends:
+            for res in self.holds.get(st.uid, ()):
+                self.senders[res][st.uid] = st
+
+    def _served(self, st: _Tb) -> _Tb:
+        del self.live[st.uid]
+        for res in self.holds.get(st.uid, ()):
+            self.senders[res].pop(st.uid, None)
+        return st
 
     def refresh(self, st: _Tb) -> None:
         """`st` is queued and something its key reads changed."""
         key = self._key(st)
         if self.live.get(st.uid) != key:
             self.live[st.uid] = key
-            heapq.heappush(self.heap, (*key, st))
+            self._push(key, st)
 
-    def claimed(self, st: _Tb, free: Any) -> None:
-        """`st` is queued and a resource of its connection is now free at `free` only (later than before).
-        Its departure is a maximum of which that resource is one term, so it becomes max(departure, free)
-        when its next transmission sends (otherwise no resource is one of its terms): the same key as
-        `refresh` computes, without recomputing the maximum over its terms (the claim of a switch group's
-        port visits every queued sender of the rank, so this is the run's innermost loop)."""
-        if st.pc >= len(st.trans) or not st.trans[st.pc].sends or not free > self.dep[st.uid]:
-            return
-        self.dep[st.uid] = free
+    def claimed(self, raised: list[_Tb], free: Any) -> None:
+        """The thread blocks `raised` are queued, their next transmissions send, and a resource their
+        connections hold is now free at `free` only, later than their departures: each departure is a
+        maximum of which that resource is one term, so it becomes `free` (the key `refresh` would compute,
+        without recomputing the maximum). Their keys now differ in step, piece and place only: one heap
+        entry, their least, stands for all of them (`_Raised`), so a claim that holds back a whole switch
+        port's senders costs one push, and a member raised again before it surfaces costs none."""
         when = self.order(free) if self.order is not None else self._when(free)
-        key = (when, st.trans[st.pc].first, st.piece, st.uid)
-        self.live[st.uid] = key
-        heapq.heappush(self.heap, (*key, st))
+        keys = []
+        for st in raised:
+            self.dep[st.uid] = free
+            key = (when, st.trans[st.pc].first, st.piece, st.uid)
+            self.live[st.uid] = key
+            keys.append(key)
+        keys.sort()
+        self._next(_Raised({st.uid: st for st in raised}, keys))
+
+    def _next(self, group: _Raised) -> None:
+        """Push `group`'s least member whose key is still the one the group gave it."""
+        while group.pos < len(group.keys):
+            key = group.keys[group.pos]
+            if self.live.get(key[3]) == key:
+                self._push(key, group)
+                return
+            group.pos += 1
 
     def popleft(self) -> _Tb:
         while True:
             entry = heapq.heappop(self.heap)
-            st = entry[-1]
-            if self.live.get(st.uid) == entry[:4]:
-                del self.live[st.uid]
-                return st
+            item = entry[-1]
+            key = entry[:4]
+            if isinstance(item, _Raised):
+                group = item
+                st = group.raised[key[3]]
+                group.pos += 1
+                valid = self.live.get(st.uid) == key
+                if valid:
+                    self._served(st)
+                self._next(group)
+                if valid:
+                    return st
+            elif self.live.get(item.uid) == key:
+                return self._served(item)
 
     def __len__(self) -> int:
         return len(self.live)

@@ -14,7 +14,7 @@ from smtcoll.lower.instances import replicate
 from smtcoll.lower.layout import Layout, recognize
 from smtcoll.lower.ops import LOp
 from smtcoll.lower.options import SPELLING, CannotLower, LowerOptions, RejectedSchedule, check_options, runtimes_for
-from smtcoll.lower.spread import spread
+from smtcoll.lower.spread import peer_groups, spread
 from smtcoll.lower.storage import Aliasing, allocate_scratch, plan
 from smtcoll.lower.threadblocks import Tb, assign_tbs
 from smtcoll.lower.transfers import transfers
@@ -28,6 +28,7 @@ from smtcoll.msccl.runtime import (
     MAX_DEPID,
     MAX_STEPS,
     MAX_TBS,
+    MAX_TBS_PER_CHANNEL,
 )
 from smtcoll.msccl.writer import safe_name
 
@@ -65,8 +66,15 @@ def lower(schedule: Schedule, options: LowerOptions = LowerOptions()) -> Lowered
     alias = Aliasing(_scaled(layout, count))
     longest = _busiest_connection(base)
     segments = 1
+    # a rank with more peers than a channel's thread blocks spreads them over channels (spread.py)
+    groups = peer_groups(base, MAX_TBS_PER_CHANNEL)
+    if count * groups > MAX_CHANNELS:
+        raise CannotLower(f"a rank has more than {MAX_TBS_PER_CHANNEL * (groups - 1)} peers: at most "
+                          f"{MAX_TBS_PER_CHANNEL} sending and {MAX_TBS_PER_CHANNEL} receiving thread blocks per "
+                          f"channel need {groups} channels per instance, {count * groups} for {count} instances; "
+                          f"the runtimes allow {MAX_CHANNELS} (use fewer --instances)")
     # a fused thread block holds the messages of two connections: fusion only where that fits
-    if 2 * longest <= limits["steps"] or count >= MAX_CHANNELS:
+    if groups == 1 and (2 * longest <= limits["steps"] or count >= MAX_CHANNELS):
         if options.fuse:
             base = fuse(base, FIFO_MESSAGES[options.protocol])
         base, scratch = allocate_scratch(base)
@@ -77,14 +85,15 @@ def lower(schedule: Schedule, options: LowerOptions = LowerOptions()) -> Lowered
     else:
         base, scratch = allocate_scratch(base)
         # a first guess with room for the nops that more thread blocks bring, then one more at a time
-        segments = max(2, -(-longest // max(1, limits["steps"] * 3 // 4)))
-    if segments > 1:
+        segments = max(2 if groups == 1 else 1, -(-longest // max(1, limits["steps"] * 3 // 4)))
+    if segments > 1 or groups > 1:
         # too long for one thread block per connection: spread each connection over more channels
         # (unfused: a fused thread block pairs two connections), the fewest that fit
-        for tried in range(min(segments, MAX_CHANNELS // count), MAX_CHANNELS // count + 1):
+        most = MAX_CHANNELS // (count * groups)
+        for tried in range(min(segments, most), most + 1):
             segments = tried
             by_rank = {}  # the previous try's operations go before the next ones are made
-            by_rank = _threadblocks(base, count, segments, alias, modes)
+            by_rank = _threadblocks(base, count, segments, alias, modes, groups)
             if _longest(by_rank) <= limits["steps"]:
                 break
     legacy_only = targets == ("legacy",)
@@ -129,7 +138,7 @@ def lower(schedule: Schedule, options: LowerOptions = LowerOptions()) -> Lowered
     min_bytes = options.min_bytes if options.min_bytes is not None or not executor else 0
     name = safe_name(options.name or schedule.name or f"{layout.kind}_{coll.ranks}")
     program = Program(
-        name, options.protocol, count * segments, layout.nchunks * count, coll.ranks,
+        name, options.protocol, count * segments * groups, layout.nchunks * count, coll.ranks,
         legacy_spelling if legacy_only else executor_spelling,
         int(in_place), (int(options.mode in ("outofplace", "both")) if executor else None),
         min_bytes, max_bytes, None, None, gpus,
@@ -144,12 +153,12 @@ def lower(schedule: Schedule, options: LowerOptions = LowerOptions()) -> Lowered
     return Lowered(program, layout, targets, verify_collective, stats)
 
 
-def _threadblocks(base: list[LOp], count: int, segments: int, alias: Aliasing, modes: list[bool]
-                  ) -> dict[int, list[tuple[Tb, list[LOp]]]]:
-    """Fresh operations for `count` instances, spread over `segments` channels each, on thread blocks
-    with their dependencies."""
+def _threadblocks(base: list[LOp], count: int, segments: int, alias: Aliasing, modes: list[bool],
+                  groups: int = 1) -> dict[int, list[tuple[Tb, list[LOp]]]]:
+    """Fresh operations for `count` instances, spread over `segments` channels per connection and a rank's
+    peers over `groups` (spread.py), on thread blocks with their dependencies."""
     ops = replicate(base, count, fresh=True)
-    spread(ops, segments)
+    spread(ops, segments, groups)
     by_rank = assign_tbs(ops)
     dependencies(ops, alias, modes)
     if _most_waited(by_rank) > MAX_DEPID + 1:  # more than depid names: drop the waits messages imply

@@ -9,6 +9,10 @@ left the later runs' channels idle until their first message, and a relay's forw
 mi250's forest Allgather with 96 chunks, 8 instances, 0.58 of the bound in the sweep's model with runs,
 0.83 dealt). Local copies stay on the instance's first channel. Fused operations
 pair two connections on one thread block, so spreading runs on an unfused program.
+
+A rank with more peers than a channel has sending (or receiving) thread blocks, 32, spreads its peers too:
+each connection goes to one of `groups` channels per instance, balanced per rank on both sides (mi250 x 3
+Alltoall: 32 NIC peers and 3 xGMI ones per GCD, on 2 channels).
 """
 
 from __future__ import annotations
@@ -18,11 +22,43 @@ from collections import defaultdict
 from smtcoll.lower.ops import LOp
 
 
-def spread(ops: list[LOp], segments: int) -> None:
+def peer_groups(ops: list[LOp], per_channel: int) -> int:
+    """How many channels a rank's peers need: a channel has at most `per_channel` sending and as many
+    receiving thread blocks on a rank, one per peer (mi250 x 3 Alltoall: 35 peers, so 2)."""
+    sends: dict[int, set[int]] = defaultdict(set)
+    recvs: dict[int, set[int]] = defaultdict(set)
+    for op in ops:
+        if op.type == "s":
+            sends[op.rank].add(op.send)
+            recvs[op.send].add(op.rank)
+    most = max((len(x) for x in (*sends.values(), *recvs.values())), default=0)
+    return max(1, -(-most // per_channel))
+
+
+def _peer_group(ops: list[LOp], groups: int) -> dict[tuple[int, int], int]:
+    """(sender, receiver) -> its group of channels, 0..groups-1: each connection in turn where its sender's
+    and its receiver's busier side has the fewest connections so far (a balanced split of every rank's
+    peers on both sides, checked by the thread-block stage)."""
+    pairs = sorted({(op.rank, op.send) for op in ops if op.type == "s"})
+    out_load: dict[int, list[int]] = defaultdict(lambda: [0] * groups)
+    in_load: dict[int, list[int]] = defaultdict(lambda: [0] * groups)
+    group: dict[tuple[int, int], int] = {}
+    for u, v in pairs:
+        c = min(range(groups), key=lambda g: (max(out_load[u][g], in_load[v][g]), out_load[u][g] + in_load[v][g], g))
+        out_load[u][c] += 1
+        in_load[v][c] += 1
+        group[(u, v)] = c
+    return group
+
+
+def spread(ops: list[LOp], segments: int, groups: int = 1) -> None:
     """Set every operation's channel (`instance`, as the thread blocks use it) for `segments` runs per
-    connection; operations must be unfused (a send's `partner` is its receive)."""
-    if segments == 1:
+    connection and the peers of a rank split over `groups` channels (`peer_groups`): instance i's
+    connection u -> v in group g uses channels (i * groups + g) * segments + 0..segments-1. Operations must
+    be unfused (a send's `partner` is its receive)."""
+    if segments == 1 and groups == 1:
         return
+    group = _peer_group(ops, groups) if groups > 1 else {}
     conns: dict[tuple[int, int, int], list[LOp]] = defaultdict(list)
     for op in ops:
         if op.type == "s":
@@ -30,8 +66,9 @@ def spread(ops: list[LOp], segments: int) -> None:
     moved: set[int] = set()
     for key in sorted(conns):
         sends = sorted(conns[key], key=lambda o: o.time)
+        base = (key[2] * groups + group.get((key[0], key[1]), 0)) * segments
         for j, op in enumerate(sends):
-            channel = key[2] * segments + j % segments
+            channel = base + j % segments
             op.instance = channel
             moved.add(id(op))
             if op.partner is not None:
@@ -39,4 +76,4 @@ def spread(ops: list[LOp], segments: int) -> None:
                 moved.add(id(op.partner))
     for op in ops:
         if id(op) not in moved:
-            op.instance *= segments
+            op.instance *= segments * groups

@@ -133,7 +133,10 @@ def _least_steps(topo: Topology, coll: Collective, request: SynthRequest, progre
         why_not = _exact_cannot_improve(topo, coll, request, scaled)
         if not over and (from_engine.optimal.proved or why_not):
             if why_not and not from_engine.optimal.proved:
-                return attrs.evolve(from_engine, message=f"{from_engine.message}; {why_not}")
+                shaped, tried = _node_shape(topo, coll, request, scaled)
+                if shaped is not None:
+                    return attrs.evolve(shaped, attempts=(*from_engine.attempts, *shaped.attempts))
+                return attrs.evolve(from_engine, message=f"{from_engine.message}; {why_not}{tried}")
             return from_engine
     from smtcoll.synth.exact import strategies
 
@@ -146,6 +149,35 @@ def _least_steps(topo: Topology, coll: Collective, request: SynthRequest, progre
     if exact.schedule is scaled.schedule:  # the search did not beat the engine: say where it came from
         exact = attrs.evolve(exact, method=from_engine.method, gap=from_engine.gap)
     return attrs.evolve(exact, attempts=(*from_engine.attempts, *exact.attempts))
+
+
+def _node_shape(topo: Topology, coll: Collective, request: SynthRequest, scaled: Scaled,
+                ) -> tuple[SynthResult | None, str]:
+    """Where the exact search is too large, Allgather on identical nodes joined by per-rank NICs gets the
+    small node-symmetric search (synth/exact/nodes.py) for fewer steps than the engine's, fewest first,
+    within the request's work budget: its result, or None and a note of what it tried ("" if nothing)."""
+    from smtcoll.synth.exact.nodes import MAX_VARIABLES, NodeLayout, node_schedule
+
+    lay = NodeLayout.of(topo, coll) if request.chunks == 1 else None
+    if lay is None:
+        return None, ""
+    t0, c0 = time.monotonic(), time.process_time()
+    lo, hi = scaled.bounds.least_steps(True, 1), len(scaled.schedule.steps)
+    if lay.variables(lo) > MAX_VARIABLES:
+        return None, (f"; the node-symmetric search is not tried: its encoding of {lo} steps (about "
+                      f"{lay.variables(lo)} variables) is beyond {MAX_VARIABLES}")
+    with _exact_search(request) as clock:
+        found, spent, tried = node_schedule(topo, coll, range(lo, hi), clock.work_left(), clock.deadline)
+    if found is None:
+        return None, (f"; the node-symmetric search found no schedule of {lo}..{hi - 1} steps within "
+                      f"{spent} work units" if tried else "")
+    from smtcoll.synth.checked import checked
+    from smtcoll.synth.scale.engine import Scaled as Shaped
+
+    result = scaled_result(Shaped(checked(found, "node-symmetric"), "node-symmetric search", scaled.bounds),
+                           1, t0, c0)
+    attempts = [Attempt(s, s, 1, verdict, secs, "node-symmetric") for s, verdict, secs, _ in tried]
+    return attrs.evolve(result, attempts=attempts, method="exact: node-symmetric", work=spent), ""
 
 
 def _exact_cannot_improve(topo: Topology, coll: Collective, request: SynthRequest, scaled: Scaled) -> str:
@@ -180,6 +212,12 @@ def engine_result(topo: Topology, base: Collective, chunks: int) -> tuple[SynthR
         lb = LowerBound.of(search_bounds(topo, coll), True, chunks)
         return SynthResult("infeasible", None, "least-steps", lb, [],
                            message=f"proved: {e}", seconds=time.monotonic() - t0, method="scale"), None
+    return scaled_result(scaled, chunks, t0, c0), scaled
+
+
+def scaled_result(scaled: Scaled, chunks: int, t0: float, c0: float) -> SynthResult:
+    """A checked schedule as a least-steps result with its gap to the bounds (optimal at the bound);
+    t0, c0: when its synthesis started (wall clock, CPU)."""
     s, b = scaled.schedule, scaled.bounds
     gap = Gap(scaled.method, len(s.steps), s.rounds, b.least_steps(True, chunks), b.rounds(chunks))
     at_bound = len(s.steps) <= b.least_steps(True, chunks) and s.rounds == len(s.steps)
@@ -196,7 +234,7 @@ def engine_result(topo: Topology, base: Collective, chunks: int) -> tuple[SynthR
     return SynthResult("found", s, "least-steps", LowerBound.of(b, True, chunks), [attempt],
                        [Point(len(s.steps), s.rounds, chunks, "found", schedule=s)], pruned, optimal=optimal,
                        message=message, seconds=time.monotonic() - t0, method=f"scale: {scaled.method}",
-                       gap=gap), scaled
+                       gap=gap)
 
 
 def construction_result(topo: Topology, base: Collective, method: str) -> SynthResult:

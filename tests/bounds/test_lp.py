@@ -52,3 +52,50 @@ def test_lengths_certificate_is_weak_duality_for_any_lengths():
     ones = lengths_certificate(topo, coll, r, [Fraction(1)] * len(topo.links), [])
     # every rank sends 1/4 of the buffer to each other rank: distances 1, 1, 2 -> 4 x (1/4 + 1/4 + 2/4)
     assert ones.demand_distance == 4 and ones.capacity_length == sum(r.link)
+
+
+def test_the_interior_point_lengths_prove_what_the_simplex_lengths_prove() -> None:
+    # the time bound solves its lengths LP with HiGHS's IPM (faster on large machines); the certificate is
+    # recomputed exactly, so both methods must prove the same T(B) on a machine of two nodes
+    from smtcoll.bounds.throughput import addresses, time_bound
+
+    topo = library.topology("mi250", 2)
+    coll = library.collective("alltoall", topo.ranks)
+    r = rates(topo)
+    coms = unicast_commodities(coll, Fraction(1, addresses(coll)))
+    assert coms is not None
+    proved = []
+    for method in ("highs", "highs-ipm"):
+        sol = concurrent_flow(topo, coms, r.link, r.group, method=method)
+        assert sol is not None
+        proved.append(lengths_certificate(topo, coll, r, sol.link_lengths, sol.group_lengths).us_per_byte)
+    assert proved[0] == proved[1] == time_bound(topo, coll).us_per_byte > 0
+
+
+def test_the_lp_reduced_by_the_machines_symmetries_proves_what_the_full_lp_proves() -> None:
+    # mi250 x 2: node shifts x the 4 free automorphisms of a node = 8; one commodity per orbit
+    from smtcoll.bounds.symmetric_lp import node_group, symmetric_flow
+    from smtcoll.bounds.throughput import addresses
+
+    topo = library.topology("mi250", 2)
+    coll = library.collective("alltoall", topo.ranks)
+    group = node_group(topo)
+    assert group is not None and len(group) == 8
+    caps = [Fraction(l.bandwidth) for l in topo.links], [Fraction(g.bandwidth) for g in topo.switches]
+    coms = unicast_commodities(coll)
+    assert coms is not None
+    full, sym = concurrent_flow(topo, coms, *caps), symmetric_flow(topo, coms, *caps)
+    assert full is not None and sym is not None and sym.value == pytest.approx(full.value) == 16
+    assert lp_bound(topo, coll).value == 16 and lp_bound(topo, coll).witness["symmetries"] == 8
+    # the lengths of the reduced LP prove the same time bound, recomputed exactly
+    r = rates(topo)
+    weighted = unicast_commodities(coll, Fraction(1, addresses(coll)))
+    assert weighted is not None
+    a, b = (concurrent_flow(topo, weighted, r.link, r.group), symmetric_flow(topo, weighted, r.link, r.group))
+    assert a is not None and b is not None
+    assert (lengths_certificate(topo, coll, r, a.link_lengths, a.group_lengths).us_per_byte
+            == lengths_certificate(topo, coll, r, b.link_lengths, b.group_lengths).us_per_byte)
+    # no such group: one node, or a node with more automorphisms than are enumerated (A100's switch)
+    assert node_group(library.topology("mi250")) is None and node_group(library.topology("a100", 2)) is None
+    assert symmetric_flow(library.topology("ring:4"), unicast_commodities(library.collective("alltoall", 4)) or [],
+                          [Fraction(1)] * 8, []) is None

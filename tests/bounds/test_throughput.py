@@ -55,6 +55,32 @@ def test_allreduce_across_a_ring_of_nodes_counts_gossip_between_nodes():
     assert b.certificate.parts == tuple(tuple(range(i, i + 8)) for i in range(0, 32, 8))
 
 
+def test_allreduce_across_three_nodes_counts_gossip_between_the_nodes_not_only_a_cut():
+    # ndv2 x3: 2(3-1) = 4 buffer transfers between the nodes through 3 NICs of 12.5 GB/s (4/3 buffers per
+    # NIC); the cut around one node proves only 1 buffer, 3/4 of it (block counts that are not powers of 2)
+    _, _, b = bound("ndv2", "allreduce", nodes=3)
+    assert b.algbw_gbps(GIB) == Fraction(75, 8)
+    assert b.certificate is not None and b.certificate.kind == "transfers"
+    assert b.certificate.parts == tuple(tuple(range(i, i + 8)) for i in range(0, 24, 8))
+
+
+def test_allgather_cut_around_a_node_of_three_with_two_nics_each(tmp_path: Path):
+    # a DGX-1 with two 12.5 GB/s NICs (GPUs 0 -> 1 and 4 -> 5), 3 nodes: 2/3 of the buffer enters a node
+    # through 25 GB/s; no ball around a rank is a node, so the cut needs the node blocks of 3
+    from smtcoll.specs import load_topology
+
+    nic = 'alpha_us = 2.6\ngbps = 12.5\n'
+    (tmp_path / "t.toml").write_text('[topology]\nname = "dgx1-2nic"\ngenerator = "dgx1"\n'
+                                     f'[[topology.nics]]\nsenders = [0]\nreceivers = [1]\n{nic}'
+                                     f'[[topology.nics]]\nsenders = [4]\nreceivers = [5]\n{nic}')
+    topo = load_topology(tmp_path / "t.toml", 3)
+    coll = library.collective("allgather", 24, None, 1)
+    b = time_bound(topo, coll)
+    assert b.algbw_gbps(GIB) == Fraction(75, 2)  # 25 GB/s over 2/3 of the buffer (was 156.5: one rank's cut)
+    assert b.certificate is not None and b.certificate.kind == "cut"
+    assert check_certificate(write_throughput_certificate(topo, coll, tmp_path)).verdict == "ok"
+
+
 @pytest.mark.slow  # a few CPU seconds, more wall-clock on a loaded machine
 def test_per_rank_ingress_with_switch_groups_and_nics():
     # a100 x2: 300 GB/s of NVSwitch port plus one 25 GB/s NIC into each GPU
@@ -160,7 +186,7 @@ def put(data, path, value):
 
 @pytest.mark.parametrize(("topology", "collective", "nodes", "kind"), [
     ("ndv2", "allreduce", 1, "transfers"), ("ndv2", "allgather", 2, "cut"), (None, "alltoall", 1, "lengths"),
-    ("ndv2", "allreduce", 4, "transfers")])
+    ("ndv2", "allreduce", 4, "transfers"), ("ndv2", "allreduce", 3, "transfers")])
 def test_certificate_checks_and_fails_when_any_number_changes(tmp_path: Path, topology, collective, nodes, kind):
     topo = lp_beats_cuts() if topology is None else library.topology(topology, nodes)
     coll = library.collective(collective, topo.ranks, None, 1)

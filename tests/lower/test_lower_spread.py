@@ -77,3 +77,35 @@ def test_a_spread_program_is_timed_near_the_unspread_one(monkeypatch: pytest.Mon
     whole_t = schedule_time(s, "Simple", 8, 1 << 30)
     assert spread_t is not None and whole_t is not None
     assert spread_t <= whole_t * 11 / 10
+
+
+def _mi250_alltoall():
+    t = library.topology("mi250", 3)
+    return engine.synthesize(t, library.collective("alltoall", t.ranks)).schedule
+
+
+def test_a_rank_with_more_peers_than_a_channel_allows_spreads_its_peers(tmp_path: Path) -> None:
+    # mi250 x 3 Alltoall: every GCD sends to and receives from 35-36 peers (32 over its NIC, 3-4 over xGMI), and
+    # a channel has at most 32 sending and 32 receiving thread blocks per rank: 2 channels, each under 32
+    from collections import Counter
+
+    from smtcoll.msccl.runtime import MAX_TBS_PER_CHANNEL
+
+    low = lower(_mi250_alltoall())
+    assert low.program.nchannels == 2
+    for g in low.program.gpus:
+        sends = Counter(t.chan for t in g.tbs if t.send is not None and t.send >= 0)
+        recvs = Counter(t.chan for t in g.tbs if t.recv is not None and t.recv >= 0)
+        assert sum(sends.values()) == sum(recvs.values()) in (35, 36)
+        assert max(sends.values()) <= MAX_TBS_PER_CHANNEL and max(recvs.values()) <= MAX_TBS_PER_CHANNEL
+    out = tmp_path / "a.xml"
+    out.write_text(write_program(low.program))
+    ok, report = verify_lowered(low, out)
+    assert ok, report.violations[:3]
+
+
+def test_peers_no_channel_count_can_hold_name_the_limit() -> None:
+    # 2 channels of peers per instance: 17 instances would need 34 of the 32 channels
+    with pytest.raises(CannotLower, match=r"need 2 channels per instance, 34 for 17 instances; the runtimes "
+                                          r"allow 32 \(use fewer --instances\)"):
+        lower(_mi250_alltoall(), LowerOptions(instances=17))

@@ -177,8 +177,8 @@ def test_hierarchical_beats_the_ring_through_one_nic(name: str, kind: str, metho
     found = {c.name: c for c in constructions(topo, library.collective(kind, 16))}
     hier = found[method].schedule
     assert _best_busbw(hier, kind) >= at_least > _best_busbw(found["nccl_ring"].schedule, kind)
-    # the lowering's limit: no link carries more than a thread block holds
-    assert max(Counter((x.src, x.dst) for s in hier.steps for x in s.sends).values()) <= 64
+    # the lowering's limit: no link carries more than its thread blocks hold once spread over channels
+    assert max(Counter((x.src, x.dst) for s in hier.steps for x in s.sends).values()) <= 3 * 64
 
 
 @pytest.mark.parametrize("size", [256 << 20, GIB])
@@ -194,12 +194,25 @@ def test_hierarchical_allreduce_on_two_ndv2_nodes_within_5_percent_of_the_proved
     assert _best_busbw(build("hier", topo, coll), "allreduce", size) >= 0.95 * bound
 
 
-@pytest.mark.slow  # 32 ranks: tens of CPU seconds
-def test_hierarchical_allreduce_on_four_ndv2_nodes_beats_the_ring() -> None:
-    topo = _topo("ndv2", 4)
-    coll = library.collective("allreduce", 32)
-    ring = _best_busbw(build("ring", topo, coll), "allreduce")
-    assert _best_busbw(build("hier", topo, coll), "allreduce") > 1.02 * ring  # 12.8 against 12.5 GB/s
+@pytest.mark.slow  # 24 and 32 ranks, two sizes: 10-15 CPU s each
+@pytest.mark.parametrize("nodes, kind, proved_gbps", [(4, "allreduce", 16.1458), (4, "reducescatter", 16.1458),
+                                                      (3, "allreduce", 17.9688)])
+def test_hierarchical_along_the_ring_of_nodes_within_5_percent_of_the_proved_bound(nodes: int, kind: str,
+                                                                                   proved_gbps: float) -> None:
+    """Issue 23's target on more nodes: `synth --method hier` on ndv2 x3 and x4 within 5% of the bound
+    `bounds` proves (the NIC cut; for Allreduce the 2(n-1) transfers between n nodes, 1.5 buffers through
+    each NIC on 4 nodes, 4/3 on 3) at 256 MiB and 1 GiB. With partial sums sent straight to the owner's
+    node instead of along the ring x4 reached 0.82 (ReduceScatter) and 0.92 (Allreduce)."""
+    topo = _topo("ndv2", nodes)
+    coll = library.collective(kind, topo.ranks)
+    s = build("hier", topo, coll)
+    # every NIC sends to the next node only
+    crossing = {(x.src // 8, x.dst // 8) for st in s.steps for x in st.sends if x.src // 8 != x.dst // 8}
+    assert crossing == {(i, (i + 1) % nodes) for i in range(nodes)}
+    for size in (256 << 20, GIB):
+        proved = time_bound(topo, coll).busbw_gbps(size)
+        assert proved is not None and round(float(proved), 4) == proved_gbps
+        assert _best_busbw(s, kind, size) >= 0.95 * float(proved)
 
 
 @pytest.mark.parametrize("kind", ["allreduce", "allgather"])

@@ -3,19 +3,25 @@
 through their NICs, pipelined address by address (the list scheduler of `pipeline.py`), so that the NIC
 carries one address per step while the NVLink trees of the next addresses run beside it.
 
-Allreduce, per address (root node R rotating over the nodes, NIC rotating over a node's NICs): every
-other node reduces the address to its NIC and sends its partial sum to R; R reduces its own ranks and
-the arrived partials to one rank, broadcasts the sum inside R and sends it to every other node's NIC,
-which broadcasts it inside its node. Each address crosses into every node twice over a cycle of n
-roots: 2(n - 1)/n of the buffer per node, the NIC cut bound (2 nodes: the buffer once each way: ndv2 x2
-23.4 GB/s bus bandwidth). Allgather: the owner's node broadcasts the address and sends it to every other
-node once. ReduceScatter: every other node reduces its partial to its NIC, sends it to the owner's node,
-which reduces it into the owner. Blue Connect (Cho et al., 2019) and NCCL's hierarchical (CollNet-less)
+Allreduce and ReduceScatter go along the ring of the nodes (node i's NIC sends to node i + 1 only), a
+group of addresses at a time, one address per node: the partial sum of the address that completes at
+node j starts at node j + 1, and each node on its way reduces its own ranks into it (an in-tree to the
+NIC that sends to the next node, through the rank the previous node's NIC wrote). ReduceScatter ends
+with node j reducing into the address's owner; Allreduce reduces it into node j's sending NIC rank,
+which broadcasts it inside j and passes it on around the ring, each node broadcasting it inside and
+forwarding it. Each NIC carries (n - 1)/n of the buffer for ReduceScatter, 2(n - 1)/n for Allreduce:
+the bounds (the cut around a node; the 2(n - 1) one-way gossip transfers between n nodes). Sending to
+one peer only is what keeps the NICs busy: with every node sending to every other (the earlier direct
+scheme, partials straight to the owner's node), a sender's next chunk waited for a receiver that another
+sender held and ndv2 x4 reached 0.82 (ReduceScatter) and 0.92 (Allreduce) of the bound in the sweep's
+model; along the ring 0.99. Allgather: the owner's node broadcasts the address and sends it to every
+other node once. Blue Connect (Cho et al., 2019) and NCCL's hierarchical (CollNet-less)
 two-level algorithms follow the same idea.
 """
 
 from __future__ import annotations
 
+from smtcoll.limits import MAX_CELLS
 from smtcoll.model import Collective, Schedule, Topology
 from smtcoll.msccl.runtime import MAX_STEPS
 from smtcoll.synth.constructions import rings as ringlib
@@ -24,16 +30,18 @@ from smtcoll.synth.constructions.pipeline import Plan, busiest_link, schedule_tr
 from smtcoll.synth.constructions.treepack import Loads, spanning_tree
 from smtcoll.synth.constructions.trees import Gateways, node_ranks
 
-# addresses at each end of an Allreduce pipeline that take shortest-path trees: the NICs wait for the first
-# addresses' reductions and the last broadcasts wait for the NICs, so the ends want the shallowest trees. 4,
-# not 2: in the sweep's model ndv2 x2 goes from 0.948 to 0.958 of the bound at 256 MiB and x4 from 0.76 to
-# 0.79; 8 loses on x4 (0.70), where the balanced trees' spread of the NVLink load matters more
-# (docs/benchmarks.md, "ndv2 re-run (session 5)")
-EDGE = 4
-TARGET_ADDRESSES = 64  # addresses per buffer: enough to pipeline trees a few steps deep
-# transfers on one link at most: its thread block (one per peer and channel) holds MAX_STEPS["executor"]
-# operations (lower/fusion.py keeps a fused pair of connections within it too)
-OPS_PER_LINK = MAX_STEPS["executor"]
+# groups (one address per node) at each end of a pipeline that take shortest-path trees: the NICs wait for
+# the first groups' reductions inside the nodes and the last broadcasts or reductions wait for the NICs, so
+# the ends want the shallowest trees; the balanced trees in between spread the NVLink load
+EDGE_GROUPS = 1
+# addresses per buffer, at most (OPS_PER_LINK bounds it): the smaller the chunks, the less the pipeline's
+# ramp (the first reductions inside the nodes, the last broadcasts) costs. ndv2 x4 at 1 GiB in the sweep's
+# model: Allreduce 0.970 of the bound with 64, 0.986 with 128 (docs/benchmarks.md, "ndv2 x4 (session 6)")
+TARGET_ADDRESSES = 256
+# messages on one connection at most: the lowering spreads a connection of more than 32 over channels, each
+# thread block holding at most MAX_STEPS["executor"] (64) operations; 3 x 64 lowers at 1 and 2 instances
+# (the thread blocks a rank waits for stay within the int8 depid) on ndv2 up to 8 nodes
+OPS_PER_LINK = 3 * MAX_STEPS["executor"]
 
 
 def across_nodes(topo: Topology, base: Collective, family: str) -> tuple[str, list[int], int, list[list[int]]]:
@@ -58,15 +66,22 @@ def hier(topo: Topology, base: Collective) -> Schedule:
     else:
         step = 1  # pieces per rank
     per_buffer = topo.ranks if what != "allreduce" else 1
-    c = step * max(1, -(-TARGET_ADDRESSES // (step * per_buffer)))
+    # Allgather keeps 64 addresses within one thread block per link: it lowers at 8 instances, where its
+    # direct sends do best (ndv2 x4 0.99 of the bound); with more, smaller chunks it lowers at 1 only
+    target, most = (TARGET_ADDRESSES, OPS_PER_LINK) if what != "allgather" else (64, MAX_STEPS["executor"])
+    c = step * max(1, -(-target // (step * per_buffer)))
+    # within the rank x chunk cells a collective may have (limits.MAX_CELLS, checked where the lowering
+    # builds its collectives): dgx2 x8 Allreduce keeps C = 64, 128 ranks x 8192 chunks
+    cells = topo.ranks * topo.ranks * (topo.ranks if what == "reducescatter" else 1)
+    c = max(step, min(c, MAX_CELLS // cells // step * step))
     while True:
         coll = base.with_chunks(c)
         plan = _plan(what, topo, coll, members, gates, node)
         busiest = busiest_link(plan)
-        if busiest <= OPS_PER_LINK or c <= step:
+        if busiest <= most or c <= step:
             break
         # the same trees per address: the busiest link's load scales with C
-        c = max(step, c * OPS_PER_LINK // busiest // step * step)
+        c = max(step, c * most // busiest // step * step)
     return Schedule(topo, coll, schedule_transfers(topo, plan), name="hier")
 
 
@@ -75,42 +90,32 @@ def _plan(what: str, topo: Topology, coll: Collective, members: list[list[int]],
     plan = Plan()
     loads = Loads(topo)
     n, c = len(members), coll.chunk_factor
-    if what == "allreduce":
-        for a in range(c):
-            # shortest trees at both ends of the pipeline (its ramp), balanced ones in between
-            edge = a < EDGE or a >= c - EDGE
-            _allreduce_address(plan, loads, topo, members, gates, a, a % n, a // n, 0 if edge else 2)
+    if what == "allgather":
+        for a in coll.addresses:
+            _allgather_address(plan, loads, topo, members, gates, node, a, a // c, a)
         return plan
-    for a in coll.addresses:
-        owner = a // c
-        if what == "allgather":
-            _allgather_address(plan, loads, topo, members, gates, node, a, owner, a)
+    if what == "allreduce":
+        groups = [list(range(x, min(c, x + n))) for x in range(0, c, n)]  # address a's sum completes at node a mod n
+    else:
+        groups = _groups(coll.addresses, c, members, node)
+    for x, group in enumerate(groups):
+        # shortest trees at both ends of the pipeline (its ramp), balanced ones in between
+        slack = 0 if x < EDGE_GROUPS or x >= len(groups) - EDGE_GROUPS else 2
+        if what == "allreduce":
+            _allreduce_ring(plan, loads, topo, members, gates, group, slack)
         else:
-            _reducescatter_address(plan, loads, topo, members, gates, node, a, owner, a)
+            _reducescatter_ring(plan, loads, topo, members, gates, node, group, c, slack)
     return plan
 
 
-def _allreduce_address(plan: Plan, loads: Loads, topo: Topology, members: list[list[int]], gates: Gateways, a: int,
-                       root_node: int, k: int, slack: int = 2) -> None:
-    n = len(members)
-    foreign: dict[int, list[int]] = {}
-    for j in range(n):
-        if j == root_node:
-            continue
-        s, g = gates.pick(j, root_node, k)
-        into_s = plan.reduce(a, spanning_tree(topo, s, loads, True, members[j], slack=slack), s)
-        foreign.setdefault(g, []).append(plan.add(a, s, g, into_s))
-    r = min(foreign) if foreign else members[root_node][0]
-    into_r = plan.reduce(a, spanning_tree(topo, r, loads, True, members[root_node], slack=slack), r, foreign)
-    done = [*into_r, *foreign.get(r, [])]
-    arrival = plan.broadcast(a, spanning_tree(topo, r, loads, False, members[root_node], slack=slack), r, done)
-    for j in range(n):
-        if j == root_node:
-            continue
-        s, g = gates.pick(root_node, j, k)
-        deps = [arrival[s]] if s in arrival else done
-        into_g = plan.add(a, s, g, deps)
-        plan.broadcast(a, spanning_tree(topo, g, loads, False, members[j], slack=slack), g, [into_g])
+def _groups(addresses, c: int, members: list[list[int]], node: list[int]) -> list[list[int]]:
+    """The addresses in groups of one per owner's node (the i-th address of every node): along the ring of
+    the nodes every NIC then carries one transfer per address of a group."""
+    groups: dict[int, list[int]] = {}
+    for a in addresses:
+        owner = a // c
+        groups.setdefault(members[node[owner]].index(owner) * c + a % c, []).append(a)
+    return [groups[i] for i in sorted(groups)]
 
 
 def _allgather_address(plan: Plan, loads: Loads, topo: Topology, members: list[list[int]], gates: Gateways,
@@ -125,17 +130,57 @@ def _allgather_address(plan: Plan, loads: Loads, topo: Topology, members: list[l
         plan.broadcast(a, spanning_tree(topo, g, loads, False, members[j], slack=slack), g, [into_g])
 
 
-def _reducescatter_address(plan: Plan, loads: Loads, topo: Topology, members: list[list[int]], gates: Gateways,
-                           node: list[int], a: int, owner: int, k: int, slack: int = 2) -> None:
-    i = node[owner]
-    foreign: dict[int, list[int]] = {}
-    for j in range(len(members)):
-        if j == i:
-            continue
-        s, g = gates.pick(j, i, k)
-        into_s = plan.reduce(a, spanning_tree(topo, s, loads, True, members[j], slack=slack), s)
-        foreign.setdefault(g, []).append(plan.add(a, s, g, into_s))
-    plan.reduce(a, spanning_tree(topo, owner, loads, True, members[i], slack=slack), owner, foreign)
+def _reducescatter_ring(plan: Plan, loads: Loads, topo: Topology, members: list[list[int]], gates: Gateways,
+                        node: list[int], group: list[int], c: int, slack: int = 2) -> None:
+    """ReduceScatter of a group of addresses (one per owner's node) along the ring of the nodes: the
+    partial sum of the address owned by node j starts at node j + 1 and gathers every node's sum on its
+    way to j, one NIC hop at a time, so each NIC only ever sends to the next node."""
+    n = len(members)
+    by_node = {node[a // c]: a for a in group}
+    arrived: dict[int, tuple[int, int]] = {}  # owner node -> (receiving rank, transfer) of the partial so far
+    for t in range(1, n):
+        for j, a in sorted(by_node.items()):
+            x = (j + t) % n
+            s, g = gates.pick(x, (x + 1) % n, a)
+            after = {arrived[j][0]: [arrived[j][1]]} if j in arrived else None
+            into_s = plan.reduce(a, spanning_tree(topo, s, loads, True, members[x], slack=slack), s, after)
+            if j in arrived and arrived[j][0] == s:
+                into_s = [*into_s, arrived[j][1]]
+            arrived[j] = (g, plan.add(a, s, g, into_s))
+    for j, a in sorted(by_node.items()):
+        owner = a // c
+        after = {arrived[j][0]: [arrived[j][1]]} if j in arrived else None
+        plan.reduce(a, spanning_tree(topo, owner, loads, True, members[j], slack=slack), owner, after)
+
+
+def _allreduce_ring(plan: Plan, loads: Loads, topo: Topology, members: list[list[int]], gates: Gateways,
+                    group: list[int], slack: int = 2) -> None:
+    """Allreduce of a group of addresses (address a's sum completes at node a mod n) along the ring of the
+    nodes: the partial sum travels from node j + 1 to j gathering every node's sum, then the whole sum
+    travels on from j to j - 1, each node broadcasting it inside: every NIC sends to the next node only."""
+    n = len(members)
+    arrived: dict[int, tuple[int, int]] = {}  # address -> (receiving rank, transfer) of the value so far
+    for t in range(1, n + 1):  # the partial sums: node j + t adds its own (t = n: the root node j)
+        for a in group:
+            j = a % n
+            x = (j + t) % n
+            s, g = gates.pick(x, (x + 1) % n, a // n)
+            after = {arrived[a][0]: [arrived[a][1]]} if a in arrived else None
+            into_s = plan.reduce(a, spanning_tree(topo, s, loads, True, members[x], slack=slack), s, after)
+            if a in arrived and arrived[a][0] == s:
+                into_s = [*into_s, arrived[a][1]]
+            arrived[a] = (g, plan.add(a, s, g, into_s))
+            if t == n:  # s holds the whole sum: on around the ring (first: the NIC is the scarce link), and inside
+                plan.broadcast(a, spanning_tree(topo, s, loads, False, members[x], slack=slack), s, into_s)
+    for t in range(1, n):  # the whole sum: node j + t broadcasts it and passes it on
+        for a in group:
+            j = a % n
+            x = (j + t) % n
+            g, into_g = arrived[a]
+            at = plan.broadcast(a, spanning_tree(topo, g, loads, False, members[x], slack=slack), g, [into_g])
+            if t < n - 1:
+                s, g2 = gates.pick(x, (x + 1) % n, a // n)
+                arrived[a] = (g2, plan.add(a, s, g2, [at[s]] if s in at else [into_g]))
 
 
 def hier2d(topo: Topology, base: Collective) -> Schedule:

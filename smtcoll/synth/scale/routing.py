@@ -214,12 +214,21 @@ def _store_and_forward(topo: Topology, coll: Collective, paths: list[tuple[int, 
     if len(paths) * busiest > STORE_AND_FORWARD_WORK:
         return None
 
+    bw = {link: topo.bandwidth(*link) for link in links}
+    gbw = [g.bandwidth for g in topo.switches]
+    pressure: dict[tuple[int, int], float] = {}  # per link, this step: its and its groups' work per capacity
+
+    def load(link: tuple[int, int]) -> float:
+        x = pressure.get(link)
+        if x is None:
+            x = pressure[link] = max([work[link] / bw[link], *(work[g] / gbw[g] for g in groups_of[link])])
+        return x
+
     def urgency(i: int) -> float:
         path = paths[i][1]
         worst = 0.0
         for a, b in zip(path[at[i]:], path[at[i] + 1:], strict=False):
-            worst = max(worst, work[(a, b)] / topo.bandwidth(a, b),
-                        *(work[g] / topo.switches[g].bandwidth for g in groups_of[(a, b)]))
+            worst = max(worst, load((a, b)))
         return worst
     at = [0] * len(paths)  # position along the path
     waiting: dict[tuple[int, int], list[int]] = defaultdict(list)  # link -> packets whose next hop it is
@@ -232,8 +241,9 @@ def _store_and_forward(topo: Topology, coll: Collective, paths: list[tuple[int, 
         if not left:
             break
         waiting = defaultdict(list, {k: v for k, v in waiting.items() if v})
-        group_left = [g.bandwidth for g in topo.switches]
-        link_left = {link: topo.bandwidth(*link) for link in waiting}
+        group_left = list(gbw)
+        link_left = {link: bw[link] for link in waiting}
+        pressure.clear()  # the work left changed last step
         # every waiting chunk in one order, the most hops to go first (then a rotation by step): the
         # chunks on the long paths are the ones that can make the schedule longer
         cand = sorted(((-urgency(i) if critical else 0.0, -(len(paths[i][1]) - 1 - at[i]), (i + t) % len(paths), i,
