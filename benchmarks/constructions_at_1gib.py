@@ -4,9 +4,9 @@ sweep): each construction lowered with the Simple protocol and each instance cou
 times it (`smtcoll.sweep.cost.schedule_time`), against the proved bound (`smtcoll.bounds.throughput`).
 
     python benchmarks/constructions_at_1gib.py [--machines mi250,amd8,ndv2:2,a100:2] [--collectives allgather,...]
-        [--instances 1,8] [--size BYTES]
+        [--instances 1,8] [--size BYTES] [--only forest,...]
 
-MACHINE:N takes N nodes of the machine (one node without it).
+MACHINE:N takes N nodes of the machine (one node without it); MACHINE may be a topology .toml file.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from smtcoll import library
+from smtcoll import library, specs
 from smtcoll.bounds.throughput import time_bound
 from smtcoll.errors import SmtcollError
 from smtcoll.sweep.cost import Model, bus_bandwidth, schedule_time
@@ -27,6 +27,7 @@ def main() -> None:
     ap.add_argument("--collectives", default="allgather,reducescatter,allreduce")
     ap.add_argument("--instances", default="1,8")
     ap.add_argument("--size", type=int, default=1 << 30)
+    ap.add_argument("--only", default="", help="construction names to time (default: all)")
     args = ap.parse_args()
     model = Model.load()
     size = args.size
@@ -35,7 +36,7 @@ def main() -> None:
     for spec in args.machines.split(","):
         name, _, count = spec.partition(":")
         nodes = int(count or 1)
-        topo = library.topology(name, nodes)
+        topo = specs.resolve_topology(name, nodes)
         if nodes > 1:
             name = f"{name} x{nodes}"
         for kind in args.collectives.split(","):
@@ -43,6 +44,8 @@ def main() -> None:
             bound = time_bound(topo, coll).busbw_gbps(size)
             start = time.process_time()
             for c in constructions(topo, coll):
+                if args.only and c.name not in args.only.split(","):
+                    continue
                 for inst in map(int, args.instances.split(",")):
                     try:
                         t = schedule_time(c.schedule, "Simple", inst, size, model, nodes)

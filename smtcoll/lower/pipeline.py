@@ -9,6 +9,7 @@ import attrs
 from smtcoll.check.schedule import check_schedule
 from smtcoll.lower.dependencies import dependencies
 from smtcoll.lower.fusion import fuse
+from smtcoll.lower.implied import drop_implied
 from smtcoll.lower.instances import replicate
 from smtcoll.lower.layout import Layout, recognize
 from smtcoll.lower.ops import LOp
@@ -160,8 +161,15 @@ def _threadblocks(base: list[LOp], count: int, segments: int, alias: Aliasing, m
     spread(ops, segments, groups)
     by_rank = assign_tbs(ops)
     dependencies(ops, alias, modes)
+    if _most_waited(by_rank) > MAX_DEPID + 1:  # more than depid names: drop the waits messages imply
+        drop_implied(ops)
     _targets_first(by_rank)
     return by_rank
+
+
+def _most_waited(by_rank: dict[int, list[tuple[Tb, list[LOp]]]]) -> int:
+    """The most thread blocks one rank waits for."""
+    return max((sum(1 for _, mine in tbs if any(op.hasdep for op in mine)) for tbs in by_rank.values()), default=0)
 
 
 def _targets_first(by_rank: dict[int, list[tuple[Tb, list[LOp]]]]) -> None:

@@ -14,8 +14,8 @@ unit carries M tree edges: the schedule's links are loaded C q / M of the way to
 whole number: MI250 Allgather C = 3, M = 7).
 
 Allgather and Broadcast use the out-trees, ReduceScatter and Reduce the in-trees (the packing of the reversed
-links), Allreduce an in-tree to the address's owner and an out-tree from it; the list scheduler
-(`pipeline.py`) pipelines them. C has the best C q / M whose busiest connection holds at most `MESSAGES`
+links), Allreduce that ReduceScatter followed by that Allgather; the list scheduler (`pipeline.py`) pipelines
+them. C has the best C q / M whose busiest connection holds at most `MESSAGES`
 messages (`budget`), and among those the most trees: the depth of the trees is paid once per pipeline, so more, smaller
 messages bring the time nearer the bound (mi250 Allgather at 1 GiB in the sweep's model: 0.83 of the bound
 with 3 trees per root, 0.98 with 12). The lowering deals a connection of more than 32 messages round-robin
@@ -31,6 +31,7 @@ from fractions import Fraction
 
 from smtcoll.bounds.throughput import rates
 from smtcoll.model import Collective, Schedule, Send, Step, Topology
+from smtcoll.msccl.runtime import MAX_NODES
 from smtcoll.synth.constructions.common import NotApplicable, kind, send_key
 from smtcoll.synth.constructions.pipeline import Plan, link_time, list_candidates, schedule_transfers
 
@@ -39,6 +40,7 @@ MESSAGES = 32  # per connection that keeps one thread block per connection and i
 PER_THREAD_BLOCK = 28  # per thread block once a connection is spread over channels (the executor allows 64 steps)
 CHANNELS = 32  # the runtime's channels (MAXCHANNELS), shared by the 8 instances the sweep tries at most
 WAITED = 128  # thread blocks a rank can wait for (depid is an int8_t)
+INSTANCES = 8  # the most instances the sweep lowers with
 MAX_TREES = 32  # trees per root tried
 
 
@@ -141,28 +143,40 @@ def pack(topo: Topology, roots: list[int], trees: int, per_unit: int) -> list[li
     return packed
 
 
-def budget(topo: Topology, factor: int) -> int:
+def budget(topo: Topology) -> int:
     """The messages one connection may carry: the lowering spreads a longer connection over channels, and
-    with 8 instances the thread blocks a rank waits for (instances x channels x neighbours, its receivers;
-    an Allreduce, `factor` 2, also its senders: a value received overwrites the partial sum sent) must stay
-    within what depid can name."""
-    neighbours = max(sum(1 for u in range(topo.ranks) if topo.bandwidth(u, v)) for v in range(topo.ranks))
-    spread = min(CHANNELS // 8, WAITED // (8 * factor * max(1, neighbours)))
+    with 8 instances the thread blocks a rank waits for (instances x channels x neighbours, its receivers:
+    the lowering drops the waits of a write on an earlier send that messages already imply, `lower/implied.py`)
+    must stay within what depid can name."""
+    spread = min(CHANNELS // INSTANCES, WAITED // (INSTANCES * max(1, _neighbours(topo))))
     return max(MESSAGES, PER_THREAD_BLOCK * spread)
+
+
+def _neighbours(topo: Topology) -> int:
+    return max(sum(1 for u in range(topo.ranks) if topo.bandwidth(u, v)) for v in range(topo.ranks))
+
+
+def fits_nodes(topo: Topology, per_unit: int, factor: int) -> bool:
+    """Does a rank's program fit the runtimes' MAX_NODES XML nodes at 8 instances? Its operations: a send or
+    receive per tree edge on its links (at most `per_unit` per unit, `factor` times), and its thread blocks
+    (at most 2 per neighbour and channel)."""
+    cap = units(topo)
+    busiest = max(sum(c for (u, v), c in cap.items() if r in (u, v)) for r in range(topo.ranks))
+    return INSTANCES * factor * per_unit * busiest + 2 * CHANNELS * _neighbours(topo) <= MAX_NODES
 
 
 def choose(topo: Topology, roots: list[int], factor: int) -> tuple[int, int, Fraction]:
     """(C trees per root, M per unit, their share of the bound C q / M): the best share whose busiest
-    connection carries at most `budget` messages (`factor` tree edges per slot: 2 for Allreduce), and
-    among those the most trees."""
+    connection carries at most `budget` messages (`factor` tree edges per slot: 2 for Allreduce) and whose
+    ranks fit the runtimes' XML nodes, and among those the most trees."""
     cap = units(topo)
-    q = _ratio(Sets(topo, cap), roots)
+    q = max(_ratio(Sets(t, units(t)), roots) for t in (topo, topo.reversed()))  # out-trees and in-trees
     widest = max(cap.values())
-    most = budget(topo, factor)
+    most = budget(topo)
     best: tuple[int, int, Fraction] | None = None
     for c in range(1, MAX_TREES + 1):
         m = math.ceil(c * q)
-        if factor * m * widest > most and best is not None:
+        if (factor * m * widest > most or not fits_nodes(topo, m, factor)) and best is not None:
             break
         share = c * q / m
         if best is None or share >= best[2]:
@@ -171,7 +185,41 @@ def choose(topo: Topology, roots: list[int], factor: int) -> tuple[int, int, Fra
     return best
 
 
-def forest(topo: Topology, base: Collective) -> Schedule:
+def owners(topo: Topology) -> list[int]:
+    """The roots of an Allreduce's trees, a rank as often as it owns addresses: every rank once, unless
+    owning more on some ranks and fewer (or none) on others lowers the cut bound per address, q / roots.
+    A rank that owns nothing receives its final values only (S, not the 2 (N-1)/N S of an owner), so a
+    weak rank can leave the reduction to others (a local search over 0..4 addresses per rank from one each:
+    mi250 and amd8 keep one each; the ladder of benchmarks/topologies/ladder10.toml 1.2x less per address)."""
+    both = [Sets(t, units(t)) for t in (topo, topo.reversed())]  # the out-trees' cuts and the in-trees'
+    n = topo.ranks
+
+    def per_root(w: list[int]) -> Fraction:
+        roots = [r for r in range(n) for _ in range(w[r])]
+        return max(_ratio(sets, roots) for sets in both) / len(roots)
+
+    weights = [1] * n
+    best = per_root(weights)
+    improved = True
+    while improved:
+        improved = False
+        for r in range(n):
+            for step in (-1, 1):
+                w = list(weights)
+                w[r] += step
+                if not 0 <= w[r] <= 4 or not any(w):
+                    continue
+                try:
+                    cost = per_root(w)
+                except NotApplicable:
+                    continue
+                if cost < best:
+                    best, weights, improved = cost, w, True
+    return [r for r in range(n) for _ in range(weights[r])]
+
+
+def forest(topo: Topology, base: Collective, trees: int | None = None) -> Schedule:
+    """The packing's schedule; `trees` per root instead of `choose`'s (tests and benchmarks)."""
     what = kind(base)
     if what not in ("allgather", "reducescatter", "allreduce", "broadcast", "reduce"):
         raise NotApplicable("the exact tree packing covers Allgather, ReduceScatter, Allreduce, Broadcast and Reduce")
@@ -183,31 +231,60 @@ def forest(topo: Topology, base: Collective) -> Schedule:
         raise NotApplicable("one rank: nothing to send")
     n = topo.ranks
     roots = [base.root or 0] if what in ("broadcast", "reduce") else list(range(n))
-    c, m, _ = choose(topo, roots, 2 if what == "allreduce" else 1)
+    if what == "allreduce":
+        roots = owners(topo)
+    if trees is None:
+        c, m, _ = choose(topo, roots, 2 if what == "allreduce" else 1)
+    else:
+        c, m = trees, math.ceil(trees * max(_ratio(Sets(t, units(t)), roots) for t in (topo, topo.reversed())))
 
     outward = pack(topo, roots, c, m) if what in ("allgather", "broadcast", "allreduce") else None
     inward = pack(topo.reversed(), roots, c, m) if what in ("reducescatter", "reduce", "allreduce") else None
-    plan = Plan()
     if what == "allreduce":
-        coll = base.with_chunks(n * c)
         assert outward is not None and inward is not None
-        # address a: owner a % n, its (a // n)-th trees; address order interleaves the owners
-        for a in range(n * c):
-            owner, j = a % n, a // n
-            into = plan.reduce(a, inward[owner][j], owner)
-            plan.broadcast(a, outward[owner][j], owner, into)
-    else:
-        coll = base.with_chunks(c)
-        trees = outward if outward is not None else inward
-        assert trees is not None
-        for j in range(c):
-            for i, owner in enumerate(roots):
-                plan.broadcast((owner * c + j) if len(roots) > 1 else j, trees[i][j], owner)
-        if outward is None:
-            # ReduceScatter and Reduce: the transpose of the Allgather (Broadcast) of the reversed links, its
-            # steps run backwards (a rank sends its partial sum once every rank of its subtree sent to it)
-            found = [[Step(st.rounds, sorted((Send(x.chunk, x.dst, x.src) for x in st.sends), key=send_key))
-                      for st in reversed(back)] for back in list_candidates(topo.reversed(), plan)]
-            steps = min(found, key=lambda s: (link_time(topo, s), len(s)))
-            return Schedule(topo, coll, steps, name="forest")
-    return Schedule(topo, coll, schedule_transfers(topo, plan, deep=True), name="forest")
+        # ReduceScatter over the in-trees, then Allgather over the out-trees: each half in the order that
+        # suits it (scheduled together, address by address, they timed 0.86 of the bound on mi250 where the
+        # halves time 0.96). Address a = j * len(roots) + i: root entry i's j-th trees.
+        k = len(roots)
+
+        def address(st: Step) -> Step:
+            return Step(st.rounds, sorted((Send((x.chunk % c) * k + x.chunk // c, x.src, x.dst) for x in st.sends),
+                                          key=send_key))
+        steps = [address(st) for st in [*_scatter(topo, roots, inward, c), *_gather(topo, roots, outward, c)]]
+        return Schedule(topo, base.with_chunks(k * c), steps, name="forest")
+    coll = base.with_chunks(c)
+    if outward is not None:
+        return Schedule(topo, coll, _gather(topo, roots, outward, c), name="forest")
+    assert inward is not None
+    return Schedule(topo, coll, _scatter(topo, roots, inward, c), name="forest")
+
+
+def _plan(roots: list[int], trees: list[list[dict[int, int]]], c: int) -> Plan:
+    """Every root's trees as broadcasts, tree j of every root before tree j + 1; chunk i * c + j for root
+    entry i."""
+    plan = Plan()
+    for j in range(c):
+        for i, owner in enumerate(roots):
+            plan.broadcast(i * c + j, trees[i][j], owner)
+    return plan
+
+
+def _gather(topo: Topology, roots: list[int], outward: list[list[dict[int, int]]], c: int) -> list[Step]:
+    """Allgather (Broadcast): the out-trees, list-scheduled."""
+    return schedule_transfers(topo, _plan(roots, outward, c), deep=True)
+
+
+def _scatter(topo: Topology, roots: list[int], inward: list[list[dict[int, int]]], c: int) -> list[Step]:
+    """ReduceScatter (Reduce): the in-trees list-scheduled as they run (a rank sends its partial sum once
+    every rank of its subtree sent to it), or the transpose of the Allgather (Broadcast) of the reversed
+    links, its steps run backwards; the one whose links finish first (`link_time`), and on a tie the
+    in-trees as they run (amd8 at 1 GiB in the sweep's model: 0.92 of the bound, the transpose 0.84 with the
+    same link time; mi250 and dgx1: the transpose finishes its links first)."""
+    direct = Plan()
+    for j in range(c):
+        for i, owner in enumerate(roots):
+            direct.reduce(i * c + j, inward[i][j], owner)
+    found = list_candidates(topo, direct)
+    found += [[Step(st.rounds, sorted((Send(x.chunk, x.dst, x.src) for x in st.sends), key=send_key))
+               for st in reversed(back)] for back in list_candidates(topo.reversed(), _plan(roots, inward, c))]
+    return min(found, key=lambda s: (link_time(topo, s), len(s)))
