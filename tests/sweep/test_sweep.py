@@ -187,7 +187,7 @@ def test_small_buffers_pick_the_latency_optimal_point_and_ll():
     # instances 1 and 8 only (the shipped model's smallest and largest): timing the 2- and 4-instance programs
     # of every candidate doubled this test's time and decides nothing it checks
     model = attrs.evolve(cost.Model.load(), instances=(1, 8))
-    res = compute(Task("dgx1", 1, "allgather", topo, coll, Options(SizeRange(1024, 1 << 30), budget=20,
+    res = compute(Task("dgx1", 1, "allgather", topo, coll, Options(SizeRange(1024, 1 << 30), budget=5,
                                                                     model=model)).payload())
     files = res["files"]
     assert res["status"] == "ok" and files[0]["protocol"] == "LL" and files[-1]["protocol"] == "Simple"
