@@ -546,9 +546,11 @@ class _StepOrder:
     port's speed when the order was the step alone. Times compare by their growth with the buffer size
     first (`Affine.s`), then their value: one order for every size, so that the sweep's times stay a
     maximum of lines in the size (smtcoll.sweep.cost). A key changes only when its thread block runs, a
-    resource its next send holds is claimed, or a message reaches its empty FIFO: the run calls `refresh`
-    for exactly those, so every queued key is current (a heap of current keys; replaced entries are
-    skipped when they surface), and a pop costs a logarithm, not a pass over the queue."""
+    resource its next send holds is claimed (`claimed`, for the senders an index per resource names), or a
+    message reaches its empty FIFO (`refresh`), so every queued key is current (a heap of current keys;
+    replaced entries are skipped when they surface), and a pop costs a logarithm, not a pass over the
+    queue. Keys cannot be refreshed lazily at pop time instead: a departure grows by value first while
+    keys order by growth first, so a claim can lower a key."""
 
     def __init__(self, states: Sequence[_Tb], departure: Callable[[_Tb], Any],
                  order: Callable[[Any], Any] | None = None, holds: Mapping[int, tuple[Hashable, ...]] | None = None
