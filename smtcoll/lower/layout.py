@@ -31,6 +31,7 @@ from collections import Counter
 import attrs
 
 from smtcoll import collectives, library
+from smtcoll.errors import TooLarge
 from smtcoll.model import Collective
 
 # the built-ins a runtime names (any other collective is `custom`), tried unrooted first (a collective
@@ -102,7 +103,12 @@ def recognize(coll: Collective) -> Layout:
         spec = library.COLLECTIVES[kind]
         row = collectives.BY_NAME[kind]
         for root in (_roots(coll) if row.rooted else [None]):
-            per_piece = library.collective(kind, n, root, 1).chunks
+            try:
+                per_piece = library.collective(kind, n, root, 1).chunks
+            except TooLarge:
+                # one piece of this kind exceeds the cells a collective may have (an Alltoall of 128 ranks
+                # is 16384), so `coll`, which was built within them, is not of this kind
+                continue
             if coll.chunks % per_piece:
                 continue
             c = coll.chunks // per_piece

@@ -405,3 +405,12 @@ def test_many_local_copies_spread_over_thread_blocks(tmp_path: Path) -> None:
     lowered, _ = lower_and_verify(big, tmp_path, mode="inplace")
     local = [t for t in lowered.program.gpus[0].tbs if t.send == -1 and t.recv == -1]
     assert len(local) >= 4 and lowered.stats["max_tb_steps"] <= 64
+
+
+def test_a_128_rank_allreduce_is_recognized_although_its_alltoall_piece_is_too_large():
+    """Recognizing the layout tries every built-in kind; one piece of an Alltoall of 128 ranks has 16384
+    chunks, over the cells a collective may have: that kind is skipped, not the lowering refused."""
+    from smtcoll.lower.layout import recognize
+
+    layout = recognize(library.collective("allreduce", 128, None, 2))
+    assert layout.kind == "allreduce" and layout.nchunks == 2
