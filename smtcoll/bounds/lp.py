@@ -158,6 +158,16 @@ def group_members(topo: Topology) -> list[list[int]]:
             for g in topo.switches]
 
 
+def link_ends(topo: Topology) -> tuple[dict[int, list[int]], dict[int, list[int]]]:
+    """Per rank, the indices of the links into it and out of it (the flow LPs' conservation rows)."""
+    into: dict[int, list[int]] = {v: [] for v in range(topo.ranks)}
+    out_of: dict[int, list[int]] = {v: [] for v in range(topo.ranks)}
+    for e, l in enumerate(topo.links):
+        into[l.dst].append(e)
+        out_of[l.src].append(e)
+    return into, out_of
+
+
 def concurrent_flow(topo: Topology, commodities: Sequence[Commodity], link_cap: Sequence[Fraction],
                     group_cap: Sequence[Fraction], flow_cost: float = 0.0, method: Method = "highs",
                     ) -> FlowSolution | None:
@@ -181,11 +191,7 @@ def concurrent_flow(topo: Topology, commodities: Sequence[Commodity], link_cap: 
     eq_c: list[int] = []
     eq_v: list[float] = []
     b_eq: list[float] = []
-    into: dict[int, list[int]] = {v: [] for v in range(topo.ranks)}
-    out_of: dict[int, list[int]] = {v: [] for v in range(topo.ranks)}
-    for e, l in enumerate(links):
-        into[l.dst].append(e)
-        out_of[l.src].append(e)
+    into, out_of = link_ends(topo)
     for i, com in enumerate(commodities):
         for v in range(topo.ranks):
             if v in com.sources:

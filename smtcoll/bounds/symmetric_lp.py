@@ -77,7 +77,7 @@ def symmetric_flow(topo: Topology, commodities: Sequence[Commodity], link_cap: S
     (the caller then solves the full LP)."""
     import numpy as np
 
-    from smtcoll.bounds.lp import FlowSolution, _put, _sparse, group_members, solve
+    from smtcoll.bounds.lp import FlowSolution, _put, _sparse, group_members, link_ends, solve
 
     group = node_group(topo)
     if group is None or any(len(c.sources) != 1 for c in commodities):
@@ -105,11 +105,7 @@ def symmetric_flow(topo: Topology, commodities: Sequence[Commodity], link_cap: S
     eq_c: list[int] = []
     eq_v: list[float] = []
     b_eq: list[float] = []
-    into: dict[int, list[int]] = {v: [] for v in range(topo.ranks)}
-    out_of: dict[int, list[int]] = {v: [] for v in range(topo.ranks)}
-    for e, l in enumerate(links):
-        into[l.dst].append(e)
-        out_of[l.src].append(e)
+    into, out_of = link_ends(topo)
     for i, rep in enumerate(reps):
         com = by_source[rep]
         for v in range(topo.ranks):
