@@ -27,12 +27,16 @@ capacity: `treepack` covers them).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from fractions import Fraction
 
 from smtcoll.bounds.throughput import rates
-from smtcoll.model import Collective, Schedule, Send, Step, Topology
+from smtcoll.model import Collective, Link, Schedule, Send, Step, Topology
 from smtcoll.msccl.runtime import MAX_NODES
 from smtcoll.synth.constructions.common import NotApplicable, kind, send_key
+from smtcoll.synth.constructions.forest_cuts import Slack
+from smtcoll.synth.constructions.forest_cuts import ratio as cut_ratio
+from smtcoll.synth.constructions.forest_wide import candidate_units, exact_unit, lane_rates, reverse, whole
 from smtcoll.synth.constructions.pipeline import Plan, link_time, list_candidates, schedule_transfers
 
 MAX_RANKS = 16  # 2^16 rank sets: a few MB of numpy arrays
@@ -56,10 +60,9 @@ def units(topo: Topology) -> dict[tuple[int, int], int]:
 class Sets:
     """Every rank set X as a bitmask, with the units entering it per link: the arrays of the condition."""
 
-    def __init__(self, topo: Topology, cap: dict[tuple[int, int], int]) -> None:
+    def __init__(self, n: int, cap: dict[tuple[int, int], int]) -> None:
         import numpy as np
 
-        n = topo.ranks
         self.masks = np.arange(1 << n, dtype=np.int64)
         inside = ((self.masks[:, None] >> np.arange(n)) & 1).astype(bool)
         self.enter = {e: inside[:, e[1]] & ~inside[:, e[0]] for e in cap}
@@ -93,18 +96,41 @@ def _ratio(sets: Sets, roots: list[int]) -> Fraction:
 def pack(topo: Topology, roots: list[int], trees: int, per_unit: int) -> list[list[dict[int, int]]]:
     """`trees` spanning out-trees per root (rank -> parent), at most `per_unit` tree edges per unit of each
     link; raises NotApplicable when the cut condition does not hold at the start."""
-    import numpy as np
+    return pack_caps(topo.ranks, units(topo), roots, trees, per_unit)
 
-    cap = units(topo)
-    sets = Sets(topo, cap)
-    n = topo.ranks
-    outside = np.zeros(len(sets.masks), dtype=np.int64)
-    for r in roots:
-        outside += ~sets.inside[:, r]
-    slack = per_unit * sets.units - trees * outside  # tree slots entering X minus trees that must enter it
-    slack[0] = 0
-    if int(slack.min()) < 0:
-        raise NotApplicable(f"{trees} trees per root do not fit {per_unit} per unit")
+
+class _SetSlack:
+    """The condition kept for all 2^N rank sets at once (numpy): up to MAX_RANKS ranks."""
+
+    def __init__(self, n: int, cap: dict[tuple[int, int], int], roots: list[int], trees: int,
+                 per_unit: int, held: list[int]) -> None:
+        import numpy as np
+
+        self.sets = sets = Sets(n, cap)
+        outside = np.zeros(len(sets.masks), dtype=np.int64)
+        for r in roots:
+            outside += ~sets.inside[:, r]
+        self.slack = per_unit * sets.units - trees * outside  # tree slots entering X minus trees that must enter it
+        self.slack[0] = 0
+        self.held = held
+        self.hit = self.slack[:0]
+
+    def holds(self) -> bool:
+        return int(self.slack.min()) >= 0
+
+    def allows(self, t: int, u: int, v: int) -> bool:
+        meets = (self.sets.masks & self.held[t]) != 0
+        self.hit = self.sets.enter[(u, v)] & meets
+        return not self.hit.any() or int(self.slack[self.hit].min()) >= 1
+
+    def take(self) -> None:  # the link last allowed
+        self.slack[self.hit] -= 1
+
+
+def pack_caps(n: int, cap: dict[tuple[int, int], int], roots: list[int], trees: int,
+              per_unit: int) -> list[list[dict[int, int]]]:
+    """`pack` on integer capacities `cap` (units per link) over ranks 0..n-1: the rank sets listed up to
+    MAX_RANKS ranks, minimum cuts beyond (`forest_cuts.Slack`, the same answers)."""
     left = {e: per_unit * c for e, c in cap.items()}
     out: dict[int, list[int]] = {v: [] for v in range(n)}
     for (u, v) in sorted(cap):
@@ -115,22 +141,28 @@ def pack(topo: Topology, roots: list[int], trees: int, per_unit: int) -> list[li
     trees_at = [(i, root) for _ in range(trees) for i, root in enumerate(roots)]
 
     held = [1 << root for _, root in trees_at]
+    check: _SetSlack | Slack
+    if n <= MAX_RANKS:
+        check = _SetSlack(n, cap, roots, trees, per_unit, held)
+    else:
+        check = Slack(n, left, held)
+    if not check.holds():
+        raise NotApplicable(f"{trees} trees per root do not fit {per_unit} per unit")
     depth = [{root: 0} for _, root in trees_at]
     parent: list[dict[int, int]] = [{} for _ in trees_at]
     growing = list(range(len(trees_at)))
     while growing:
         for t in growing:
-            meets = (sets.masks & held[t]) != 0
             d = depth[t]
             cands = sorted((d[u], (per_unit * cap[(u, v)] - left[(u, v)]) / cap[(u, v)], u, v)
                            for u in d for v in out[u] if v not in d and left[(u, v)] > 0)
             for _, _, u, v in cands:
-                hit = sets.enter[(u, v)] & meets
-                if not hit.any() or int(slack[hit].min()) >= 1:
+                if check.allows(t, u, v):
                     break
             else:  # Lovász: a feasible link always exists while the condition holds
                 raise AssertionError(f"tree packing stuck at root {trees_at[t][1]}")
-            slack[hit] -= 1
+            if isinstance(check, _SetSlack):
+                check.take()
             left[(u, v)] -= 1
             parent[t][v] = u
             d[v] = d[u] + 1
@@ -144,11 +176,15 @@ def pack(topo: Topology, roots: list[int], trees: int, per_unit: int) -> list[li
 
 
 def budget(topo: Topology) -> int:
+    return _budget(_neighbours(topo))
+
+
+def _budget(neighbours: int) -> int:
     """The messages one connection may carry: the lowering spreads a longer connection over channels, and
     with 8 instances the thread blocks a rank waits for (instances x channels x neighbours, its receivers:
     the lowering drops the waits of a write on an earlier send that messages already imply, `lower/implied.py`)
     must stay within what depid can name."""
-    spread = min(CHANNELS // INSTANCES, WAITED // (INSTANCES * max(1, _neighbours(topo))))
+    spread = min(CHANNELS // INSTANCES, WAITED // (INSTANCES * max(1, neighbours)))
     return max(MESSAGES, PER_THREAD_BLOCK * spread)
 
 
@@ -160,9 +196,64 @@ def fits_nodes(topo: Topology, per_unit: int, factor: int) -> bool:
     """Does a rank's program fit the runtimes' MAX_NODES XML nodes at 8 instances? Its operations: a send or
     receive per tree edge on its links (at most `per_unit` per unit, `factor` times), and its thread blocks
     (at most 2 per neighbour and channel)."""
-    cap = units(topo)
-    busiest = max(sum(c for (u, v), c in cap.items() if r in (u, v)) for r in range(topo.ranks))
-    return INSTANCES * factor * per_unit * busiest + 2 * CHANNELS * _neighbours(topo) <= MAX_NODES
+    return _fits(topo.ranks, units(topo), per_unit, factor)
+
+
+def _fits(n: int, cap: dict[tuple[int, int], int], per_unit: int, factor: int) -> bool:
+    busiest = max(sum(c for (u, v), c in cap.items() if r in (u, v)) for r in range(n))
+    return INSTANCES * factor * per_unit * busiest + 2 * CHANNELS * _in_degree(n, cap) <= MAX_NODES
+
+
+def _in_degree(n: int, cap: dict[tuple[int, int], int]) -> int:
+    return max(sum(1 for (_, v) in cap if v == r) for r in range(n))
+
+
+def wide(topo: Topology) -> bool:
+    """Beyond the listed rank sets: more than MAX_RANKS ranks, or NIC switch groups (lanes instead)."""
+    return topo.ranks > MAX_RANKS or bool(topo.switches)
+
+
+def _cut_ratio(n: int, cap: dict[tuple[int, int], int], roots: list[int]) -> Fraction:
+    """The cut bound in trees per unit, the out-trees' and the in-trees' (the reversed links)."""
+    if n <= MAX_RANKS:
+        return max(_ratio(Sets(n, c), roots) for c in (cap, reverse(cap)))
+    return max(cut_ratio(n, c, roots) for c in (cap, reverse(cap)))
+
+
+def choose_wide(topo: Topology, roots: list[int], factor: int) -> tuple[int, int, dict[tuple[int, int], int], Fraction]:
+    """`choose` on the lanes of `forest_wide` with a unit among `candidate_units`: (C, M, the capacities in
+    units, C u q / M its share of the lanes' cut bound, q being that bound in trees per byte/µs). The best
+    share within the budgets, then the most trees, then the coarsest unit."""
+    speed = lane_rates(topo)
+    n = topo.ranks
+    exact = exact_unit(speed)
+    q_true = _cut_ratio(n, whole(speed, exact), roots) / exact  # roots per (byte/µs) entering the worst cut
+    best: tuple[tuple[int, Fraction, int], Fraction, int, dict[tuple[int, int], int]] | None = None
+    for unit in candidate_units(speed):
+        cap = whole(speed, unit)
+        try:
+            q = _cut_ratio(n, cap, roots)
+        except NotApplicable:
+            continue
+        # messages a connection may carry spread over the channels of 8 instances; whether the rank's waits
+        # fit depid is left to the lowering, which refuses such a program (the sweep then times fewer
+        # instances): mi250 x2 Allgather, 6 trees per root, lowers at 8 where `budget` would allow 4
+        widest, most = max(cap.values()), max(MESSAGES, PER_THREAD_BLOCK * (CHANNELS // INSTANCES))
+        for c in range(1, MAX_TREES + 1):
+            m = math.ceil(c * q)
+            if factor * m * widest > most or not _fits(n, cap, m, factor):
+                break
+            share = c * unit * q_true / m
+            # whole percent first: then the coarsest unit and the most trees (mi250 x2 Allgather in the
+            # sweep's model, 8 instances at 1 GiB: 16 GB/s units, 6 trees per root 0.84 of the bound, the
+            # share 0.964; 12.5 GB/s units 0.75 and 7.1 GB/s units 0.65 with shares of 0.968)
+            key = (math.floor(share * 100), unit, c)
+            if best is None or key > best[0]:
+                best = (key, share, m, cap)
+    if best is None:
+        raise NotApplicable("no tree packing of the lanes fits the runtimes' limits")
+    (_, _, c), share, m, cap = best
+    return c, m, cap, share
 
 
 def choose(topo: Topology, roots: list[int], factor: int) -> tuple[int, int, Fraction]:
@@ -170,7 +261,7 @@ def choose(topo: Topology, roots: list[int], factor: int) -> tuple[int, int, Fra
     connection carries at most `budget` messages (`factor` tree edges per slot: 2 for Allreduce) and whose
     ranks fit the runtimes' XML nodes, and among those the most trees."""
     cap = units(topo)
-    q = max(_ratio(Sets(t, units(t)), roots) for t in (topo, topo.reversed()))  # out-trees and in-trees
+    q = max(_ratio(Sets(t.ranks, units(t)), roots) for t in (topo, topo.reversed()))  # out-trees and in-trees
     widest = max(cap.values())
     most = budget(topo)
     best: tuple[int, int, Fraction] | None = None
@@ -191,12 +282,17 @@ def owners(topo: Topology) -> list[int]:
     A rank that owns nothing receives its final values only (S, not the 2 (N-1)/N S of an owner), so a
     weak rank can leave the reduction to others (a local search over 0..4 addresses per rank from one each:
     mi250 and amd8 keep one each; the ladder of benchmarks/topologies/ladder10.toml 1.2x less per address)."""
-    both = [Sets(t, units(t)) for t in (topo, topo.reversed())]  # the out-trees' cuts and the in-trees'
-    n = topo.ranks
+    if wide(topo):
+        cap = whole(lane_rates(topo), exact_unit(lane_rates(topo)))
+        return _owners(topo.ranks, lambda roots: _cut_ratio(topo.ranks, cap, roots))
+    both = [Sets(t.ranks, units(t)) for t in (topo, topo.reversed())]  # the out-trees' cuts and the in-trees'
+    return _owners(topo.ranks, lambda roots: max(_ratio(sets, roots) for sets in both))
 
+
+def _owners(n: int, ratio: Callable[[list[int]], Fraction]) -> list[int]:
     def per_root(w: list[int]) -> Fraction:
         roots = [r for r in range(n) for _ in range(w[r])]
-        return max(_ratio(sets, roots) for sets in both) / len(roots)
+        return ratio(roots) / len(roots)
 
     weights = [1] * n
     best = per_root(weights)
@@ -223,23 +319,27 @@ def forest(topo: Topology, base: Collective, trees: int | None = None) -> Schedu
     what = kind(base)
     if what not in ("allgather", "reducescatter", "allreduce", "broadcast", "reduce"):
         raise NotApplicable("the exact tree packing covers Allgather, ReduceScatter, Allreduce, Broadcast and Reduce")
-    if topo.ranks > MAX_RANKS:
-        raise NotApplicable(f"the exact tree packing checks all 2^N rank sets: at most {MAX_RANKS} ranks")
-    if topo.switches:
-        raise NotApplicable("switch groups bound traffic beyond single links (use treepack)")
     if topo.ranks < 2:
         raise NotApplicable("one rank: nothing to send")
     n = topo.ranks
     roots = [base.root or 0] if what in ("broadcast", "reduce") else list(range(n))
     if what == "allreduce":
         roots = owners(topo)
-    if trees is None:
-        c, m, _ = choose(topo, roots, 2 if what == "allreduce" else 1)
+    factor = 2 if what == "allreduce" else 1
+    if wide(topo):
+        c, m, cap, _ = choose_wide(topo, roots, factor)
+        if trees is not None:
+            c, m = trees, math.ceil(trees * _cut_ratio(n, cap, roots))
     else:
-        c, m = trees, math.ceil(trees * max(_ratio(Sets(t, units(t)), roots) for t in (topo, topo.reversed())))
+        cap = units(topo)
+        if trees is None:
+            c, m, _ = choose(topo, roots, factor)
+        else:
+            c, m = trees, math.ceil(trees * max(_ratio(Sets(t.ranks, units(t)), roots) for t in (topo, topo.reversed())))
 
-    outward = pack(topo, roots, c, m) if what in ("allgather", "broadcast", "allreduce") else None
-    inward = pack(topo.reversed(), roots, c, m) if what in ("reducescatter", "reduce", "allreduce") else None
+    lanes = lanes_topology(topo, cap) if wide(topo) else None
+    outward = pack_caps(n, cap, roots, c, m) if what in ("allgather", "broadcast", "allreduce") else None
+    inward = pack_caps(n, reverse(cap), roots, c, m) if what in ("reducescatter", "reduce", "allreduce") else None
     if what == "allreduce":
         assert outward is not None and inward is not None
         # ReduceScatter over the in-trees, then Allgather over the out-trees: each half in the order that
@@ -250,13 +350,13 @@ def forest(topo: Topology, base: Collective, trees: int | None = None) -> Schedu
         def address(st: Step) -> Step:
             return Step(st.rounds, sorted((Send((x.chunk % c) * k + x.chunk // c, x.src, x.dst) for x in st.sends),
                                           key=send_key))
-        steps = [address(st) for st in [*_scatter(topo, roots, inward, c), *_gather(topo, roots, outward, c)]]
+        steps = [address(st) for st in [*_scatter(topo, roots, inward, c, lanes), *_gather(topo, roots, outward, c, lanes)]]
         return Schedule(topo, base.with_chunks(k * c), steps, name="forest")
     coll = base.with_chunks(c)
     if outward is not None:
-        return Schedule(topo, coll, _gather(topo, roots, outward, c), name="forest")
+        return Schedule(topo, coll, _gather(topo, roots, outward, c, lanes), name="forest")
     assert inward is not None
-    return Schedule(topo, coll, _scatter(topo, roots, inward, c), name="forest")
+    return Schedule(topo, coll, _scatter(topo, roots, inward, c, lanes), name="forest")
 
 
 def _plan(roots: list[int], trees: list[list[dict[int, int]]], c: int) -> Plan:
@@ -269,22 +369,54 @@ def _plan(roots: list[int], trees: list[list[dict[int, int]]], c: int) -> Plan:
     return plan
 
 
-def _gather(topo: Topology, roots: list[int], outward: list[list[dict[int, int]]], c: int) -> list[Step]:
-    """Allgather (Broadcast): the out-trees, list-scheduled."""
-    return schedule_transfers(topo, _plan(roots, outward, c), deep=True)
+def _gather(topo: Topology, roots: list[int], outward: list[list[dict[int, int]]], c: int,
+            lanes: Topology | None = None) -> list[Step]:
+    """Allgather (Broadcast): the out-trees, list-scheduled (on `lanes`, when given, then counted in the
+    rounds of `topo`)."""
+    if lanes is None:
+        return schedule_transfers(topo, _plan(roots, outward, c), deep=True)
+    return _rounds(topo, schedule_transfers(lanes, _plan(roots, outward, c), deep=True))
 
 
-def _scatter(topo: Topology, roots: list[int], inward: list[list[dict[int, int]]], c: int) -> list[Step]:
+def lanes_topology(topo: Topology, cap: dict[tuple[int, int], int]) -> Topology:
+    """The packing's links with their capacities as lanes: a round of the list scheduler on it is the time
+    a unit takes, so a NIC of 2 units carries 2 chunks a round where 4 xGMI lanes carry 28 (on `topo`'s
+    lanes a NIC would count as fast as an xGMI lane, and the timed run of the lowered program, which sends a
+    connection's chunks in step order, would wait for the late NIC chunks)."""
+    return Topology(f"{topo.name}-lanes", topo.ranks, [Link(u, v, c) for (u, v), c in sorted(cap.items())])
+
+
+def _rounds(topo: Topology, steps: list[Step]) -> list[Step]:
+    """Each step with the rounds `topo`'s busiest link or switch group needs for it."""
+    out = []
+    for st in steps:
+        load: dict[tuple[int, int], int] = {}
+        for x in st.sends:
+            load[(x.src, x.dst)] = load.get((x.src, x.dst), 0) + 1
+        used: dict[int, int] = {}
+        for k, v in load.items():
+            for g in topo.switches_of(*k):
+                used[g] = used.get(g, 0) + v
+        rounds = max([*(-(-v // topo.bandwidth(*k)) for k, v in load.items()),
+                      *(-(-v // topo.switches[g].bandwidth) for g, v in used.items())])
+        out.append(Step(rounds, st.sends))
+    return out
+
+
+def _scatter(topo: Topology, roots: list[int], inward: list[list[dict[int, int]]], c: int,
+             lanes: Topology | None = None) -> list[Step]:
     """ReduceScatter (Reduce): the in-trees list-scheduled as they run (a rank sends its partial sum once
     every rank of its subtree sent to it), or the transpose of the Allgather (Broadcast) of the reversed
     links, its steps run backwards; the one whose links finish first (`link_time`), and on a tie the
     in-trees as they run (amd8 at 1 GiB in the sweep's model: 0.92 of the bound, the transpose 0.84 with the
     same link time; mi250 and dgx1: the transpose finishes its links first)."""
+    timing = topo if lanes is None else lanes
     direct = Plan()
     for j in range(c):
         for i, owner in enumerate(roots):
             direct.reduce(i * c + j, inward[i][j], owner)
-    found = list_candidates(topo, direct)
+    found = list_candidates(timing, direct)
     found += [[Step(st.rounds, sorted((Send(x.chunk, x.dst, x.src) for x in st.sends), key=send_key))
-               for st in reversed(back)] for back in list_candidates(topo.reversed(), _plan(roots, inward, c))]
-    return min(found, key=lambda s: (link_time(topo, s), len(s)))
+               for st in reversed(back)] for back in list_candidates(timing.reversed(), _plan(roots, inward, c))]
+    best = min(found, key=lambda s: (link_time(timing, s), len(s)))
+    return best if lanes is None else _rounds(topo, best)
