@@ -85,9 +85,7 @@ def test_too_few_slots_is_refused() -> None:
 
 
 def test_where_it_does_not_apply() -> None:
-    with pytest.raises(ModelError, match="at most 16 ranks"):
-        build("forest", library.topology("mi250", 2), library.collective("allgather", 32))
-    with pytest.raises(ModelError, match="switch groups"):
+    with pytest.raises(ModelError, match="switch groups inside a node"):
         build("forest", library.topology("a100"), library.collective("allgather", 8))
     with pytest.raises(ModelError, match="covers"):
         build("forest", library.topology("amd8"), library.collective("alltoall", 8))
@@ -159,3 +157,79 @@ def test_allreduce_owners_skip_weak_ranks_on_a_machine_not_in_the_library(tmp_pa
     bound = float(time_bound(topo, coll).busbw_gbps(GIB) or 0)
     assert bound == pytest.approx(165.0)
     assert _busbw(s, "allreduce", 8) >= 0.85 * bound > 125.0
+
+
+def test_min_cut_checks_give_the_listed_sets_answers() -> None:
+    """Beyond 16 ranks the packing checks its condition by minimum cuts; on 16 ranks both checks must pick
+    the same links, tree for tree, and find the same cut bound."""
+    from smtcoll.synth.constructions import forest as F
+    from smtcoll.synth.constructions.forest_cuts import ratio
+
+    for name in ("mi250", "amd8"):
+        topo = library.topology(name)
+        cap, roots = units(topo), list(range(topo.ranks))
+        assert ratio(topo.ranks, cap, roots) == F._ratio(F.Sets(topo.ranks, cap), roots)
+        listed = F.pack_caps(topo.ranks, cap, roots, 3, 7 if name == "mi250" else 1)
+        old = F.MAX_RANKS
+        try:
+            F.MAX_RANKS = 0  # the minimum-cut check on the same machine
+            cut = F.pack_caps(topo.ranks, cap, roots, 3, 7 if name == "mi250" else 1)
+        finally:
+            F.MAX_RANKS = old
+        assert cut == listed
+
+
+def _spans_within(trees: list[list[dict[int, int]]], roots: list[int], n: int,
+                  slots: dict[tuple[int, int], int]) -> None:
+    load: Counter[tuple[int, int]] = Counter()
+    for root, mine in zip(roots, trees, strict=True):
+        for tree in mine:
+            assert set(tree) | {root} == set(range(n)) and root not in tree
+            for v, u in tree.items():
+                load[(u, v)] += 1
+                r = u
+                for _ in range(n):  # every rank's parent chain ends at the root: no cycle
+                    if r == root:
+                        break
+                    r = tree[r]
+                assert r == root
+    assert all(v <= slots[e] for e, v in load.items())
+
+
+@pytest.mark.slow
+def test_mi250_two_nodes_packs_on_one_lane_per_nic() -> None:
+    """32 ranks, NIC switch groups: the trees use one lane per NIC (GCD i to GCD i of the other node, all of
+    its 16 GB/s), every tree spans, no link carries more than its slots, and the schedule checks, lowers
+    and loads its busiest link within 4% of the proved bound (the NIC of 1 unit of 16 GB/s, 3 units per
+    50 GB/s xGMI lane)."""
+    from smtcoll.synth.constructions import forest as F
+    from smtcoll.synth.constructions.forest_wide import lane_rates
+
+    topo = library.topology("mi250", 2)
+    across = [k for k in lane_rates(topo) if k[0] // 16 != k[1] // 16]
+    assert sorted(across) == sorted([(i, i + 16) for i in range(16)] + [(i + 16, i) for i in range(16)])
+    roots = list(range(32))
+    c, m, cap, share = F.choose_wide(topo, roots, 1)
+    assert share >= Fraction(96, 100)
+    trees = F.pack_caps(32, cap, roots, c, m)
+    _spans_within(trees, roots, 32, {e: m * v for e, v in cap.items()})
+    coll = library.collective("allgather", 32)
+    s = build("forest", topo, coll)
+    assert check_schedule(s).verdict == "ok"
+    assert time_bound(topo, coll).us_per_byte / _link_time(s) >= Fraction(96, 100)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind, instances, share", [("allgather", 8, 0.84), ("reducescatter", 2, 0.72),
+                                                    ("allreduce", 8, 0.65)])
+def test_mi250_two_nodes_in_the_sweep_model(kind: str, instances: int, share: float) -> None:
+    """mi250 x2 at 1 GiB, timed as the sweep times it: Allgather 0.85, ReduceScatter 0.74 (at 2 instances:
+    8 pass the runtime's 127 waited-for thread blocks), Allreduce 0.67 of the proved bound, ahead of every
+    other construction (hier2d 0.48, rail 0.45 and 0.38, docs/benchmarks.md)."""
+    topo = library.topology("mi250", 2)
+    coll = library.collective(kind, 32)
+    s = build("forest", topo, coll)
+    t = schedule_time(s, "Simple", instances, GIB, None, 2)
+    assert t is not None
+    bound = float(time_bound(topo, coll).busbw_gbps(GIB) or 0)
+    assert (bus_bandwidth(kind, 32, GIB, t) or 0) >= share * bound

@@ -29,6 +29,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from fractions import Fraction
+from typing import NamedTuple
 
 from smtcoll.bounds.throughput import rates
 from smtcoll.model import Collective, Link, Schedule, Send, Step, Topology
@@ -36,8 +37,8 @@ from smtcoll.msccl.runtime import MAX_NODES
 from smtcoll.synth.constructions.common import NotApplicable, kind, send_key
 from smtcoll.synth.constructions.forest_cuts import Slack
 from smtcoll.synth.constructions.forest_cuts import ratio as cut_ratio
-from smtcoll.synth.constructions.forest_wide import candidate_units, exact_unit, lane_rates, reverse, whole
-from smtcoll.synth.constructions.pipeline import Plan, link_time, list_candidates, schedule_transfers
+from smtcoll.synth.constructions.forest_wide import candidate_units, exact_unit, lane_rates, reverse, timed_steps, whole
+from smtcoll.synth.constructions.pipeline import Plan, link_time, list_candidates, list_orders, schedule_transfers
 
 MAX_RANKS = 16  # 2^16 rank sets: a few MB of numpy arrays
 MESSAGES = 32  # per connection that keeps one thread block per connection and instance (fused: 2 x 32 steps)
@@ -335,9 +336,12 @@ def forest(topo: Topology, base: Collective, trees: int | None = None) -> Schedu
         if trees is None:
             c, m, _ = choose(topo, roots, factor)
         else:
-            c, m = trees, math.ceil(trees * max(_ratio(Sets(t.ranks, units(t)), roots) for t in (topo, topo.reversed())))
+            c, m = trees, math.ceil(trees * _cut_ratio(n, cap, roots))
 
-    lanes = lanes_topology(topo, cap) if wide(topo) else None
+    lanes = None
+    if wide(topo):
+        speed = lane_rates(topo)
+        lanes = Lanes(lanes_topology(topo, cap), lanes_topology(topo, whole(speed, exact_unit(speed))))
     outward = pack_caps(n, cap, roots, c, m) if what in ("allgather", "broadcast", "allreduce") else None
     inward = pack_caps(n, reverse(cap), roots, c, m) if what in ("reducescatter", "reduce", "allreduce") else None
     if what == "allreduce":
@@ -350,7 +354,8 @@ def forest(topo: Topology, base: Collective, trees: int | None = None) -> Schedu
         def address(st: Step) -> Step:
             return Step(st.rounds, sorted((Send((x.chunk % c) * k + x.chunk // c, x.src, x.dst) for x in st.sends),
                                           key=send_key))
-        steps = [address(st) for st in [*_scatter(topo, roots, inward, c, lanes), *_gather(topo, roots, outward, c, lanes)]]
+        halves = [*_scatter(topo, roots, inward, c, lanes), *_gather(topo, roots, outward, c, lanes)]
+        steps = [address(st) for st in halves]
         return Schedule(topo, base.with_chunks(k * c), steps, name="forest")
     coll = base.with_chunks(c)
     if outward is not None:
@@ -370,12 +375,35 @@ def _plan(roots: list[int], trees: list[list[dict[int, int]]], c: int) -> Plan:
 
 
 def _gather(topo: Topology, roots: list[int], outward: list[list[dict[int, int]]], c: int,
-            lanes: Topology | None = None) -> list[Step]:
-    """Allgather (Broadcast): the out-trees, list-scheduled (on `lanes`, when given, then counted in the
-    rounds of `topo`)."""
+            lanes: Lanes | None = None) -> list[Step]:
+    """Allgather (Broadcast): the out-trees, list-scheduled (with `lanes`: `_timed`)."""
     if lanes is None:
         return schedule_transfers(topo, _plan(roots, outward, c), deep=True)
-    return _rounds(topo, schedule_transfers(lanes, _plan(roots, outward, c), deep=True))
+    return _timed(topo, lanes, [_plan(roots, outward, c)], [])
+
+
+class Lanes(NamedTuple):
+    """The packing's links in its units (`cap`) and in the greatest unit that divides their speeds
+    (`exact`, so that 1 / bandwidth is the time a chunk takes, in one scale)."""
+
+    cap: Topology
+    exact: Topology
+
+
+def _timed(topo: Topology, lanes: Lanes, plans: list[Plan], transposed: list[Plan]) -> list[Step]:
+    """The list schedules of `plans` in rounds on the units (`pipeline`) and in time (`timed_steps`), in
+    every order `list_orders` gives, and those of `transposed` (plans on the reversed links) run backwards:
+    the one whose links finish first in time (`link_time` on the exact speeds), in the rounds of `topo`."""
+    found: list[list[Step]] = []
+    for backwards, group in ((False, plans), (True, transposed)):
+        cap, exact = (lanes.cap.reversed(), lanes.exact.reversed()) if backwards else lanes
+        for plan in group:
+            orders = list_orders(plan, True)
+            made = [*list_candidates(cap, plan), *(timed_steps(exact, plan, o) for o in orders)]
+            found += [[Step(st.rounds, sorted((Send(x.chunk, x.dst, x.src) for x in st.sends), key=send_key))
+                       for st in reversed(m)] for m in made] if backwards else made
+    best = min(found, key=lambda s: (link_time(lanes.exact, s), len(s)))
+    return _rounds(topo, best)
 
 
 def lanes_topology(topo: Topology, cap: dict[tuple[int, int], int]) -> Topology:
@@ -404,19 +432,19 @@ def _rounds(topo: Topology, steps: list[Step]) -> list[Step]:
 
 
 def _scatter(topo: Topology, roots: list[int], inward: list[list[dict[int, int]]], c: int,
-             lanes: Topology | None = None) -> list[Step]:
+             lanes: Lanes | None = None) -> list[Step]:
     """ReduceScatter (Reduce): the in-trees list-scheduled as they run (a rank sends its partial sum once
     every rank of its subtree sent to it), or the transpose of the Allgather (Broadcast) of the reversed
     links, its steps run backwards; the one whose links finish first (`link_time`), and on a tie the
     in-trees as they run (amd8 at 1 GiB in the sweep's model: 0.92 of the bound, the transpose 0.84 with the
     same link time; mi250 and dgx1: the transpose finishes its links first)."""
-    timing = topo if lanes is None else lanes
     direct = Plan()
     for j in range(c):
         for i, owner in enumerate(roots):
             direct.reduce(i * c + j, inward[i][j], owner)
-    found = list_candidates(timing, direct)
+    if lanes is not None:
+        return _timed(topo, lanes, [direct], [_plan(roots, inward, c)])
+    found = list_candidates(topo, direct)
     found += [[Step(st.rounds, sorted((Send(x.chunk, x.dst, x.src) for x in st.sends), key=send_key))
-               for st in reversed(back)] for back in list_candidates(timing.reversed(), _plan(roots, inward, c))]
-    best = min(found, key=lambda s: (link_time(timing, s), len(s)))
-    return best if lanes is None else _rounds(topo, best)
+               for st in reversed(back)] for back in list_candidates(topo.reversed(), _plan(roots, inward, c))]
+    return min(found, key=lambda s: (link_time(topo, s), len(s)))

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
+from typing import Any
 
 from smtcoll.synth.constructions.common import NotApplicable
 
@@ -24,18 +25,18 @@ def _flow(n: int, arcs: Sequence[tuple[int, int, int]], source: int, sink: int) 
     """The maximum flow source -> sink over `n` nodes and integer arcs (u, v, capacity), and the nodes still
     reachable from the source in the residual graph (the source side of a minimum cut)."""
     import numpy as np
-    from scipy.sparse import csr_matrix
+    from scipy.sparse import csr_array
     from scipy.sparse.csgraph import breadth_first_order, maximum_flow
 
     u = np.fromiter((a[0] for a in arcs), dtype=np.int32, count=len(arcs))
     v = np.fromiter((a[1] for a in arcs), dtype=np.int32, count=len(arcs))
     c = np.fromiter((a[2] for a in arcs), dtype=np.int32, count=len(arcs))
-    graph = csr_matrix((c, (u, v)), shape=(n, n))
+    graph = csr_array((c, (u, v)), shape=(n, n))
     graph.sum_duplicates()
     result = maximum_flow(graph, source, sink, method="dinic")
-    flow = result.flow.tocsr()
     # residual capacity: what is left forwards (capacity - flow, flow being antisymmetric covers backwards)
-    residual = (graph - flow).tocsr()
+    left: Any = graph - result.flow
+    residual = csr_array(left)
     residual.data = np.where(residual.data > 0, 1, 0).astype(np.int32)
     residual.eliminate_zeros()
     reach = breadth_first_order(residual, source, directed=True, return_predecessors=False)
