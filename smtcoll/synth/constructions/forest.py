@@ -41,6 +41,7 @@ from smtcoll.synth.constructions.forest_wide import candidate_units, exact_unit,
 from smtcoll.synth.constructions.pipeline import Plan, link_time, list_candidates, list_orders, schedule_transfers
 
 MAX_RANKS = 16  # 2^16 rank sets: a few MB of numpy arrays
+MAX_WIDE_RANKS = 32  # by minimum cuts: mi250 x2 in about 10 CPU s a collective, mi250 x4 (64) over 300
 MESSAGES = 32  # per connection that keeps one thread block per connection and instance (fused: 2 x 32 steps)
 PER_THREAD_BLOCK = 28  # per thread block once a connection is spread over channels (the executor allows 64 steps)
 CHANNELS = 32  # the runtime's channels (MAXCHANNELS), shared by the 8 instances the sweep tries at most
@@ -322,6 +323,8 @@ def forest(topo: Topology, base: Collective, trees: int | None = None) -> Schedu
         raise NotApplicable("the exact tree packing covers Allgather, ReduceScatter, Allreduce, Broadcast and Reduce")
     if topo.ranks < 2:
         raise NotApplicable("one rank: nothing to send")
+    if topo.ranks > MAX_WIDE_RANKS:
+        raise NotApplicable(f"the exact tree packing takes minutes beyond {MAX_WIDE_RANKS} ranks")
     n = topo.ranks
     roots = [base.root or 0] if what in ("broadcast", "reduce") else list(range(n))
     if what == "allreduce":

@@ -12,6 +12,7 @@ sets, and the answers are exactly those of the set-by-set check.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from typing import Any
@@ -21,19 +22,28 @@ from smtcoll.synth.constructions.common import NotApplicable
 Caps = Mapping[tuple[int, int], int]
 
 
-def _flow(n: int, arcs: Sequence[tuple[int, int, int]], source: int, sink: int) -> tuple[int, list[bool]]:
-    """The maximum flow source -> sink over `n` nodes and integer arcs (u, v, capacity), and the nodes still
+Arcs = tuple[Any, Any, Any]  # numpy int32 arrays: tails, heads, capacities
+
+
+def _arcs_of(arcs: Sequence[tuple[int, int, int]]) -> Arcs:
+    import numpy as np
+
+    return tuple(np.array([a[i] for a in arcs], dtype=np.int32).reshape(-1) for i in range(3))  # type: ignore[return-value]
+
+
+def _flow(n: int, arcs: Arcs, source: int, sink: int, cut: bool = False) -> tuple[int, list[bool]]:
+    """The maximum flow source -> sink over `n` nodes and integer arcs, and with `cut` the nodes still
     reachable from the source in the residual graph (the source side of a minimum cut)."""
     import numpy as np
     from scipy.sparse import csr_array
     from scipy.sparse.csgraph import breadth_first_order, maximum_flow
 
-    u = np.fromiter((a[0] for a in arcs), dtype=np.int32, count=len(arcs))
-    v = np.fromiter((a[1] for a in arcs), dtype=np.int32, count=len(arcs))
-    c = np.fromiter((a[2] for a in arcs), dtype=np.int32, count=len(arcs))
+    u, v, c = arcs
     graph = csr_array((c, (u, v)), shape=(n, n))
     graph.sum_duplicates()
     result = maximum_flow(graph, source, sink, method="dinic")
+    if not cut:
+        return int(result.flow_value), []
     # residual capacity: what is left forwards (capacity - flow, flow being antisymmetric covers backwards)
     left: Any = graph - result.flow
     residual = csr_array(left)
@@ -64,10 +74,10 @@ def ratio(n: int, cap: Caps, roots: Sequence[int]) -> Fraction:
         return best
     while True:
         a, b = best.numerator, best.denominator
-        arcs = [(x, y, a * c) for (x, y), c in cap.items()] + [(n, r, b) for r in roots]
+        arcs = _arcs_of([(x, y, a * c) for (x, y), c in cap.items()] + [(n, r, b) for r in roots])
         found = best
         for w in range(n):
-            value, side = _flow(n + 1, arcs, n, w)
+            value, side = _flow(n + 1, arcs, n, w, cut=True)
             if value < b * count:
                 inside = {x for x in range(n) if not side[x]}
                 into = sum(c for (x, y), c in cap.items() if y in inside and x not in inside)
@@ -80,32 +90,45 @@ def ratio(n: int, cap: Caps, roots: Sequence[int]) -> Fraction:
         best = found
 
 
+@functools.lru_cache(maxsize=1 << 16)
+def _members(mask: int, n: int) -> Any:
+    import numpy as np
+
+    return np.array([r for r in range(n) if mask >> r & 1], dtype=np.int32)
+
+
 class Slack:
     """The packing's condition for every rank set X: tree slots left on the links entering X at least the
     trees that hold no rank of X, checked by one maximum flow per candidate link."""
 
     def __init__(self, n: int, left: dict[tuple[int, int], int], held: list[int]) -> None:
+        import numpy as np
+
         self.n = n
         self.left = left  # the caller's: slots left per link (updated by the caller as links are taken)
         self.held = held  # the caller's: each tree's ranks as a bitmask
+        self.tails = np.array([x for x, _ in left], dtype=np.int32)
+        self.heads = np.array([y for _, y in left], dtype=np.int32)
 
-    def _arcs(self, extra: tuple[int, int, int] | None) -> tuple[int, list[tuple[int, int, int]]]:
+    def _arcs(self, extra: tuple[int, int, int] | None) -> tuple[int, Arcs]:
+        import numpy as np
+
         n = self.n
-        trees = len(self.held)
-        big = trees + 1  # more than any cut that matters: unbounded
+        big = len(self.held) + 1  # more than any cut that matters: unbounded
         groups: dict[int, int] = {}
         for h in self.held:
             groups[h] = groups.get(h, 0) + 1
-        arcs = [(x, y, c) for (x, y), c in self.left.items() if c > 0]
-        node = n + 1
-        for h, k in sorted(groups.items()):  # trees that hold the same ranks share one node
-            arcs.append((n, node, k))
-            arcs.extend((node, r, big) for r in range(n) if h >> r & 1)
-            node += 1
-        if extra is not None:
-            arcs.append(extra)
-        return node, arcs
-
+        hs = sorted(groups.items())  # trees that hold the same ranks share one node
+        left = np.fromiter(self.left.values(), dtype=np.int32, count=len(self.left))
+        nodes = np.arange(n + 1, n + 1 + len(hs), dtype=np.int32)
+        members = [_members(h, n) for h, _ in hs]
+        sizes = np.array([len(m) for m in members], dtype=np.int64)
+        more = [np.array([x], dtype=np.int32) for x in extra] if extra is not None else [np.zeros(0, np.int32)] * 3
+        u = np.concatenate([self.tails, np.full(len(hs), n, dtype=np.int32), np.repeat(nodes, sizes), more[0]])
+        v = np.concatenate([self.heads, nodes, *members, more[1]])
+        c = np.concatenate([left, np.array([k for _, k in hs], dtype=np.int32),
+                            np.full(int(sizes.sum()), big, dtype=np.int32), more[2]])
+        return n + 1 + len(hs), (u, v, c)
     def holds(self) -> bool:
         """The condition for every nonempty X (a maximum flow to each rank)."""
         size, arcs = self._arcs(None)
