@@ -20,8 +20,10 @@ messages (`budget`), and among those the most trees: the depth of the trees is p
 messages bring the time nearer the bound (mi250 Allgather at 1 GiB in the sweep's model: 0.83 of the bound
 with 3 trees per root, 0.98 with 12). The lowering deals a connection of more than 32 messages round-robin
 over channels (`lower/spread.py`).
-Up to `MAX_RANKS` ranks (the 2^N sets) and on links only (switch groups are not part of the theorem's
-capacity: `treepack` covers them).
+The condition is listed for the 2^N sets up to `MAX_RANKS` ranks; beyond, and on machines whose NICs are
+switch groups, it is checked by minimum cuts (`forest_cuts`) on one lane per NIC and other node
+(`forest_wide`), up to `MAX_WIDE_RANKS` ranks. Switch groups inside a node are not part of the theorem's
+capacity: `treepack` covers them.
 """
 
 from __future__ import annotations

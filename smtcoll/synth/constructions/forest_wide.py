@@ -103,7 +103,8 @@ def timed_steps(speed: Topology, plan: Plan, order: Sequence[int]) -> list[Step]
 
     The round-based list schedule counts a NIC of 1 unit as 1 chunk a round and 4 xGMI lanes as 12, each
     chunk a round long; here a chunk on 12 units takes a twelfth (mi250 x2 Allgather in the sweep's model,
-    8 instances at 1 GiB: 0.93 of the bound where the round-based schedule of the same trees is 0.84)."""
+    8 instances at 1 GiB: 0.85 of the bound, the round-based schedule of the same trees 0.84, on the
+    machine's own lanes 0.65)."""
     busy: dict[tuple[int, int], list[tuple[Fraction, Fraction]]] = {}
     start: dict[int, Fraction] = {}
     done: dict[int, Fraction] = {}
