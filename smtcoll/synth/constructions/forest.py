@@ -278,15 +278,12 @@ def _gather(topo: Topology, roots: list[int], outward: list[list[dict[int, int]]
     256 MiB in the sweep's model, 0.906 of the bound forward, 0.954 backward, both 30 steps. Allreduce's
     Allgather half does not start full (it waits for the sums): it keeps the forward pass (backward, the
     ladder of benchmarks/topologies/ladder10.toml times 0.85 of the bound at 1 GiB, forward 0.87)."""
-    forward = schedule_transfers(topo, _plan(roots, outward, c), deep=True)
+    plan = _plan(roots, outward, c)
+    forward = schedule_transfers(topo, plan, deep=True)
     if not late:
         return forward
-    reverse = Plan()
-    for j in range(c):
-        for i, owner in enumerate(roots):
-            reverse.reduce(i * c + j, outward[i][j], owner)
-    late = backward(topo, forward, reverse)
-    return late if len(late) <= len(forward) else forward
+    packed = backward(topo, plan, forward)
+    return packed if len(packed) <= len(forward) else forward
 
 
 def _scatter(topo: Topology, roots: list[int], inward: list[list[dict[int, int]]], c: int) -> list[Step]:

@@ -142,17 +142,27 @@ def turn(steps: Sequence[Step]) -> list[Step]:
             for st in reversed(steps)]
 
 
-def backward(topo: Topology, steps: Sequence[Step], reverse: Plan) -> list[Step]:
-    """The backward pass of forward-backward list scheduling: `reverse` (the same transfers turned round,
-    on the reversed links) list-scheduled with the transfers that end `steps` last first, then turned
-    back. A forward list schedule packs its start and leaves its end ragged (mi250's exact packing: the
-    slow links' last transfers slip a step behind the relays' forwards); the backward pass packs the end,
-    each transfer as late as the capacity after it allows, keeping the forward pass's order elsewhere."""
+def backward(topo: Topology, plan: Plan, steps: Sequence[Step]) -> list[Step]:
+    """The backward pass of forward-backward list scheduling: `plan`'s transfers turned round (on the
+    reversed links, each waiting for the transfers that waited for it) list-scheduled with those that end
+    `steps` (a schedule of `plan`) last first, then turned back: the same transfers, each as late as the
+    capacity after it allows. A forward list schedule packs its start and leaves its end ragged (mi250's
+    exact packing: the slow links' last transfers slip a step behind the relays' forwards); this packs the
+    end, keeping the forward pass's order elsewhere."""
     when: dict[tuple[int, int, int], int] = {}
     for s, st in enumerate(steps):
         for x in st.sends:
             when[(x.chunk, x.src, x.dst)] = s
-    last = [-when[(t.chunk, t.dst, t.src)] for t in reverse.transfers]
+    n = len(plan.transfers)
+    then: list[list[int]] = [[] for _ in range(n)]
+    for i, t in enumerate(plan.transfers):
+        for d in t.after:
+            then[d].append(i)
+    reverse = Plan()  # transfer i is reverse's n - 1 - i: what waited for it comes before it
+    for i in range(n - 1, -1, -1):
+        t = plan.transfers[i]
+        reverse.add(t.chunk, t.dst, t.src, [n - 1 - j for j in then[i]])
+    last = [-when[(t.chunk, t.src, t.dst)] for t in reversed(plan.transfers)]
     return turn(_list_schedule(topo.reversed(), reverse, topological(reverse, last)))
 
 
