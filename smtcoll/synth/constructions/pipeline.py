@@ -148,7 +148,7 @@ def backward(topo: Topology, plan: Plan, steps: Sequence[Step]) -> list[Step]:
     `steps` (a schedule of `plan`) last first, then turned back: the same transfers, each as late as the
     capacity after it allows. A forward list schedule packs its start and leaves its end ragged (mi250's
     exact packing: the slow links' last transfers slip a step behind the relays' forwards); this packs the
-    end, keeping the forward pass's order elsewhere."""
+    end, keeping the forward pass's order elsewhere. A chunk crosses a link once in `plan` (trees)."""
     when: dict[tuple[int, int, int], int] = {}
     for s, st in enumerate(steps):
         for x in st.sends:
