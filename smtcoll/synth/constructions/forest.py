@@ -15,7 +15,8 @@ whole number: MI250 Allgather C = 3, M = 7).
 
 Allgather and Broadcast use the out-trees, ReduceScatter and Reduce the in-trees (the packing of the reversed
 links), Allreduce that ReduceScatter followed by that Allgather; the list scheduler (`pipeline.py`) pipelines
-them. C has the best C q / M whose busiest connection holds at most `MESSAGES`
+them (an Allgather's a second time from the end, `pipeline.backward`: its end is where the timed run pays).
+C has the best C q / M whose busiest connection holds at most `MESSAGES`
 messages (`budget`), and among those the most trees: the depth of the trees is paid once per pipeline, so more, smaller
 messages bring the time nearer the bound (mi250 Allgather at 1 GiB in the sweep's model: 0.83 of the bound
 with 3 trees per root, 0.98 with 12). The lowering deals a connection of more than 32 messages round-robin
