@@ -194,7 +194,7 @@ def explain(b: Bound) -> str:
         known = ", ".join(map(str, w["known"]))
         last = f", then {count(w['last'], 'hop')} to the farthest rank" if w["last"] else ""
         return (f"relay: a node knows of at most {known} of the {w['nodes']} nodes after rounds "
-                f"0..{len(w['known']) - 1} (at most {count(w['capacity'], 'value')} enter a node per round, "
+                f"0..{len(w['known']) - 1} (a node takes in at most {count(w['capacity'], 'value')} per round, "
                 f"{count(w['relay'], 'hop')} from entry to exit inside it){last}")
     if b.name == "lp" and w:
         return f"flow LP optimum {w['lp_optimum']}"

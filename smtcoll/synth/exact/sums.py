@@ -87,7 +87,8 @@ def groups(topo: Topology, coll: Collective) -> list[list[tuple[int, ...]]]:
     p = topo.ranks
     shifts = [tuple(((r // g + 1) % n) * g + r % g for r in range(p))]
     if n & (n - 1) == 0:
-        shifts += [tuple(((r // g) ^ b) * g + r % g for r in range(p)) for b in (1 << i for i in range(n.bit_length() - 1))]
+        bits = [1 << i for i in range(n.bit_length() - 1)]
+        shifts += [tuple(((r // g) ^ b) * g + r % g for r in range(p)) for b in bits]
     shifts = [s for s in shifts if _is_automorphism(topo, s)]
     if not shifts:
         return []
@@ -218,29 +219,42 @@ def sums_schedule(topo: Topology, coll: Collective, lo: int, hi: int, work: int 
                   ) -> tuple[Schedule | None, int, list[tuple[int, str, float, int]]]:
     """The schedule of this shape with the fewest steps in lo..hi - 1 found within `work` z3 units in all,
     with the units spent and per count and group tried (steps, verdict, CPU s, units); None when the
-    machine is not of this form or nothing is found. The counts go down from hi - 1 (a count near the
-    bound is often beyond the shape and costs the most to give up on), per count the groups largest
-    first; the first count with no schedule ends the search."""
+    machine is not of this form or nothing is found.
+
+    First 1.5x the bound (issue 24's target; hi - 1 if less), every group, largest first, with all the
+    budget: a count near the bound is often beyond the shape and costs the most to give up on. Then,
+    from the bound up, the counts below the one found, each with the first two groups and at most a
+    quarter of the budget, until one is found (the least)."""
     tried: list[tuple[int, str, float, int]] = []
     spent = 0
-    best: Schedule | None = None
     found_groups = groups(topo, coll)
-    for s in range(hi - 1, lo - 1, -1):
-        found: Schedule | None = None
-        for group in found_groups:
+
+    def attempt(s: int, gs: list[list[tuple[int, ...]]], cap: int | None) -> Schedule | None:
+        nonlocal spent
+        for group in gs:
             if (work is not None and spent >= work) or (deadline is not None and time.monotonic() >= deadline):
-                return best, spent, tried
+                return None
             if variables(topo, group, s) > MAX_VARIABLES:
                 continue
+            left = None if work is None else work - spent
+            units_cap = left if cap is None or left is None else min(left, cap)
             t0 = time.process_time()
-            enc = SumsEncoding(topo, coll, group, s)
-            found, units = enc.solve(None if work is None else work - spent, deadline)
+            found, units = SumsEncoding(topo, coll, group, s).solve(units_cap, deadline)
             spent += units
             tried.append((s, "sat" if found else "no-shape", time.process_time() - t0, units))
             if found is not None:
-                break
-        if found is None:
-            break
-        best = found
-        hi = len(found.steps)
+                return found
+        return None
+
+    target = min(hi - 1, lo * 3 // 2)
+    if target < lo:
+        return None, 0, tried
+    best = attempt(target, found_groups, None)
+    if best is None:
+        return None, spent, tried
+    quarter = None if work is None else work // 4
+    for s in range(lo, len(best.steps)):
+        better = attempt(s, found_groups[:2], quarter)
+        if better is not None:
+            return better, spent, tried
     return best, spent, tried
