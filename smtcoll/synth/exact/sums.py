@@ -39,7 +39,7 @@ MAX_GROUPS = 4  # groups tried per step count, largest first
 # the default budget when the user sets none, in z3 resource units (deterministic): more than the exact
 # search's 10^7, which the parsing of the encoding alone takes a good part of; measured: dgx2 x 4 at 7 steps
 # 17.7 M units (2.3 s CPU), mi250 x 2 at 4 steps 25.4 M (5.0 s)
-SUMS_WORK = 40_000_000
+SUMS_WORK = 30_000_000
 
 
 def _is_automorphism(topo: Topology, perm: Sequence[int]) -> bool:
