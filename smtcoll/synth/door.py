@@ -178,12 +178,18 @@ def _node_shape(topo: Topology, coll: Collective, request: SynthRequest, scaled:
 def _sums_shape(topo: Topology, coll: Collective, request: SynthRequest, scaled: Scaled,
                 ) -> tuple[SynthResult | None, str]:
     """The symmetric search for one-address Allreduce (synth/exact/sums.py), with its own default budget."""
-    from smtcoll.synth.exact.sums import SUMS_WORK, groups, sums_schedule
+    from smtcoll.synth.exact.sums import MAX_SIZE, SUMS_WORK, groups, size, sums_schedule
 
-    if request.chunks != 1 or not groups(topo, coll):
+    found_groups = groups(topo, coll) if request.chunks == 1 else []
+    if not found_groups:
         return None, ""
     t0, c0 = time.monotonic(), time.process_time()
     lo, hi = scaled.bounds.least_steps(True, 1), len(scaled.schedule.steps)
+    target = min(hi - 1, lo * 3 // 2)
+    least = min(size(topo, g, target) for g in found_groups)
+    if least > MAX_SIZE:
+        return None, (f"; the symmetric search for sums is not tried: its encoding of {target} steps (about "
+                      f"{least} constraints) is beyond {MAX_SIZE}")
     with _exact_search(request) as clock:
         work = SUMS_WORK if request.limits.work is None else clock.work_left()
         found, spent, tried = sums_schedule(topo, coll, lo, hi, work, clock.deadline)

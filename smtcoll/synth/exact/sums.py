@@ -16,7 +16,7 @@ that commutes with a group H of automorphisms of the machine:
   NVSwitch and one NIC partner a round cannot tile a machine of 3 nodes (the Z3 part of the sets' sizes,
   docs/synth.md);
 - one variable per H-orbit of (round, rank, contribution) holdings and of (round, link) sends: the
-  encoding has |H| times fewer variables than the machine (a100 x 3, H of 12: 360 variables at 4 steps).
+  encoding has |H| times fewer variables than the machine (a100 x 3, |H| = 12: 4 steps in 0.1 s CPU).
 Constraints: a switch group's (and so a port's) sends per round within its bandwidth; a rank's holdings
 are its own and what arrived; the arrivals of one round are pairwise disjoint and disjoint from what the
 receiver holds, or a single arrival that contains it (the checker's arrival rule, check/arrival.py); every
@@ -33,8 +33,10 @@ from collections.abc import Sequence
 
 from smtcoll.model import Collective, Schedule, Send, Step, Topology
 
-# the largest encoding `auto` builds (variables, one per orbit): building is not counted by z3's budget
-MAX_VARIABLES = 40_000
+# the largest encoding `auto` builds (`size`): building and parsing cost CPU and memory before the search,
+# and beyond it z3 found nothing within the budget where measured (mi250 x 3 at 4 steps: 56,832, 9 CPU s in
+# vain; x 5: 176,640, 12 CPU s and 805 MB); mi250 x 2 at 4 steps (21,504) and ndv2 x 8 at 11 (33,792) find one
+MAX_SIZE = 50_000
 MAX_GROUPS = 4  # groups tried per step count, largest first
 # the default budget when the user sets none, in z3 resource units (deterministic): more than the exact
 # search's 10^7, which the parsing of the encoding alone takes a good part of; measured: dgx2 x 4 at 7 steps
@@ -113,9 +115,10 @@ def groups(topo: Topology, coll: Collective) -> list[list[tuple[int, ...]]]:
     return [list(gr) for gr in sorted(found, key=lambda gr: (-len(gr), gr))][:MAX_GROUPS]
 
 
-def variables(topo: Topology, group: Sequence[Sequence[int]], steps: int) -> int:
-    """About how many variables the encoding of `steps` steps has (one per orbit)."""
-    return steps * topo.ranks * (topo.ranks + 2 * len(topo.links) // topo.ranks) // len(group)
+def size(topo: Topology, group: Sequence[Sequence[int]], steps: int) -> int:
+    """About how many constraints the encoding of `steps` steps has: per round, orbit of receivers and
+    contribution, one per in-link (disjoint or a copy) and two more."""
+    return steps * (topo.ranks // len(group)) * topo.ranks * (len(topo.links) // topo.ranks + 2)
 
 
 class SumsEncoding:
@@ -242,7 +245,7 @@ def sums_schedule(topo: Topology, coll: Collective, lo: int, hi: int, work: int 
         nonlocal spent
         if (work is not None and spent >= work) or (deadline is not None and time.monotonic() >= deadline):
             return None, False
-        if variables(topo, group, s) > MAX_VARIABLES:
+        if size(topo, group, s) > MAX_SIZE:
             return None, False
         left = None if work is None else work - spent
         units_cap = left if cap is None or left is None else min(left, cap)
