@@ -191,8 +191,8 @@ def _sums_shape(topo: Topology, coll: Collective, request: SynthRequest, scaled:
         return None, (f"; the symmetric search for sums is not tried: its encoding of {target} steps (about "
                       f"{least} constraints) is beyond {MAX_SIZE}")
     with _exact_search(request) as clock:
-        # where the engine is within 1.5x already (issue 24's target) a quarter: it may still improve
-        default = SUMS_WORK if 2 * hi > 3 * lo else SUMS_WORK // 4
+        # where the engine is below 1.5x of the bound already (issue 24's target) a quarter: it may still improve
+        default = SUMS_WORK if 2 * hi >= 3 * lo else SUMS_WORK // 4
         work = default if request.limits.work is None else clock.work_left()
         found, spent, tried = sums_schedule(topo, coll, lo, hi, work, clock.deadline)
     if found is None:
