@@ -297,11 +297,14 @@ def _alltoall_bound(topo, size: int = GIB) -> float:
     return bus_bandwidth("alltoall", topo.ranks, size, tb.us_per_byte * size) or 0.0
 
 
-@pytest.mark.parametrize(("name", "nodes", "share"), [("a100", 1, 0.95), ("dgx2", 1, 0.95), ("a100", 2, 0.83)])
+@pytest.mark.parametrize(("name", "nodes", "share"), [("a100", 1, 0.95), ("dgx2", 1, 0.95), ("a100", 2, 0.83),
+                                                   ("dgx2", 2, 0.95)])
 def test_exchange_reaches_the_alltoall_bound_on_switches(name: str, nodes: int, share: float) -> None:
     """The LP-routed pairwise exchange, one instance (every model's instance count), at 256 MiB: a100 300 GB/s
     and dgx2 125 GB/s ports, within 5% of the proved bound (NCCL's all-pairs sends: 0.52 and 0.89 of it in the
-    same model); a100 x2 through its eight 25 GB/s NICs, 0.84 of the bound (docs/benchmarks.md)."""
+    same model); a100 x2 through its eight 25 GB/s NICs, 0.84 of the bound (docs/benchmarks.md); dgx2 x2
+    through its eight 12.5 GB/s NICs, each fed by two GPUs, 0.98 (0.89 when its NIC connections held more
+    messages than a thread block's steps and were dealt over two channels)."""
     topo = _topo(name, nodes)
     s = build("exchange", topo, library.collective("alltoall", topo.ranks))
     assert check_schedule(s).verdict == "ok"
@@ -329,8 +332,8 @@ def test_exchange_routes_across_nodes_through_every_nic_evenly() -> None:
                     load[topo.switches[g].name] += 1
     assert len(load) == 32  # every NIC's out and in group is used
     assert max(load.values()) <= 8 * c + 1 and min(load.values()) >= 8 * c - 1
-    # within the lowering's limits: no connection holds more messages than two thread blocks
-    assert max(Counter((x.src, x.dst) for st in s.steps for x in st.sends).values()) <= 96
+    # within the lowering's limits: no connection holds more messages than a thread block's steps
+    assert max(Counter((x.src, x.dst) for st in s.steps for x in st.sends).values()) <= 64
 
 
 def test_exchange_applies_to_alltoall_only() -> None:

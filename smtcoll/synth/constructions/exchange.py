@@ -23,11 +23,17 @@ from collections.abc import Callable, Hashable
 from fractions import Fraction
 
 from smtcoll.model import Collective, Schedule, Topology
+from smtcoll.msccl.runtime import MAX_STEPS
 from smtcoll.synth.constructions.common import NotApplicable, kind
 from smtcoll.synth.constructions.pipeline import Plan, busiest_link, schedule_transfers
 
 PIECES_PER_RANK = 256  # pieces each rank sends: the pipeline's tail is about one piece in this many
-OPS_PER_LINK = 96  # messages per connection: the lowering spreads more than 48 over two channels
+OPS_PER_LINK = 96  # messages per connection that `pairwise` allows (the lowering spreads them over channels)
+# The exchange's own limit: a thread block's steps (the executor's 64). A relayed connection dealt over two
+# channels delivers pieces in an order its relays do not follow: dgx2 x 2's NIC connections with 96
+# messages timed 0.90 of the bound at 256 MiB in the sweep's model, with 64 0.995 (mi250 0.96 -> 0.98;
+# dgx1 0.984 -> 0.978; a100, amd8, ndv2 x 2 unchanged)
+EXCHANGE_OPS = MAX_STEPS["executor"]
 FLOW_COST = 1e-6  # per unit of flow: no circulating flow in the LP's optimum (T itself is about 0.01-1)
 LP_MAX_VARIABLES = 40_000  # ranks x links: beyond, HiGHS takes tens of seconds
 
@@ -50,9 +56,9 @@ def exchange(topo: Topology, base: Collective) -> Schedule:
         pairs = alltoall_shape(coll)
         assert pairs is not None  # a built-in Alltoall (checked by kind)
         plan = _plan(topo, pairs, routes, c)
-        if busiest_link(plan) <= OPS_PER_LINK or c == 1:
+        if busiest_link(plan) <= EXCHANGE_OPS or c == 1:
             break
-        c = max(1, c * OPS_PER_LINK // busiest_link(plan))
+        c = max(1, c * EXCHANGE_OPS // busiest_link(plan))
     return Schedule(topo, coll, schedule_transfers(topo, plan), name="exchange")
 
 
