@@ -21,13 +21,19 @@ or in rounds when that replays faster.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from smtcoll.model import Collective, Schedule, Topology
 from smtcoll.synth.constructions.common import NotApplicable
 from smtcoll.synth.constructions.hier import across_nodes
-from smtcoll.synth.constructions.pipeline import (Plan, busiest_link, hop_latencies, replay_time,
-                                                   schedule_transfers, timed_schedule)
+from smtcoll.synth.constructions.pipeline import (
+    Plan,
+    busiest_link,
+    hop_latencies,
+    replay_time,
+    schedule_transfers,
+    timed_schedule,
+)
 
 MAX_SENDS_PER_RANK = 1024  # a rank's sends over the program at most: the runtimes' 4096 XML nodes per rank
 OPS_PER_LINK = 96  # messages per connection at most: the lowering spreads more than 48 over two channels
@@ -104,7 +110,7 @@ def _plan(topo: Topology, node: Sequence[int], members: list[list[int]], lanes: 
     # the lane back for each block (from the receiver's node): the one whose sender is g, else rotating
     back: list[tuple[int, int]] = []
     turn = [0, 0]
-    for s, g in blocks:
+    for _s, g in blocks:
         y = node[g]
         own = [lane for lane in lanes[y] if lane[0] == g]
         if own:
@@ -141,7 +147,7 @@ def _plan(topo: Topology, node: Sequence[int], members: list[list[int]], lanes: 
         for b, (s, g) in enumerate(blocks):
             a = b * c + t
             into.setdefault(a, []).append(plan.add(a, s, g, partial.get(a, [])))
-        for b, (s, g) in enumerate(blocks):
+        for b, (_s, g) in enumerate(blocks):
             a = b * c + t
             bs, bg = back[b]
             arrival = _broadcast(plan, a, g, partner(g, bs), into[a], peer, p)
@@ -150,7 +156,8 @@ def _plan(topo: Topology, node: Sequence[int], members: list[list[int]], lanes: 
     return plan
 
 
-def _broadcast(plan: Plan, a: int, origin: int, mate: int | None, after: list[int], peer, p: int) -> dict[int, int]:
+def _broadcast(plan: Plan, a: int, origin: int, mate: int | None, after: list[int], peer: Callable[[int, int], int],
+               p: int) -> dict[int, int]:
     """Address a from `origin` to every rank of its node once `after` arrived there: straight, in shifted
     slots, or with `mate` relaying to every other peer (the origin sends to the mate first)."""
     arrival: dict[int, int] = {}
