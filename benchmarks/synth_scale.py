@@ -7,10 +7,16 @@ per instance (the large ones take tens of seconds on a shared machine; CPU secon
 
     python benchmarks/synth_scale.py [--only SUBSTRING] [--skip-bounds] [--unseen] [--markdown OUT.md]
     python benchmarks/synth_scale.py --recheck [--only SUBSTRING] [--markdown OUT.md]
+    python benchmarks/synth_scale.py --allreduce [--unseen] [--only SUBSTRING] [--markdown OUT.md]
 
 --recheck runs each instance of RECHECK twice, with `--method scale` and with no --method (the default a
 user gets), and `smtcoll bounds` (its default, LP included): steps, the bound synth reports, the
 strongest bound `bounds` proves, exit code, CPU s and peak MB of each command.
+
+--allreduce surveys one-chunk Allreduce with no --method (what a user gets) on ALLREDUCE: steps, the
+distance bound and the strongest bound `smtcoll bounds` proves, their ratio (issue 24's target: 1.5x),
+CPU s and peak MB of the synth command; rows over 1.5x, 10 s CPU or 1 GB are marked. With --unseen, on
+ALLREDUCE_UNSEEN (machines and node counts not tuned on).
 """
 
 from __future__ import annotations
@@ -55,6 +61,16 @@ RECHECK = [f"-t {m} --nodes {n} -c {c}" for m, ns in (("ndv2", (3, 8)), ("dgx2",
     # one-chunk Allreduce, within 1.5x of the bound (issue 24, session 5's item 3)
     f"-t {t} -c allreduce" for t in ("torus2d:6x6", "torus2d:16x16", "ring:64", "a100 --nodes 2", "a100 --nodes 3",
                                      "dgx2 --nodes 2", "ndv2 --nodes 3", "mesh2d:8x8", "hypercube:6")]
+
+# --allreduce: one-chunk Allreduce, default method (issue 24, session 7)
+ALLREDUCE = [f"-t {m}" + (f" --nodes {n}" if n > 1 else "") for m in ("a100", "dgx2", "ndv2", "mi250")
+             for n in (1, 2, 3, 4)] + ["-t ndv2 --nodes 8", "-t dgx1"] + [
+    f"-t {t}" for t in ("torus2d:4x4", "torus2d:6x6", "torus2d:8x8", "torus2d:16x16", "torus3d:4x4x4", "mesh2d:8x8",
+                        "ring:8", "ring:16", "ring:64", "hypercube:4", "hypercube:6")]
+# --allreduce --unseen: machines and node counts the methods were not tuned on
+ALLREDUCE_UNSEEN = [f"-t {m} --nodes {n}" for m, ns in (("a100", (5, 6, 8)), ("dgx2", (5, 6)), ("ndv2", (5, 6, 16)),
+                                                         ("mi250", (5,))) for n in ns] + [
+    "-t torus2d:5x7", "-t ring:12", "-t torus3d:4x4x8", "-t hypercube:8"]
 
 
 def child(cmd: list[str]) -> tuple[str, int, float, float]:
@@ -124,6 +140,39 @@ def recheck(only: str, markdown: Path | None) -> None:
         markdown.write_text("\n".join([header, *rows]) + "\n")
 
 
+def allreduce(only: str, markdown: Path | None, unseen: bool) -> None:
+    header = ("| instance | exit | steps | distance bound | strongest bound (`bounds`) | ratio | method | CPU s "
+              "| peak MB | over |\n|---|---|---|---|---|---|---|---|---|---|")
+    print(header)
+    rows = []
+    for inst in ALLREDUCE_UNSEEN if unseen else ALLREDUCE:
+        if only not in inst:
+            continue
+        args = [*shlex.split(inst), "-c", "allreduce"]
+        bout, _, _, _ = child([sys.executable, "-m", "smtcoll", "bounds", *args, "--format", "json"])
+        best = strongest(bout)
+        try:
+            dist = json.loads(bout)["steps"]["value"]
+        except (json.JSONDecodeError, KeyError, TypeError):
+            dist = None
+        out, code, cpu, mb = child([sys.executable, "-m", "smtcoll", "synth", *args, "--format", "json"])
+        try:
+            d = json.loads(out)
+            steps, method = d["steps"], d["method"]
+        except (json.JSONDecodeError, KeyError):
+            steps, method = None, "-"
+        ratio = steps / best if steps and best else None
+        over = [w for w, bad in (("1.5x", ratio is None or ratio > 1.5), ("10 s", cpu > 10), ("1 GB", mb > 1024))
+                if bad]
+        row = (f"| `{inst} -c allreduce` | {code} | {steps} | {dist} | {best} | "
+               f"{'-' if ratio is None else f'{ratio:.2f}'} | {method} | {cpu:.1f} | {mb:.0f} "
+               f"| {', '.join(over) or '-'} |")
+        print(row, flush=True)
+        rows.append(row)
+    if markdown:
+        markdown.write_text("\n".join([header, *rows]) + "\n")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--only", default="")
@@ -131,7 +180,11 @@ def main() -> None:
     ap.add_argument("--markdown", type=Path)
     ap.add_argument("--unseen", action="store_true", help="the instances of UNSEEN instead of the targets")
     ap.add_argument("--recheck", action="store_true", help="RECHECK, with --method scale and the default")
+    ap.add_argument("--allreduce", action="store_true", help="survey one-chunk Allreduce (ALLREDUCE), no --method")
     args = ap.parse_args()
+    if args.allreduce:
+        allreduce(args.only, args.markdown, args.unseen)
+        return
     if args.recheck:
         recheck(args.only, args.markdown)
         return

@@ -100,6 +100,26 @@ def misses(all_rows: list[dict]) -> list[str]:
     return out
 
 
+def rebound(all_rows: list[dict], model_file: str | None) -> list[dict]:
+    """The rows with the bound of the current code (`smtcoll.sweep.tasks.model_bound`): runs made before a
+    bound was tightened are compared with the tighter one."""
+    from smtcoll import specs
+    from smtcoll.sweep import cost
+    from smtcoll.sweep.tasks import model_bound
+
+    model = cost.Model.load(Path(model_file) if model_file else None)
+    bounds: dict[tuple[str, int, str], object] = {}
+    out = []
+    for r in all_rows:
+        key = (r["machine"], r["nodes"], r["collective"])
+        if key not in bounds:
+            topo = specs.resolve_topology(r["machine"], r["nodes"])
+            bounds[key] = model_bound(topo, specs.resolve_collective(r["collective"], topo.ranks), r["nodes"], model)
+        at = bounds[key]
+        out.append({**r, "bound_us": float(at(r["bytes"])) if at is not None else r["bound_us"]})  # type: ignore[operator]
+    return out
+
+
 def selected(spec: str) -> list[tuple[str, str]]:
     """The (machine, node counts) pairs of --machines, in the table's order: `ndv2` takes the node counts
     of MACHINES, `ndv2:2` or `ndv2:1,2` the ones given (a bare number after a colon continues the list)."""
@@ -134,7 +154,7 @@ def main() -> None:
         loaded = [json.loads(f.read_text()) for f in args.from_json]
         # a row of a later file replaces the same row of an earlier one (a re-run of some collectives)
         latest = {(r["machine"], r["nodes"], r["collective"], r["size"]): r for d in loaded for r in d["rows"]}
-        all_rows = list(latest.values())
+        all_rows = rebound(list(latest.values()), args.model)
         print(table(all_rows))
         print(f"\nCPU {sum(d['cpu_s'] for d in loaded):.0f} s in all, peak resident "
               f"{max(d['peak_kib'] for d in loaded) / 1024:.0f} MiB (one process)")

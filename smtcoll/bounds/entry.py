@@ -121,11 +121,13 @@ def _capacity(topo: Topology, crossing: list, inside: set[int]) -> int:
     return cap + sum(bw[k] for k in left)
 
 
-def _from(topo: Topology, sources: list[int]) -> dict[int, int]:
-    """Hops from the nearest of `sources` (breadth-first search over the links)."""
+def _from(topo: Topology, sources: list[int], reverse: bool = False) -> dict[int, int]:
+    """Hops from the nearest of `sources` (breadth-first search over the links); `reverse`: hops to the
+    nearest of them."""
     out: dict[int, list[int]] = {}
     for l in topo.links:
-        out.setdefault(l.src, []).append(l.dst)
+        a, b = (l.dst, l.src) if reverse else (l.src, l.dst)
+        out.setdefault(a, []).append(b)
     dist = dict.fromkeys(sources, 0)
     queue = deque(sources)
     while queue:

@@ -16,6 +16,7 @@ from smtcoll.bounds.holdings import holdings_bound
 from smtcoll.bounds.lp import lp_bound
 from smtcoll.bounds.network import flow_network
 from smtcoll.bounds.receive import receive_bound
+from smtcoll.bounds.relay import relay_bound
 from smtcoll.bounds.results import Bound, Bounds, fraction_json
 from smtcoll.bounds.time import time_bound
 from smtcoll.errors import ModelError
@@ -36,8 +37,10 @@ def lower_bounds(topo: Topology, coll: Collective, size: int | None = None, gbps
     lpb = lp_bound(topo, coll) if lp else Bound("lp", None, "rounds", {}, "not computed (--no-lp)")
     hops = hops_bound(topo, coll, arrays)
     entry = entry_bound(topo, coll)  # multi-node machines: the node's imports, then the last hop inside it
+    relay = relay_bound(topo, coll)  # multi-node machines: what a node knows of the others, relayed
     held = holdings_bound(topo, coll)  # the ramp: what each rank can hold round by round
-    others = [steps, receive, cut, lpb, hops, *([entry] if entry.value is not None else [])]
+    others = [steps, receive, cut, lpb, hops, *([entry] if entry.value is not None else []),
+              *([relay] if relay.value is not None else [])]
     # the holdings bound is named only where it is stronger than all the others (or proves no schedule)
     top = max((b.value for b in others if b.value is not None), default=None)
     if held.value is None or top is None or held.value > top:
@@ -45,6 +48,8 @@ def lower_bounds(topo: Topology, coll: Collective, size: int | None = None, gbps
     rounds = best_rounds(*others)
     if rounds.witness.get("from") == "entry":  # the entry bound has no row of its own: its witness goes here
         rounds = attrs.evolve(rounds, witness={"from": "entry", "entry": entry.witness}, note=explain(entry))
+    if rounds.witness.get("from") == "relay":  # nor the relay bound
+        rounds = attrs.evolve(rounds, witness={"from": "relay", "relay": relay.witness}, note=explain(relay))
     rpc = _rounds_per_chunk(cut, lpb, coll, hops)
     thr = throughput_bound(topo, coll, gbps_per_unit)
     t = time_bound(topo, coll, steps, rounds, size, gbps_per_unit, alpha_us)
@@ -86,6 +91,7 @@ class SearchBounds:
     # a ramp of what ranks can hold round by round; None where they do not apply
     entry: Bound | None = None
     holdings: Bound | None = None
+    relay: Bound | None = None  # bounds.relay: what a node knows of the others, relayed through it
 
     @property
     def steps_value(self) -> int:
@@ -101,7 +107,7 @@ class SearchBounds:
         """The strongest of the entry and holdings bounds, which hold at the chunk factor they were
         computed for (a finer split lowers them: their ramps are counted in chunks of that size)."""
         best: tuple[int, Bound | None] = (0, None)
-        for e in (self.holdings, self.entry):  # the entry bound's reason on ties: it names the node
+        for e in (self.holdings, self.relay, self.entry):  # the entry bound's reason on ties: it names the node
             if e is None or e.value is None or chunks != e.witness.get("chunks"):
                 continue
             if int(e.value) >= best[0]:
@@ -156,7 +162,8 @@ def search_bounds(topo: Topology, coll: Collective) -> SearchBounds:
     if not cands:
         return SearchBounds(steps, Fraction(0), "nothing must cross any cut")
     q, why = max(cands, key=lambda x: x[0])
-    return SearchBounds(steps, q, why, entry_bound(topo, coll), _with_chunks(holdings_bound(topo, coll), coll))
+    return SearchBounds(steps, q, why, entry_bound(topo, coll), _with_chunks(holdings_bound(topo, coll), coll),
+                        relay_bound(topo, coll))
 
 
 def _with_chunks(b: Bound, coll: Collective) -> Bound:
@@ -183,6 +190,12 @@ def explain(b: Bound) -> str:
         last = f", and rank {w['farthest']} is {count(w['hops'], 'hop')} from where they enter" if w["hops"] else ""
         return (f"entry: {count(w['must_enter'], 'chunk')} must enter node {w['node']}, at most {w['capacity']} per "
                 f"round{last}")
+    if b.name == "relay" and w:
+        known = ", ".join(map(str, w["known"]))
+        last = f", then {count(w['last'], 'hop')} to the farthest rank" if w["last"] else ""
+        return (f"relay: a node knows of at most {known} of the {w['nodes']} nodes after rounds "
+                f"0..{len(w['known']) - 1} (a node takes in at most {count(w['capacity'], 'value')} per round, "
+                f"{count(w['relay'], 'hop')} from entry to exit inside it){last}")
     if b.name == "lp" and w:
         return f"flow LP optimum {w['lp_optimum']}"
     if b.name == "holdings" and w:

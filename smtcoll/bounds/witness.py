@@ -11,6 +11,7 @@ from smtcoll.bounds.demand import must_enter, must_receive
 from smtcoll.bounds.distance import bfs
 from smtcoll.bounds.holdings import holdings_bound
 from smtcoll.bounds.network import cut_capacity
+from smtcoll.bounds.relay import relay_bound
 from smtcoll.errors import ModelError
 from smtcoll.model import Collective, Topology
 
@@ -52,9 +53,17 @@ def check_witness(kind: str, witness: dict[str, Any], topo: Topology, coll: Coll
                 if key in witness:
                     _same(key, witness[key], b.witness.get(key))
             return int(b.value)
+        if kind == "relay":  # no choice either: the recursion is recomputed from the topology
+            b = relay_bound(topo, coll)
+            if b.value is None:
+                return None
+            for key in ("nodes", "capacity", "far", "relay", "last", "known"):
+                if key in witness:
+                    _same(key, witness[key], b.witness.get(key))
+            return int(b.value)
     except (KeyError, TypeError, ValueError) as e:
         raise ModelError("witness", f"malformed {kind} witness: {e}") from None
-    raise ModelError("witness", f"unknown bound kind {kind!r} (expected steps, receive, cut, hops or holdings)")
+    raise ModelError("witness", f"unknown bound kind {kind!r} (expected steps, receive, cut, hops, holdings or relay)")
 
 
 def _fraction(x: Any, what: str) -> Fraction:

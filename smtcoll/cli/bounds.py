@@ -105,8 +105,8 @@ def bounds_command(
 
 def _rounds_certificate(topo: Topology, coll: Collective, rounds: int | float | None, out: Path) -> Path | None:
     """A certificate that no schedule finishes in fewer rounds than the rounds bound, when a bound with a
-    re-checkable witness (steps, receive, cut, holdings) proves it; None otherwise (the LP, the entry
-    bound: no certificate kind yet). Never runs a solver."""
+    re-checkable witness (steps, receive, cut, holdings, relay) proves it; None otherwise (the LP, the
+    entry bound: no certificate kind yet). Never runs a solver."""
     from smtcoll.proofs.certificate import refuting_bound, write_certificate
     from smtcoll.proofs.claim import Claim
 
@@ -165,6 +165,10 @@ def _explain(b: Bound) -> str:
         last = f", then {count(e['hops'], 'hop')} to rank {e['farthest']}" if e["hops"] else ""
         return (f"from the entry bound: {count(e['must_enter'], 'chunk')} must enter node {e['node']}, at most "
                 f"{e['capacity']} per round{last}")
+    if b.name == "rounds" and "relay" in w:
+        from smtcoll.bounds import Bound, explain
+
+        return "from the " + explain(Bound("relay", b.value, "rounds", w["relay"])).replace(": ", " bound: ", 1)
     if b.name in ("rounds", "rounds_per_chunk"):
         return f"from the {w['from']} bound" + (f" ({w['exact']})" if "exact" in w else "")
     if b.name == "throughput":

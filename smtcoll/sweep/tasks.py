@@ -200,7 +200,7 @@ def compute(payload: dict[str, Any]) -> dict[str, Any]:
     for mode in MODES:
         per_mode[mode], rejected = _candidates(sources, machine, o, kind, label, nodes, mode, memo)
         out["rejected"] += rejected
-    bound = _bound(topo, base, result.lower_bound, o.model)
+    bound = _bound(topo, base, result.lower_bound, o.model, machine)
     for runtime in o.runtimes:
         for mode in MODES:
             files, rej = _select_and_write(sources, per_mode[mode], o.sizes, runtime, label, nodes, kind, bound,
@@ -285,7 +285,8 @@ def _constructions(topo: Topology, base: Collective, max_steps: int | None) -> l
     return out
 
 
-def _bound(topo: Topology, base: Collective, lb: LowerBound | None, model: cost.Model) -> Any:
+def _bound(topo: Topology, base: Collective, lb: LowerBound | None, model: cost.Model,
+           machine: cost.Machine) -> Any:
     """The time no schedule beats at a size (µs, a function of bytes), or None: the tight throughput
     bound of `smtcoll.bounds.throughput` where it is installed, else the synthesizer's lower bound
     (steps x the smallest latency + rounds per chunk x a chunk at the fastest link)."""
@@ -295,7 +296,13 @@ def _bound(topo: Topology, base: Collective, lb: LowerBound | None, model: cost.
         time_bound = None  # type: ignore[assignment]
     if time_bound is not None:
         tb = time_bound(topo, base, float(model.default_gbps), float(model.default_alpha_us))
-        return lambda size: Fraction(tb.at(size))
+        fixed = _fixed_costs(machine, model) if tb.us_per_byte > 0 else {}
+        if not fixed:
+            return lambda size: Fraction(tb.at(size))
+        # what the model charges every program besides its data (`_fixed_costs`), with the data at the
+        # protocol's efficiency: the least over the protocols the sweep tries
+        return lambda size: max(Fraction(tb.at(size)), min(
+            lat + tb.us_per_byte * size / model.efficiency[p] for p, lat in fixed.items()))
     if lb is None or lb.steps is None or lb.rounds_per_chunk is None or not topo.links:
         return None
     m = cost.machine(topo, 1, model)
@@ -303,6 +310,27 @@ def _bound(topo: Topology, base: Collective, lb: LowerBound | None, model: cost.
     alpha = min(m.alpha.values()) if model.link_alpha else Fraction(0)
     steps, q, a = lb.steps, lb.rounds_per_chunk, cost.addresses(base)
     return lambda size: steps * alpha + q * Fraction(size, a) * fastest
+
+
+def _fixed_costs(m: cost.Machine, model: cost.Model) -> dict[str, Fraction]:
+    """Per protocol, the time the model adds to every program's data time: the call's base latency, and the
+    least hop latency, which the last chunk on the busiest resource still pays after its hold there (the run
+    of `smtcoll.check.execution`: a chunk arrives the longest of its holds plus its hop's latency after it
+    leaves). Empty when no link is timed."""
+    if not m.per_byte:
+        return {}
+    out = {}
+    for p in model.protocols:
+        hop = min(model.hop_latency_us[m.kind[link]][p] + (m.alpha[link] if model.link_alpha else 0)
+                  for link in m.per_byte)
+        out[p] = model.call_latency_us[p] + hop
+    return out
+
+
+def model_bound(topo: Topology, base: Collective, nodes: int, model: cost.Model) -> Any:
+    """The time no program beats in `model` at a size (µs, a function of bytes): the sweep's bound column,
+    for benchmarks that re-read older runs."""
+    return _bound(topo, base, None, model, cost.machine(topo, nodes, model))
 
 
 def _scaled(topo: Topology, base: Collective, max_steps: int | None) -> Any:

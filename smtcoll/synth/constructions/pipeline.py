@@ -13,8 +13,10 @@ switch-group capacities with the step model's "what the sender held when the ste
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
+from typing import Any
 
 import attrs
 
@@ -131,6 +133,58 @@ def link_time(topo: Topology, steps: Sequence[Step]) -> Fraction:
         for key, done in arrivals:  # a step's sends leave with what the sender held when it began
             ready[key] = max(ready.get(key, Fraction(0)), done)
     return end
+
+
+def turn(steps: Sequence[Step]) -> list[Step]:
+    """The steps run backwards with every send reversed: a schedule of the reversed links' transposed
+    collective (an out-tree's broadcast becomes its in-tree's reduce, and back)."""
+    return [Step(st.rounds, sorted((Send(x.chunk, x.dst, x.src) for x in st.sends), key=send_key))
+            for st in reversed(steps)]
+
+
+def backward(topo: Topology, plan: Plan, steps: Sequence[Step]) -> list[Step]:
+    """The backward pass of forward-backward list scheduling: `plan`'s transfers turned round (on the
+    reversed links, each waiting for the transfers that waited for it) list-scheduled with those that end
+    `steps` (a schedule of `plan`) last first, then turned back: the same transfers, each as late as the
+    capacity after it allows. A forward list schedule packs its start and leaves its end ragged (mi250's
+    exact packing: the slow links' last transfers slip a step behind the relays' forwards); this packs the
+    end, keeping the forward pass's order elsewhere. A chunk crosses a link once in `plan` (trees)."""
+    when: dict[tuple[int, int, int], int] = {}
+    for s, st in enumerate(steps):
+        for x in st.sends:
+            when[(x.chunk, x.src, x.dst)] = s
+    n = len(plan.transfers)
+    then: list[list[int]] = [[] for _ in range(n)]
+    for i, t in enumerate(plan.transfers):
+        for d in t.after:
+            then[d].append(i)
+    reverse = Plan()  # transfer i is reverse's n - 1 - i: what waited for it comes before it
+    for i in range(n - 1, -1, -1):
+        t = plan.transfers[i]
+        reverse.add(t.chunk, t.dst, t.src, [n - 1 - j for j in then[i]])
+    last = [-when[(t.chunk, t.src, t.dst)] for t in reversed(plan.transfers)]
+    return turn(_list_schedule(topo.reversed(), reverse, topological(reverse, last)))
+
+
+def topological(plan: Plan, key: Sequence[Any]) -> list[int]:
+    """The plan's transfers with every dependency before its dependants, the least `key` first among
+    those whose dependencies are placed (ties by index)."""
+    waits = [len(t.after) for t in plan.transfers]
+    then: list[list[int]] = [[] for _ in plan.transfers]
+    for i, t in enumerate(plan.transfers):
+        for d in t.after:
+            then[d].append(i)
+    ready = [(key[i], i) for i, w in enumerate(waits) if not w]
+    heapq.heapify(ready)
+    out: list[int] = []
+    while ready:
+        _, i = heapq.heappop(ready)
+        out.append(i)
+        for j in then[i]:
+            waits[j] -= 1
+            if not waits[j]:
+                heapq.heappush(ready, (key[j], j))
+    return out
 
 
 def _list_schedule(topo: Topology, plan: Plan, order: list[int]) -> list[Step]:
