@@ -11,7 +11,8 @@ direct baselines), `multiring` (all lane-disjoint rings at once), `treepack` (gr
 (the exact tree packing for links of unequal speed), `hier` (across NICs),
 `exchange` (Alltoall routed by the flow LP, pipelined in shifted rounds), `pairwise` (Allgather,
 ReduceScatter, Allreduce straight to each destination in the same shifted rounds, where every pair is
-linked). docs/synth.md says what each is, where it comes from and when it reaches the bound.
+linked), `lanes` (Allreduce across two nodes whose NICs are not one per GPU each way: that exchange
+feeding the NIC lanes). docs/synth.md says what each is, where it comes from and when it reaches the bound.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import attrs
 from smtcoll.errors import ModelError
 from smtcoll.model import Collective, Schedule, Topology
 from smtcoll.synth.checked import checked as check
-from smtcoll.synth.constructions import exchange, forest, hier, multiring, nccl, pairwise, rail, treepack
+from smtcoll.synth.constructions import exchange, forest, hier, lanes, multiring, nccl, pairwise, rail, treepack
 from smtcoll.synth.constructions.common import NotApplicable
 
 Builder = Callable[[Topology, Collective], Schedule]
@@ -52,6 +53,7 @@ _FAMILIES: dict[str, tuple[Builder, str | None]] = {
     "treepack": (treepack.treepack, None),
     "exchange": (exchange.exchange, None),
     "pairwise": (pairwise.pairwise, None),
+    "lanes": (lanes.lanes, None),
     "forest": (forest.forest, None),
 }
 # `synth --method` names (short) -> family
@@ -66,6 +68,7 @@ METHODS: dict[str, Builder] = {
     "treepack": treepack.treepack,
     "exchange": exchange.exchange,
     "pairwise": pairwise.pairwise,
+    "lanes": lanes.lanes,
     "forest": forest.forest,
 }
 

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from smtcoll.model import Collective, Schedule, Topology
 from smtcoll.synth.constructions.common import NotApplicable, kind
 from smtcoll.synth.constructions.exchange import OPS_PER_LINK, PIECES_PER_RANK
-from smtcoll.synth.constructions.pipeline import Plan, schedule_transfers
+from smtcoll.synth.constructions.pipeline import Plan, hop_latencies, replay_time, schedule_transfers, timed_schedule
 from smtcoll.synth.constructions.rings import nodes_of
 from smtcoll.synth.constructions.trees import node_ranks
 
@@ -51,7 +51,9 @@ def pairwise(topo: Topology, base: Collective) -> Schedule:
     # across nodes a partial sum waits for all its shares before it crosses: smaller pieces shorten the wait
     # (a100 x2 ReduceScatter 0.86 -> 0.90 of the bound, Allreduce 0.59 -> 0.83; Allgather, which forwards
     # each piece as it arrives, keeps the base count: 0.96, and 0.70 with the doubled one)
-    per_rank = PIECES_PER_RANK * (blocks if what != "allgather" else 1)
+    # an Allreduce, ordered in time (`timed_schedule`), gains from the most pieces its connections hold: a100 x2
+    # at 256 MiB 0.94 of the bound with 18 per rank and node, 0.97 with 24 (docs/benchmarks.md, session 7)
+    per_rank = PIECES_PER_RANK * (blocks if what != "allgather" else 1) * (phases if blocks > 1 else 1)
     per_conn = pieces_per_connection(len(lay.members[0]), phases * blocks, per_rank)
     c = per_conn // (phases * blocks)
     plan = Plan()
@@ -75,7 +77,12 @@ def pairwise(topo: Topology, base: Collective) -> Schedule:
                     _reduce_remote(plan, lay, t, lambda d, p: d * c + p, into)
                 if 0 <= t - RS_LAG < c:
                     _reduce_local(plan, lay, t - RS_LAG, lambda d, p: d * c + p, into)
-    return Schedule(topo, coll, schedule_transfers(topo, plan), name="pairwise")
+    # the shifted rounds (`schedule_transfers`: every port serves one piece a round) or the order in time
+    # (`timed_schedule`: NICs slower than ports, message latencies), whichever replays faster (`replay_time`)
+    lat = hop_latencies(topo, lay.node, coll.chunk_factor)
+    steps = min((schedule_transfers(topo, plan), timed_schedule(topo, plan, lat)),
+                key=lambda s: replay_time(topo, s, lat))
+    return Schedule(topo, coll, steps, name="pairwise")
 
 
 RS_LAG = 2  # ReduceScatter: pieces by which the sums for the node's own ranks trail those sent to other nodes

@@ -234,3 +234,131 @@ def busiest_link(plan: Plan) -> int:
     for t in plan.transfers:
         load[(t.src, t.dst)] = load.get((t.src, t.dst), 0) + 1
     return max(load.values(), default=0)
+
+
+def timed_schedule(topo: Topology, plan: Plan, latency: Mapping[tuple[int, int], float] | None = None) -> list[Step]:
+    """A list schedule in time rather than rounds: each transfer, in the plan's order, starts at the
+    earliest moment after its dependencies arrived when its link and every switch group it crosses are idle
+    for as long as it holds them (chunk / GB/s of each: a NIC holds a chunk 12x longer than an A100's
+    NVSwitch port), filling earlier idle gaps; the steps then follow the start times. The lowered program
+    runs each connection's transfers in step order, so an order that assumes every resource as fast as the
+    round model does (`schedule_transfers`) makes the fast ports wait in line behind transfers whose data
+    is still crossing a slow NIC. Links without a speed count their lanes (`bandwidth`) as GB/s.
+    `latency[link]`, in the same unit (one chunk through 1 GB/s), delays each arrival: without it the
+    order assumes that a sum can be forwarded the moment its last share arrived, and the receivers'
+    thread blocks, which run in that order, wait one message latency per dependent step."""
+    import bisect
+
+    from smtcoll.model.timed import group_gbps
+
+    speed: dict[tuple[int, int], float] = {(l_.src, l_.dst):
+                                           float(l_.gbps or l_.bandwidth) for l_ in topo.links}
+    gspeed = [float(group_gbps(topo, g) or g.bandwidth) for g in topo.switches]
+    busy: dict[object, tuple[list[float], list[float]]] = {}  # resource -> (starts, ends), sorted, disjoint
+    start: list[float] = [0.0] * len(plan.transfers)
+    end: list[float] = [0.0] * len(plan.transfers)
+
+    def gap(res: object, t: float, d: float) -> float:
+        """The earliest u >= t with `res` idle over [u, u + d)."""
+        starts, ends = busy.setdefault(res, ([], []))
+        i = bisect.bisect_right(ends, t)
+        while i < len(starts) and starts[i] < t + d:
+            t = max(t, ends[i])
+            i += 1
+        return t
+
+    for i, tr in enumerate(plan.transfers):
+        key = (tr.src, tr.dst)
+        if key not in speed:
+            raise ValueError(f"no link {tr.src} -> {tr.dst}")  # a construction's bug: caught by its tests
+        holds = [(("l", key), 1 / speed[key]), *((("g", g), 1 / gspeed[g]) for g in topo.switches_of(*key))]
+        t = max((end[d] for d in tr.after), default=0.0)
+        while True:
+            u = t
+            for res, d in holds:
+                u = gap(res, u, d)
+            if u == t:
+                break
+            t = u
+        for res, d in holds:
+            starts, ends = busy[res]
+            j = bisect.bisect_left(starts, t)
+            starts.insert(j, t)
+            ends.insert(j, t + d)
+        start[i], end[i] = t, t + max(d for _, d in holds) + (latency or {}).get(key, 0.0)
+    # steps in start order, a link's transfers in separate steps (a step's sends are lowered in chunk order)
+    step_of = [0] * len(plan.transfers)
+    last: dict[tuple[int, int], int] = {}
+    current = 0
+    for i in sorted(range(len(plan.transfers)), key=lambda i: (start[i], i)):
+        tr = plan.transfers[i]
+        current = max([current, last.get((tr.src, tr.dst), -1) + 1, *(step_of[d] + 1 for d in tr.after)])
+        step_of[i] = last[(tr.src, tr.dst)] = current
+    per_step: list[list[Send]] = [[] for _ in range(current + 1)]
+    for i, tr in enumerate(plan.transfers):
+        per_step[step_of[i]].append(Send(tr.chunk, tr.src, tr.dst))
+    return [Step(_rounds(topo, sends), sorted(sends, key=send_key)) for sends in per_step if sends]
+
+
+def _rounds(topo: Topology, sends: Sequence[Send]) -> int:
+    """The rounds a step needs: its busiest link or switch group, in lanes."""
+    load: dict[tuple[int, int], int] = {}
+    for x in sends:
+        load[(x.src, x.dst)] = load.get((x.src, x.dst), 0) + 1
+    rounds = max(-(-c // topo.bandwidth(*k)) for k, c in load.items())
+    used: dict[int, int] = {}
+    for k, c in load.items():
+        for g in topo.switches_of(*k):
+            used[g] = used.get(g, 0) + c
+    return max([rounds, *(-(-u // topo.switches[g].bandwidth) for g, u in used.items())])
+
+
+# What `hop_latencies` assumes of the run: a message's latency as NCCL's Simple protocol gives it per hop
+# (hwLat, src/graph/tuning.cc: NVLink 3.4 µs, network 9.6 µs) plus the link's own alpha_us, for a buffer of
+# NOMINAL_BYTES over NOMINAL_INSTANCES channels per connection: the sizes the throughput constructions are
+# for (256 MiB to 1 GiB; a100 x2 Allreduce, `pairwise`, 2 instances: 0.74 / 0.92 of the bound at 256 MiB /
+# 1 GiB ordered without latencies, 0.93 / 0.98 with them, docs/benchmarks.md)
+HOP_US = {"intra": 3.4, "net": 9.6}
+DEFAULT_ALPHA_US = 1.0
+NOMINAL_BYTES = 256 << 20
+NOMINAL_INSTANCES = 2
+
+
+def hop_latencies(topo: Topology, node: Sequence[int], addresses: int) -> dict[tuple[int, int], float]:
+    """Each link's message latency in `timed_schedule`'s unit (one chunk through 1 GB/s), for a buffer
+    of NOMINAL_BYTES cut into `addresses` chunks per instance; links between nodes are network hops."""
+    unit_us = NOMINAL_BYTES / (addresses * NOMINAL_INSTANCES) / 1000  # µs of one chunk at 1 GB/s
+    out = {}
+    for l_ in topo.links:
+        hop = HOP_US["net" if node[l_.src] != node[l_.dst] else "intra"]
+        alpha = l_.alpha_us if l_.alpha_us is not None else DEFAULT_ALPHA_US
+        out[(l_.src, l_.dst)] = (hop + alpha) / unit_us
+    return out
+
+
+def replay_time(topo: Topology, steps: Sequence[Step], latency: Mapping[tuple[int, int], float]) -> float:
+    """When the last transfer of `steps` arrives if every send, in step order, starts once its link and
+    switch groups are free and its sender holds every earlier arrival of its chunk, holding each resource
+    chunk / GB/s, and arrives `latency[link]` after it ends (`timed_schedule`'s units): how the lowered
+    program, which runs each connection in step order, sees an order, to choose between two."""
+    from smtcoll.model.timed import group_gbps
+
+    speed = {(l_.src, l_.dst): float(l_.gbps or l_.bandwidth) for l_ in topo.links}
+    gspeed = [float(group_gbps(topo, g) or g.bandwidth) for g in topo.switches]
+    free: dict[object, float] = {}
+    ready: dict[tuple[int, int], float] = {}
+    end = 0.0
+    for st in steps:
+        arrivals = []
+        for x in st.sends:
+            key = (x.src, x.dst)
+            holds = [(("l", key), 1 / speed[key]), *((("g", g), 1 / gspeed[g]) for g in topo.switches_of(*key))]
+            t = max([ready.get((x.chunk, x.src), 0.0), *(free.get(r, 0.0) for r, _ in holds)])
+            for r, d in holds:
+                free[r] = t + d
+            done = t + max(d for _, d in holds) + latency.get(key, 0.0)
+            arrivals.append(((x.chunk, x.dst), done))
+            end = max(end, done)
+        for k, done in arrivals:  # a step's sends leave with what the sender held when it began
+            ready[k] = max(ready.get(k, 0.0), done)
+    return end
