@@ -196,14 +196,7 @@ class NodeEncoding:
         units spent."""
         import z3
 
-        left = 10**6 if deadline is None else max(0.001, deadline - time.monotonic())
-        self.solver.set("timeout", max(1, int(left * 1000)))
-        self.solver.set("rlimit", 0 if work is None else work)
-        res = self.solver.check()
-        try:
-            spent = int(self.solver.statistics().get_key_value("rlimit count"))
-        except z3.Z3Exception:
-            spent = 0
+        res, spent = check_within(self.solver, work, deadline)
         if res != z3.sat:
             return None, spent
         model = self.solver.model()
@@ -257,3 +250,19 @@ def node_schedule(topo: Topology, coll: Collective, step_counts: Iterable[int], 
         if found is not None:
             return found, spent, tried
     return None, spent, tried
+
+
+def check_within(solver: Any, work: int | None, deadline: float | None) -> tuple[Any, int]:
+    """z3's answer within `work` resource units (deterministic) and before `deadline` (a safety stop), and
+    the units it spent: the one budgeted check of the symmetric searches (this one and `sums`)."""
+    import z3
+
+    left = 10**6 if deadline is None else max(0.001, deadline - time.monotonic())
+    solver.set("timeout", max(1, int(left * 1000)))
+    solver.set("rlimit", 0 if work is None else work)
+    res = solver.check()
+    try:
+        spent = int(solver.statistics().get_key_value("rlimit count"))
+    except z3.Z3Exception:  # no work counted yet
+        spent = 0
+    return res, spent

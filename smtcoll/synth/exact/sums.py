@@ -34,6 +34,7 @@ import time
 from collections.abc import Sequence
 
 from smtcoll.model import Collective, Schedule, Send, Step, Topology
+from smtcoll.synth.exact.nodes import check_within
 
 # the largest encoding `auto` builds (`size`): building and parsing cost CPU and memory before the search,
 # and beyond it z3 found nothing within the budget where measured (mi250 x 3 at 4 steps: 56,832, 9 CPU s in
@@ -209,15 +210,8 @@ class SumsEncoding:
         units spent."""
         import z3
 
-        left = 10**6 if deadline is None else max(0.001, deadline - time.monotonic())
-        self.solver.set("timeout", max(1, int(left * 1000)))
-        self.solver.set("rlimit", 0 if work is None else work)
-        res = self.solver.check()
+        res, spent = check_within(self.solver, work, deadline)
         self.unsat = res == z3.unsat
-        try:
-            spent = int(self.solver.statistics().get_key_value("rlimit count"))
-        except z3.Z3Exception:
-            spent = 0
         if res != z3.sat:
             return None, spent
         model = self.solver.model()
