@@ -84,7 +84,7 @@ def sweep_command(
     max_chunks: Annotated[int, typer.Option(metavar="C", help="the most chunks per input on the Pareto frontier")] = 4,
     max_steps: Annotated[int | None, typer.Option(metavar="S", help="give up above this many steps")] = None,
     task_timeout: Annotated[float | None, typer.Option(metavar="SECONDS", help="kill a task after this many seconds "
-                                                          "(default: 2 x --timeout + 60)")] = None,
+                                                          "(default: 2 x --timeout + 1800)")] = None,
     task_memory: Annotated[str, typer.Option(metavar="SIZE",
                                              help="address-space limit of a task, e.g. 4GiB (0: none)")] = "4GiB",
     workers: Annotated[int | None, typer.Option(metavar="N", help="worker processes of the local Dask cluster "
@@ -162,7 +162,10 @@ def sweep_command(
     runtimes = {"both": ("executor", "legacy"), "auto": ("executor",)}.get(runtime.canonical, (runtime.canonical,))
     options = Options(parse_range(sizes), runtimes, timeout, max_chunks, max_steps, knobs, prove)
     request = Request(_names(topology, "--topology"), _nodes(nodes), _names(collective, "--collective"), options)
-    limits = Limits(task_timeout if task_timeout is not None else 2 * timeout + 60,
+    # the synthesis is bounded by --timeout; timing every candidate's lowered program is not, and takes
+    # minutes on machines of 16-32 ranks (ndv2 Allreduce 4 CPU min, dgx2 x2 Allreduce 24): the default is a
+    # safety stop for a hung task, not a budget
+    limits = Limits(task_timeout if task_timeout is not None else 2 * timeout + 1800,
                     parse_size(task_memory, "--task-memory"))
     where = Where(workers or os.cpu_count() or 1, scheduler, scheduler_file, dashboard)
     show, stop = rich_progress("tasks") if sys.stdout.isatty() and fmt is Format.text else (None, None)

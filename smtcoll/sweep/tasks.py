@@ -154,7 +154,7 @@ def compute(payload: dict[str, Any]) -> dict[str, Any]:
     status: str
     try:
         # the frontier within a work budget (deterministic: the same files on an idle and a busy machine);
-        # the wall clock is only the safety stop, 30 s before the task's own kill (--task-timeout: 2 x + 60)
+        # the wall clock is only the safety stop, 30 s before the task's own kill (--task-timeout's default: 2 x + 1800)
         request = SynthRequest(strategy="pareto", method="exact", max_steps=o.max_steps, max_chunks=o.max_chunks,
                                limits=Limits(timeout=min(2 * o.budget + 30, 7 * 24 * 3600.0),
                                              work=max(1, min(10**15, int(o.budget * WORK_PER_SECOND)))))
