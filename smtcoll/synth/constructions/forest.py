@@ -39,7 +39,7 @@ from smtcoll.model import Collective, Link, Schedule, Send, Step, Topology
 from smtcoll.msccl.runtime import MAX_NODES
 from smtcoll.synth.constructions.common import NotApplicable, kind, send_key
 from smtcoll.synth.constructions.forest_cuts import Slack
-from smtcoll.synth.constructions.forest_cuts import ratio as cut_ratio
+from smtcoll.synth.constructions.forest_cuts import ratio as min_cut_ratio
 from smtcoll.synth.constructions.forest_wide import candidate_units, exact_unit, lane_rates, reverse, timed_steps, whole
 from smtcoll.synth.constructions.pipeline import (
     Plan,
@@ -225,11 +225,11 @@ def wide(topo: Topology) -> bool:
     return topo.ranks > MAX_RANKS or bool(topo.switches)
 
 
-def _cut_ratio(n: int, cap: dict[tuple[int, int], int], roots: list[int]) -> Fraction:
+def cut_ratio(n: int, cap: dict[tuple[int, int], int], roots: list[int]) -> Fraction:
     """The cut bound in trees per unit, the out-trees' and the in-trees' (the reversed links)."""
     if n <= MAX_RANKS:
         return max(_ratio(Sets(n, c), roots) for c in (cap, reverse(cap)))
-    return max(cut_ratio(n, c, roots) for c in (cap, reverse(cap)))
+    return max(min_cut_ratio(n, c, roots) for c in (cap, reverse(cap)))
 
 
 def choose_wide(topo: Topology, roots: list[int], factor: int) -> tuple[int, int, dict[tuple[int, int], int], Fraction]:
@@ -239,12 +239,12 @@ def choose_wide(topo: Topology, roots: list[int], factor: int) -> tuple[int, int
     speed = lane_rates(topo)
     n = topo.ranks
     exact = exact_unit(speed)
-    q_true = _cut_ratio(n, whole(speed, exact), roots) / exact  # roots per (byte/µs) entering the worst cut
+    q_true = cut_ratio(n, whole(speed, exact), roots) / exact  # roots per (byte/µs) entering the worst cut
     best: tuple[tuple[int, Fraction, int], Fraction, int, dict[tuple[int, int], int]] | None = None
     for unit in candidate_units(speed):
         cap = whole(speed, unit)
         try:
-            q = _cut_ratio(n, cap, roots)
+            q = cut_ratio(n, cap, roots)
         except NotApplicable:
             continue
         # messages a connection may carry spread over the channels of 8 instances; whether the rank's waits
@@ -296,7 +296,7 @@ def owners(topo: Topology) -> list[int]:
     mi250 and amd8 keep one each; the ladder of benchmarks/topologies/ladder10.toml 1.2x less per address)."""
     if wide(topo):
         cap = whole(lane_rates(topo), exact_unit(lane_rates(topo)))
-        return _owners(topo.ranks, lambda roots: _cut_ratio(topo.ranks, cap, roots))
+        return _owners(topo.ranks, lambda roots: cut_ratio(topo.ranks, cap, roots))
     both = [Sets(t.ranks, units(t)) for t in (topo, topo.reversed())]  # the out-trees' cuts and the in-trees'
     return _owners(topo.ranks, lambda roots: max(_ratio(sets, roots) for sets in both))
 
@@ -343,13 +343,13 @@ def forest(topo: Topology, base: Collective, trees: int | None = None) -> Schedu
     if wide(topo):
         c, m, cap, _ = choose_wide(topo, roots, factor)
         if trees is not None:
-            c, m = trees, math.ceil(trees * _cut_ratio(n, cap, roots))
+            c, m = trees, math.ceil(trees * cut_ratio(n, cap, roots))
     else:
         cap = units(topo)
         if trees is None:
             c, m, _ = choose(topo, roots, factor)
         else:
-            c, m = trees, math.ceil(trees * _cut_ratio(n, cap, roots))
+            c, m = trees, math.ceil(trees * cut_ratio(n, cap, roots))
 
     lanes = None
     if wide(topo):

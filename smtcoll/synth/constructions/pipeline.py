@@ -107,10 +107,11 @@ def list_orders(plan: Plan, deep: bool) -> list[list[int]]:
     return orders
 
 
-def list_candidates(topo: Topology, plan: Plan) -> list[list[Step]]:
+def list_candidates(topo: Topology, plan: Plan, release: Mapping[int, int] | None = None) -> list[list[Step]]:
     """The list schedules of every order `list_orders(plan, True)` gives (a construction that turns them
-    round, as ReduceScatter does, picks among them itself)."""
-    return [_list_schedule(topo, plan, o) for o in list_orders(plan, True)]
+    round, as ReduceScatter does, picks among them itself); `release[i]`: the first step transfer i may
+    take (data that arrives from outside the plan, as a NIC brings it)."""
+    return [_list_schedule(topo, plan, o, release) for o in list_orders(plan, True)]
 
 
 def link_time(topo: Topology, steps: Sequence[Step]) -> Fraction:
@@ -187,9 +188,12 @@ def topological(plan: Plan, key: Sequence[Any]) -> list[int]:
     return out
 
 
-def _list_schedule(topo: Topology, plan: Plan, order: list[int]) -> list[Step]:
-    """Each transfer, in `order` (dependencies first), into the earliest step after its dependencies with
-    a free lane on its link and a free unit in each switch group it crosses; steps of one round."""
+def _list_schedule(topo: Topology, plan: Plan, order: list[int], release: Mapping[int, int] | None = None,
+                   keep_empty: bool = False) -> list[Step]:
+    """Each transfer, in `order` (dependencies first), into the earliest step after its dependencies (and
+    no earlier than `release`, by index) with a free lane on its link and a free unit in each switch group
+    it crosses; steps of one round. `keep_empty`: steps without a send stay, as empty steps (their
+    numbers are those `release` counts)."""
     groups_of: dict[tuple[int, int], list[int]] = {}
     link_load: list[dict[tuple[int, int], int]] = []
     group_load: list[dict[int, int]] = []
@@ -203,7 +207,7 @@ def _list_schedule(topo: Topology, plan: Plan, order: list[int]) -> list[Step]:
             raise ValueError(f"no link {t.src} -> {t.dst}")  # a construction's bug: caught by its tests
         if key not in groups_of:
             groups_of[key] = topo.switches_of(*key)
-        s = max([first_free.get(key, 0), *(step_of[d] + 1 for d in t.after)])
+        s = max([first_free.get(key, 0), *(step_of[d] + 1 for d in t.after), (release or {}).get(i, 0)])
         while True:
             while len(link_load) <= s:
                 link_load.append({})
@@ -224,7 +228,7 @@ def _list_schedule(topo: Topology, plan: Plan, order: list[int]) -> list[Step]:
     for i, s in step_of.items():
         t = plan.transfers[i]
         per_step[s].append(Send(t.chunk, t.src, t.dst))
-    return [Step(1, sorted(sends, key=send_key)) for sends in per_step if sends]
+    return [Step(1, sorted(sends, key=send_key)) for sends in per_step if sends or keep_empty]
 
 
 def busiest_link(plan: Plan) -> int:

@@ -1,0 +1,140 @@
+"""The exact tree packing inside each node, fed through the NICs: a two-level pipeline for nodes whose
+every GPU has its own NIC lane to the GPU of the same local rank in every other node (MI250, A100).
+
+Allgather: each rank's share is cut into C pieces, and one node's `forest` Allgather (the exact packing of
+the node's links, list-scheduled and packed at its end) is built with n C trees per root, so that every
+local root broadcasts n C pieces: its own C, and C of each peer (same local rank) in the other n - 1
+nodes, which the peer sends it over the NIC. The pieces a root starts broadcasting last in that schedule
+are the peers' (their data crosses the NIC first), its earliest its own; each NIC sends its pieces in the
+order the receiving root needs them, from step 0. Every node runs the same schedule, so the NICs of all
+nodes carry (n - 1) C pieces each way while the node's links run the one-node schedule from its first
+step: on mi250 x2 the NIC is busy about 2/3 of the time, so a peer's piece arrives before its root's
+trees need it, and the time is the one-node Allgather's on n times the data.
+
+ReduceScatter is the transpose (the same on the reversed links, turned round: a node reduces a peer's
+pieces first and sends the partial sums through the NIC while it reduces its own), and Allreduce that
+ReduceScatter followed by that Allgather.
+
+What it loses against the bound: every piece enters a node once, so a pair of ranks receives n - 1 of
+its missing shares over its own NICs and the rest over the node's links, where the cut bound lets the NICs
+deliver a little more (mi250 x2: 28 shares through 300 GB/s of xGMI for a pair of GCDs against the bound's
+30 through 332 GB/s: 0.968 of it in link load). Its gain against `forest` over all 32 ranks: the NICs are
+not the busiest links, so no tree still has 2-4 hops to run after the last NIC chunk arrives.
+"""
+
+from __future__ import annotations
+
+import math
+
+from smtcoll import library
+from smtcoll.bounds.throughput import rates
+from smtcoll.model import Collective, Schedule, Send, Step, Topology
+from smtcoll.synth.constructions import forest as forestlib
+from smtcoll.synth.constructions import rings as ringlib
+from smtcoll.synth.constructions.common import NotApplicable, kind, send_key
+from smtcoll.synth.constructions.forest_wide import lane_rates
+from smtcoll.synth.constructions.pipeline import Plan, _list_schedule, link_time, list_orders, turn
+from smtcoll.synth.constructions.trees import node_ranks
+
+
+def hierforest(topo: Topology, base: Collective) -> Schedule:
+    what = kind(base)
+    if what not in ("allgather", "reducescatter", "allreduce"):
+        raise NotApplicable("the two-level tree packing covers Allgather, ReduceScatter and Allreduce")
+    members, sub = _nodes(topo)
+    if what == "allgather":
+        c, steps = _allgather(topo, sub, members)
+        return Schedule(topo, base.with_chunks(c), steps, name="hierforest")
+    # ReduceScatter: the Allgather of the reversed links, run backwards (reduce sends carry partial sums)
+    c, back = _allgather(topo.reversed(), sub.reversed(), members)
+    scatter = turn(back)
+    if what == "reducescatter":
+        return Schedule(topo, base.with_chunks(c), scatter, name="hierforest")
+    _, gather = _allgather(topo, sub, members, c)
+    k = topo.ranks
+    # Allreduce: rank r's piece j is address j * k + r (`forest`'s numbering), reduced to r, then broadcast
+
+    def address(st: Step) -> Step:
+        return Step(st.rounds, sorted((Send((x.chunk % c) * k + x.chunk // c, x.src, x.dst) for x in st.sends),
+                                      key=send_key))
+    return Schedule(topo, base.with_chunks(k * c), [address(st) for st in [*scatter, *gather]], name="hierforest")
+
+
+def _nodes(topo: Topology) -> tuple[list[list[int]], Topology]:
+    """Each node's ranks and one node's links (renumbered 0..P-1); NotApplicable unless there are several
+    nodes with the same links inside and a link from every rank to the rank of the same local index in
+    every other node."""
+    node = ringlib.nodes_of(topo)
+    n = max(node) + 1
+    if n < 2:
+        raise NotApplicable("two-level schedules are for several nodes (--nodes N)")
+    members = node_ranks(node)
+    p = len(members[0])
+    if any(len(m) != p for m in members):
+        raise NotApplicable("nodes of unequal size")
+    subs = [ringlib.node_topology(topo, m) for m in members]
+    inner = sorted((l.src, l.dst, l.bandwidth, l.gbps) for l in subs[0].links)
+    if any(sorted((l.src, l.dst, l.bandwidth, l.gbps) for l in s.links) != inner for s in subs[1:]):
+        raise NotApplicable("the nodes' links differ")
+    if subs[0].switches:
+        raise NotApplicable("switch groups inside a node (the packing covers links)")
+    for x in range(n):
+        for y in range(n):
+            for b in range(p):
+                if x != y and not topo.has_link(members[x][b], members[y][b]):
+                    raise NotApplicable(f"no link from rank {members[x][b]} to rank {members[y][b]} "
+                                        "(a NIC lane per local rank)")
+    return members, subs[0]
+
+
+def _allgather(topo: Topology, sub: Topology, members: list[list[int]], c: int | None = None
+               ) -> tuple[int, list[Step]]:
+    """(C, the steps) of the two-level Allgather on `topo` (module docstring); `c` pieces per rank, else
+    the most that `forest` chooses for one node (its trees per root), over the node count."""
+    n, p = len(members), len(members[0])
+    if c is None:
+        c = max(1, forestlib.forest(sub, library.collective("allgather", p)).collective.chunk_factor // n)
+    trees = n * c
+    cap = forestlib.units(sub)
+    roots = list(range(p))
+    per_unit = math.ceil(trees * forestlib.cut_ratio(p, cap, roots))
+    packed = forestlib.pack_caps(p, cap, roots, trees, per_unit)
+    # tree j of root b carries b's own piece j (j < c), else piece (j - c) % c of its peer in node
+    # x - 1 - (j - c) // c, which the NIC brings: the k-th piece a NIC lane carries is no earlier than
+    # k + 1 NIC chunk times, in rounds of one chunk per lane inside the node
+    inside = rates(sub).link
+    lane = min(v / l.bandwidth for v, l in zip(inside, sub.links))
+    nic = min(v for (u, w), v in lane_rates(topo).items() if u // p != w // p)
+    plan = Plan()
+    release: dict[int, int] = {}
+    for j in range(trees):
+        for b in range(p):
+            at = plan.broadcast(b * trees + j, packed[b][j], b)
+            if j >= c:
+                k = (j - c) % c
+                first = math.ceil((k + 1) * lane / nic) + 1  # + 1: the NIC's latency
+                for t in at.values():
+                    if plan.transfers[t].src == b:
+                        release[t] = first
+    found = [_list_schedule(sub, plan, o, release, keep_empty=True) for o in list_orders(plan, True)]
+    inner = min(found, key=lambda st: (link_time(sub, st), len(st)))
+    steps: list[list[Send]] = [[] for _ in inner]
+    for x in range(n):
+        def owner(chunk: int) -> tuple[int, int]:
+            b, j = divmod(chunk, trees)
+            y = x if j < c else (x - 1 - (j - c) // c) % n
+            return members[y][b], j % c
+
+        for s, st in enumerate(inner):
+            for snd in st.sends:
+                r, i = owner(snd.chunk)
+                steps[s].append(Send(r * c + i, members[x][snd.src], members[x][snd.dst]))
+        for b in range(p):
+            for j in range(c, trees):  # the NIC: the peers' pieces in the order their root needs them
+                r, i = owner(b * trees + j)
+                steps[(j - c) % c].append(Send(r * c + i, r, members[x][b]))
+    return c, _rounds(topo, steps)
+
+
+def _rounds(topo: Topology, steps: list[list[Send]]) -> list[Step]:
+    return forestlib._rounds(topo, [Step(1, sorted(sends, key=send_key)) for sends in steps if sends])
