@@ -66,6 +66,7 @@ class Method(enum.StrEnum):
     pairwise = "pairwise"
     lanes = "lanes"
     forest = "forest"
+    hierforest = "hierforest"
 
 
 class Strategy(enum.StrEnum):
@@ -129,7 +130,8 @@ def synth(
                                            "(the large-instance engine: seconds, with its gap to the bound), auto "
                                            "(the engine, then the exact search where it can still improve on it), or "
                                            "a throughput construction: ring, tree, direct (NCCL's), multiring, hier, "
-                                           "hier2d, rail, treepack, exchange, pairwise, lanes, forest (docs/synth.md)")
+                                           "hier2d, rail, treepack, exchange, pairwise, lanes, forest, hierforest "
+                                           "(docs/synth.md)")
                       ] = Method.auto,
     force: ForceOpt = False,
     fmt: FormatOpt = Format.text,

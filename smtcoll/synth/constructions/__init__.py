@@ -8,7 +8,8 @@ ours: `InternalError`, exit 70) and chooses its own chunk factor C. No solver he
 
 Families, one module each: `rings` (the ring search and ring schedules), `nccl` (NCCL's ring, tree and
 direct baselines), `multiring` (all lane-disjoint rings at once), `treepack` (greedy tree packing), `forest`
-(the exact tree packing for links of unequal speed), `hier` (across NICs),
+(the exact tree packing for links of unequal speed), `hierforest` (that packing inside each node, fed
+through a NIC per GPU), `hier` (across NICs),
 `exchange` (Alltoall routed by the flow LP, pipelined in shifted rounds), `pairwise` (Allgather,
 ReduceScatter, Allreduce straight to each destination in the same shifted rounds, where every pair is
 linked), `lanes` (Allreduce across two nodes whose NICs are not one per GPU each way: that exchange
@@ -24,7 +25,18 @@ import attrs
 from smtcoll.errors import ModelError
 from smtcoll.model import Collective, Schedule, Topology
 from smtcoll.synth.checked import checked as check
-from smtcoll.synth.constructions import exchange, forest, hier, lanes, multiring, nccl, pairwise, rail, treepack
+from smtcoll.synth.constructions import (
+    exchange,
+    forest,
+    hier,
+    hierforest,
+    lanes,
+    multiring,
+    nccl,
+    pairwise,
+    rail,
+    treepack,
+)
 from smtcoll.synth.constructions.common import NotApplicable
 
 Builder = Callable[[Topology, Collective], Schedule]
@@ -55,6 +67,7 @@ _FAMILIES: dict[str, tuple[Builder, str | None]] = {
     "pairwise": (pairwise.pairwise, None),
     "lanes": (lanes.lanes, None),
     "forest": (forest.forest, None),
+    "hierforest": (hierforest.hierforest, None),
 }
 # `synth --method` names (short) -> family
 METHODS: dict[str, Builder] = {
@@ -70,6 +83,7 @@ METHODS: dict[str, Builder] = {
     "pairwise": pairwise.pairwise,
     "lanes": lanes.lanes,
     "forest": forest.forest,
+    "hierforest": hierforest.hierforest,
 }
 
 

@@ -33,7 +33,7 @@ from smtcoll.synth.constructions import forest as forestlib
 from smtcoll.synth.constructions import rings as ringlib
 from smtcoll.synth.constructions.common import NotApplicable, kind, send_key
 from smtcoll.synth.constructions.forest_wide import lane_rates
-from smtcoll.synth.constructions.pipeline import Plan, _list_schedule, link_time, list_orders, turn
+from smtcoll.synth.constructions.pipeline import Plan, _list_schedule, backward, link_time, list_orders, turn
 from smtcoll.synth.constructions.trees import node_ranks
 
 
@@ -42,15 +42,22 @@ def hierforest(topo: Topology, base: Collective) -> Schedule:
     if what not in ("allgather", "reducescatter", "allreduce"):
         raise NotApplicable("the two-level tree packing covers Allgather, ReduceScatter and Allreduce")
     members, sub = _nodes(topo)
+    n = len(members)
+    # C: the one-node `forest`'s trees per root, shared by the n nodes' pieces, so that a connection carries
+    # what that one-node program carries at 8 instances. ReduceScatter's program waits for more thread
+    # blocks than depid names at 8 instances (the NIC's channels come on top), so it takes twice the pieces:
+    # at 2 instances a connection of more messages spreads over more channels (mi250 x2 at 1 GiB, 2
+    # instances: 0.76 of the bound with 12 trees per root, 0.92 with 24); Allreduce has that many in its two
+    # halves
+    most = forestlib.forest(sub, library.collective("allgather", len(members[0]))).collective.chunk_factor
+    c = max(1, most // n) if what != "reducescatter" else most
     if what == "allgather":
-        c, steps = _allgather(topo, sub, members)
-        return Schedule(topo, base.with_chunks(c), steps, name="hierforest")
+        return Schedule(topo, base.with_chunks(c), _allgather(topo, sub, members, c), name="hierforest")
     # ReduceScatter: the Allgather of the reversed links, run backwards (reduce sends carry partial sums)
-    c, back = _allgather(topo.reversed(), sub.reversed(), members)
-    scatter = turn(back)
+    scatter = turn(_allgather(topo.reversed(), sub.reversed(), members, c))
     if what == "reducescatter":
         return Schedule(topo, base.with_chunks(c), scatter, name="hierforest")
-    _, gather = _allgather(topo, sub, members, c)
+    gather = _allgather(topo, sub, members, c)
     k = topo.ranks
     # Allreduce: rank r's piece j is address j * k + r (`forest`'s numbering), reduced to r, then broadcast
 
@@ -87,13 +94,9 @@ def _nodes(topo: Topology) -> tuple[list[list[int]], Topology]:
     return members, subs[0]
 
 
-def _allgather(topo: Topology, sub: Topology, members: list[list[int]], c: int | None = None
-               ) -> tuple[int, list[Step]]:
-    """(C, the steps) of the two-level Allgather on `topo` (module docstring); `c` pieces per rank, else
-    the most that `forest` chooses for one node (its trees per root), over the node count."""
+def _allgather(topo: Topology, sub: Topology, members: list[list[int]], c: int) -> list[Step]:
+    """The steps of the two-level Allgather on `topo` with `c` pieces per rank (module docstring)."""
     n, p = len(members), len(members[0])
-    if c is None:
-        c = max(1, forestlib.forest(sub, library.collective("allgather", p)).collective.chunk_factor // n)
     trees = n * c
     cap = forestlib.units(sub)
     roots = list(range(p))
@@ -118,22 +121,29 @@ def _allgather(topo: Topology, sub: Topology, members: list[list[int]], c: int |
                         release[t] = first
     found = [_list_schedule(sub, plan, o, release, keep_empty=True) for o in list_orders(plan, True)]
     inner = min(found, key=lambda st: (link_time(sub, st), len(st)))
+    # packed at its end (`pipeline.backward`), unless that moves a peer's piece before the NIC brings it
+    late = backward(sub, plan, inner)
+    when = {(x.chunk, x.src, x.dst): s for s, st in enumerate(late) for x in st.sends}
+    if len(late) <= len(inner) and all(when[(plan.transfers[t].chunk, plan.transfers[t].src,
+                                             plan.transfers[t].dst)] >= r for t, r in release.items()):
+        inner = late
     steps: list[list[Send]] = [[] for _ in inner]
-    for x in range(n):
-        def owner(chunk: int) -> tuple[int, int]:
-            b, j = divmod(chunk, trees)
-            y = x if j < c else (x - 1 - (j - c) // c) % n
-            return members[y][b], j % c
+    def owner(x: int, chunk: int) -> tuple[int, int]:
+        """(the rank whose piece tree `chunk` carries in node x, the piece's index)"""
+        b, j = divmod(chunk, trees)
+        y = x if j < c else (x - 1 - (j - c) // c) % n
+        return members[y][b], j % c
 
+    for x in range(n):
         for s, st in enumerate(inner):
             for snd in st.sends:
-                r, i = owner(snd.chunk)
+                r, i = owner(x, snd.chunk)
                 steps[s].append(Send(r * c + i, members[x][snd.src], members[x][snd.dst]))
         for b in range(p):
             for j in range(c, trees):  # the NIC: the peers' pieces in the order their root needs them
-                r, i = owner(b * trees + j)
+                r, i = owner(x, b * trees + j)
                 steps[(j - c) % c].append(Send(r * c + i, r, members[x][b]))
-    return c, _rounds(topo, steps)
+    return _rounds(topo, steps)
 
 
 def _rounds(topo: Topology, steps: list[list[Send]]) -> list[Step]:
