@@ -174,7 +174,9 @@ def _allreduce(topo: Topology, coll: Collective) -> tuple[Schedule, str]:
     found = []
     for make, method in ((allreduce.doubling_allreduce, "recursive doubling (xor partners)"),
                          (allreduce.torus_allreduce, "arcs per cycle (four, two or a junction), overlapping (ring, torus)"),
-                         (nodes_allreduce.nodes_allreduce, "node sums, across the NICs, then copies inside")):
+                         (nodes_allreduce.nodes_allreduce, "node sums, across the NICs, then copies inside"),
+                         (nodes_allreduce.doubling_nodes_allreduce,
+                          "node sums, recursive doubling over the nodes through one NIC pair, then copies inside")):
         s = make(topo, coll)
         if s is not None and check_schedule(s).verdict == "ok":
             found.append((s, method))
