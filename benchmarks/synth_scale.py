@@ -159,7 +159,9 @@ def allreduce(only: str, markdown: Path | None, unseen: bool, survey: bool = Fal
         if only not in inst:
             continue
         args = [*shlex.split(inst), "-c", "allreduce"]
-        bout, _, _, _ = child([sys.executable, "-m", "smtcoll", "bounds", *args, "--format", "json"])
+        # `bounds` stops at 256 ranks unless told (--max-ranks): the survey's 1000+ rank rows lift it
+        bout, _, _, _ = child([sys.executable, "-m", "smtcoll", "bounds", *args, "--max-ranks", "4096", "--format",
+                               "json"])
         best = strongest(bout)
         try:
             dist = json.loads(bout)["steps"]["value"]
