@@ -193,8 +193,8 @@ def main() -> None:
     ap.add_argument("--unseen", action="store_true", help="the instances of UNSEEN instead of the targets")
     ap.add_argument("--recheck", action="store_true", help="RECHECK, with --method scale and the default")
     ap.add_argument("--allreduce", action="store_true", help="survey one-chunk Allreduce (ALLREDUCE), no --method")
-    ap.add_argument("--survey", action="store_true", help="with --allreduce: ALLREDUCE_SURVEY (odd tori, rings, 1000+ ranks, "
-                    "machines of 3-32 nodes)")
+    ap.add_argument("--survey", action="store_true",
+                    help="with --allreduce: ALLREDUCE_SURVEY (odd tori, rings, 1000+ ranks, machines of 3-32 nodes)")
     args = ap.parse_args()
     if args.allreduce:
         allreduce(args.only, args.markdown, args.unseen, args.survey)

@@ -112,7 +112,8 @@ class SearchBounds:
         """The strongest of the entry and holdings bounds, which hold at the chunk factor they were
         computed for (a finer split lowers them: their ramps are counted in chunks of that size)."""
         best: tuple[int, Bound | None] = (0, None)
-        for e in (self.cycle, self.holdings, self.relay, self.entry):  # the entry bound's reason on ties: it names the node
+        # the entry bound's reason on ties: it names the node
+        for e in (self.cycle, self.holdings, self.relay, self.entry):
             if e is None or e.value is None or chunks != e.witness.get("chunks"):
                 continue
             if int(e.value) >= best[0]:
