@@ -96,3 +96,22 @@ def test_many_nodes_by_recursive_doubling_over_the_nodes() -> None:
 def test_a_thousand_ranks_answer_without_the_phases() -> None:
     r = _run("ring:1001")  # 4k + 1: 750 = 1.5 x 500; the greedy phases (2 x 500 at least) are not built
     assert len(r.schedule.steps) == 750 and r.method.startswith("arcs per cycle")
+
+
+def test_a_copy_and_an_addition_in_one_step_lower_to_xml_that_verifies(tmp_path) -> None:
+    # the junction rank takes one arc's sum (a copy) and adds the other's in the same step: the XML keeps
+    # that order and both runtimes' checks accept it
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    out, xml = tmp_path / "s.json", tmp_path / "s.xml"
+    r = subprocess.run([sys.executable, "-m", "smtcoll", "synth", "-t", "ring:9", "-c", "allreduce", "--method",
+                        "scale", "-o", str(out), "--xml", str(xml)], capture_output=True, text=True, cwd=root,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    v = subprocess.run([sys.executable, "-m", "smtcoll", "verify", str(xml), str(out)], capture_output=True,
+                       text=True, cwd=root, timeout=300)
+    assert v.returncode == 0, v.stdout + v.stderr
+    assert "6 steps" in r.stdout
