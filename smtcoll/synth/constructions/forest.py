@@ -58,6 +58,7 @@ CHANNELS = 32  # the runtime's channels (MAXCHANNELS), shared by the 8 instances
 WAITED = 128  # thread blocks a rank can wait for (depid is an int8_t)
 INSTANCES = 8  # the most instances the sweep lowers with
 MAX_TREES = 32  # trees per root tried
+SHARE_SLACK = Fraction(1, 50)  # a second count of trees may load the busiest links up to 2% more (`_counts`)
 
 
 def units(topo: Topology) -> dict[tuple[int, int], int]:
@@ -272,20 +273,50 @@ def choose(topo: Topology, roots: list[int], factor: int) -> tuple[int, int, Fra
     """(C trees per root, M per unit, their share of the bound C q / M): the best share whose busiest
     connection carries at most `budget` messages (`factor` tree edges per slot: 2 for Allreduce) and whose
     ranks fit the runtimes' XML nodes, and among those the most trees."""
+    return _counts(topo, roots, factor)[0]
+
+
+def _counts(topo: Topology, roots: list[int], factor: int) -> list[tuple[int, int, Fraction]]:
+    """`choose`'s (C, M, share), then, when it differs, the most trees within the same limits whose share is
+    at most SHARE_SLACK below the best: smaller messages shorten the pipeline's fill and drain, a lower share
+    loads the busiest links beyond the bound; which wins depends on the size and the machine, so the sweep
+    times both (amd8 ReduceScatter at 256 MiB, 8 instances: 27 trees, share 0.995, 0.94 of the bound; 32
+    trees, share 0.982, 0.975)."""
     cap = units(topo)
     q = max(_ratio(Sets(t.ranks, units(t)), roots) for t in (topo, topo.reversed()))  # out-trees and in-trees
     widest = max(cap.values())
     most = budget(topo)
     best: tuple[int, int, Fraction] | None = None
+    fitting: list[tuple[int, int, Fraction]] = []
     for c in range(1, MAX_TREES + 1):
         m = math.ceil(c * q)
         if (factor * m * widest > most or not fits_nodes(topo, m, factor)) and best is not None:
             break
         share = c * q / m
+        fitting.append((c, m, share))
         if best is None or share >= best[2]:
             best = (c, m, share)
     assert best is not None
-    return best
+    more = [x for x in fitting if x[2] >= best[2] - SHARE_SLACK]
+    return [best] if more[-1][0] == best[0] else [best, more[-1]]
+
+
+def tree_counts(topo: Topology, base: Collective) -> list[int]:
+    """The trees per root `forests` builds: `choose`'s, and the most trees of `_counts` where that differs
+    (one count beyond MAX_RANKS ranks and on NIC switch groups: `choose_wide`, whose packing takes seconds)."""
+    what = kind(base)
+    if wide(topo) or what not in ("allgather", "reducescatter", "allreduce", "broadcast", "reduce"):
+        return []
+    roots = [base.root or 0] if what in ("broadcast", "reduce") else list(range(topo.ranks))
+    if what == "allreduce":
+        roots = owners(topo)
+    return [c for c, _, _ in _counts(topo, roots, 2 if what == "allreduce" else 1)]
+
+
+def forests(topo: Topology, base: Collective) -> list[Schedule]:
+    """`forest`'s schedule, then those of the other counts of `tree_counts` (the sweep's candidates)."""
+    first = forest(topo, base)
+    return [first, *(forest(topo, base, c) for c in tree_counts(topo, base)[1:])]
 
 
 def owners(topo: Topology) -> list[int]:
