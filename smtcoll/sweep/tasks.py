@@ -13,6 +13,7 @@ worker runs each task in such a child process, under a time and memory limit (`r
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -80,8 +81,9 @@ class Task:
                 "options": self.options.to_json()}
 
     def key(self) -> str:
-        """The content hash: topology, collective, options and the smtcoll version, nothing else."""
-        text = json.dumps({"task": self.payload(), "smtcoll": smtcoll.__version__, "layout": LAYOUT}, sort_keys=True)
+        """The content hash: topology, collective, options, the smtcoll version and its code, nothing else."""
+        text = json.dumps({"task": self.payload(), "smtcoll": smtcoll.__version__, "code": code_digest(),
+                           "layout": LAYOUT}, sort_keys=True)
         return hashlib.sha256(text.encode()).hexdigest()
 
     def slug(self) -> str:
@@ -103,6 +105,21 @@ class Invalid:
 
     def describe(self) -> dict[str, Any]:
         return {"topology": self.label, "nodes": self.nodes, "collective": self.collective, "ranks": None}
+
+
+@functools.cache
+def code_digest() -> str:
+    """The digest of the package's own code: a result computed by other code (a changed construction, bound or
+    cost model in a development tree, where the version string stays the same) is never reused."""
+    return tree_digest(Path(smtcoll.__file__).parent)
+
+
+def tree_digest(root: Path) -> str:
+    """The sha256 of the `.py` and `.json` files under `root`, with their paths (bytecode caches are left out)."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in root.rglob("*") if p.suffix in (".py", ".json") and p.is_file()):
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
 
 
 def _safe(text: str) -> str:

@@ -219,6 +219,24 @@ def test_cache_round_trip_ignores_corrupt_entries(tmp_path):
     assert not list(tmp_path.rglob("*.tmp"))
 
 
+def test_a_change_of_the_code_changes_the_cache_key(tmp_path):
+    from smtcoll.sweep.tasks import tree_digest
+
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "bound.py").write_text("RATE = 150\n")
+    (tmp_path / "model.json").write_text("{}")
+    first = tree_digest(tmp_path)
+    (tmp_path / "sub" / "__pycache__").mkdir()
+    (tmp_path / "sub" / "__pycache__" / "bound.cpython-311.pyc").write_bytes(b"\0")
+    assert tree_digest(tmp_path) == first  # bytecode caches differ between installs
+    (tmp_path / "sub" / "bound.py").write_text("RATE = 151\n")
+    assert tree_digest(tmp_path) != first
+    (tmp_path / "sub" / "bound.py").write_text("RATE = 150\n")
+    assert tree_digest(tmp_path) == first
+    (tmp_path / "sub" / "bound.py").rename(tmp_path / "bound.py")  # the same bytes elsewhere: other code
+    assert tree_digest(tmp_path) != first
+
+
 def test_cli_rejects_bad_options_with_exit_2(cli, tmp_path):
     for args, what in ((["--sizes", "4GiB:1KiB"], "--sizes"), (["--nodes", "1,x"], "--nodes"),
                        (["--task-memory", "lots"], "--task-memory"), (["--timeout", "0"], "--timeout")):

@@ -142,6 +142,15 @@ def test_resumed_sweep_writes_the_same_bytes_and_computes_only_what_is_missing(c
 
 
 @pytest.mark.slow
+def test_the_cache_key_covers_the_code(ring, monkeypatch):
+    from smtcoll.sweep import tasks as module
+
+    task = make_tasks(request([ring], collectives=("allgather",)))[0]
+    before = task.key()
+    monkeypatch.setattr(module, "code_digest", lambda: "0" * 64)  # as if a construction had changed
+    assert task.key() != before
+
+
 def test_failing_tasks_are_recorded_retried_once_and_do_not_stop_the_sweep(cluster, ring, tmp_path):
     req = request([ring], nodes=(1, 2), collectives=("allgather", "allreduce", "alltoall", "reducescatter"))
     tasks = make_tasks(req)
