@@ -187,9 +187,9 @@ def test_small_buffers_pick_the_latency_optimal_point_and_ll():
 
     topo = specs.resolve_topology("dgx1")
     coll = specs.resolve_collective("allgather", 8)
-    # instances 1 and 8 and protocols LL and Simple only (the shipped model's ends): timing the others'
-    # programs for every candidate doubled this test's time and decides nothing it checks
-    model = attrs.evolve(cost.Model.load(), instances=(1, 8), protocols=("LL", "Simple"))
+    # instances 1 and 2 and protocols LL and Simple only: timing the others' programs (x8 has 8x the
+    # operations) made this test 7x slower and decides nothing it checks
+    model = attrs.evolve(cost.Model.load(), instances=(1, 2), protocols=("LL", "Simple"))
     res = compute(Task("dgx1", 1, "allgather", topo, coll, Options(SizeRange(1024, 1 << 30), budget=5,
                                                                     model=model)).payload())
     files = res["files"]
