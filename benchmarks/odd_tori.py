@@ -95,7 +95,8 @@ def exact() -> None:
         cmd = [sys.executable, "-m", "smtcoll", "synth", "-t", f"torus2d:{name}", "-c", "allreduce", "--method",
                "exact", "--strategy", "instance", "--steps", str(d), "--budget", "0"]
         out, code, cpu, mb = child(cmd)
-        verdict = "found" if code == 0 else "none (unsat)" if code == 1 else f"exit {code}"
+        verdict = ("found" if code == 0 and out.startswith("found") else
+                   "none (unsat)" if "(unsat)" in out else f"exit {code}")
         print(f"| torus2d:{name} | {d} | {verdict} | {cpu:.1f} | {mb:.0f} |")
 
 
