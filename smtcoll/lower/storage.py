@@ -136,13 +136,23 @@ def _by_arrival(here: list[Transfer], speed: dict[tuple[int, int], float]) -> li
     contributions to one sum are chained (each `rrc` waits for the one before it). In the schedule's order
     instead, a contribution listed first but arriving late (the 20th message of its connection) holds the
     chain while the next one's receiver waits, its FIFO fills and its link idles: amd8 ReduceScatter, 27
-    trees per root at 8 instances, 0.937 of the bound in the sweep's model, 0.984 in arrival order."""
+    trees per root at 8 instances, 0.937 of the bound in the sweep's model, 0.984 in arrival order.
+    Only additions commute: at one rank and address, a transfer that replaces the value (a copy, or a sum
+    that contains what the rank holds) keeps its place among the others of the step (`level`), as the
+    schedule applies a step's arrivals in its order (ndv2 x2 Allreduce with 2 chunks copies, then adds)."""
     sent: Counter[tuple[int, int]] = Counter()
+    level: Counter[tuple[int, int]] = Counter()
     when = []
     for i, x in enumerate(here):
         sent[(x.src, x.dst)] += 1
-        when.append((sent[(x.src, x.dst)] / (speed.get((x.src, x.dst)) or 1.0), i))
-    return [here[i] for _, i in sorted(when)]
+        key = (x.dst, x.addr)
+        if x.action == "add":
+            at = level[key]
+        else:  # after every earlier transfer into the key, before every later one
+            at = level[key] + 1
+            level[key] += 2
+        when.append((at, sent[(x.src, x.dst)] / (speed.get((x.src, x.dst)) or 1.0), i))
+    return [here[i] for *_, i in sorted(when)]
 
 
 def _copy(rank: int, time: tuple[int, ...], src: Loc, dst: Loc) -> LOp:

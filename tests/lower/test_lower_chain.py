@@ -48,3 +48,26 @@ def test_amd8_reducescatter_chains_its_sums_in_arrival_order(tmp_path: Path, mon
 
     monkeypatch.setattr(storage, "_by_arrival", lambda here, speed: here)  # the schedule's order
     assert _share(topo, "reducescatter", lower(sched, options)) < 0.95
+
+
+def test_a_step_that_replaces_then_adds_keeps_that_order(tmp_path: Path) -> None:
+    """Only additions commute. The exact search's ndv2 x2 Allreduce with 2 chunks has steps where a rank takes
+    a sum that contains what it holds and adds another into the same address; chained by arrival alone the
+    addition went first and the take overwrote it (the lowered program did not verify, at any instance count)."""
+    from smtcoll.lower.transfers import transfers
+    from smtcoll.synth.door import synthesize
+    from smtcoll.synth.request import SynthRequest
+
+    topo = library.topology("ndv2", 2)
+    result = synthesize(topo, library.collective("allreduce", 16, chunks=2), SynthRequest(method="exact"))
+    assert result.schedule is not None
+    sched = result.schedule
+    items = transfers(sched)
+    replaced = {(x.step, x.dst, x.addr) for x in items if x.action == "replace"}
+    assert any((x.step, x.dst, x.addr) in replaced for x in items if x.action == "add")
+    for instances in (1, 4):
+        low = lower(sched, LowerOptions(instances, "Simple", "auto", "outofplace", SIZE, SIZE))
+        probe = tmp_path / f"ar{instances}.xml"
+        probe.write_text(write_program(low.program))
+        ok, report = verify_lowered(low, probe)
+        assert ok, report.to_json()
