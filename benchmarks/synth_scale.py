@@ -7,7 +7,7 @@ per instance (the large ones take tens of seconds on a shared machine; CPU secon
 
     python benchmarks/synth_scale.py [--only SUBSTRING] [--skip-bounds] [--unseen] [--markdown OUT.md]
     python benchmarks/synth_scale.py --recheck [--only SUBSTRING] [--markdown OUT.md]
-    python benchmarks/synth_scale.py --allreduce [--unseen] [--only SUBSTRING] [--markdown OUT.md]
+    python benchmarks/synth_scale.py --allreduce [--unseen | --survey] [--only SUBSTRING] [--markdown OUT.md]
 
 --recheck runs each instance of RECHECK twice, with `--method scale` and with no --method (the default a
 user gets), and `smtcoll bounds` (its default, LP included): steps, the bound synth reports, the
@@ -16,7 +16,7 @@ strongest bound `bounds` proves, exit code, CPU s and peak MB of each command.
 --allreduce surveys one-chunk Allreduce with no --method (what a user gets) on ALLREDUCE: steps, the
 distance bound and the strongest bound `smtcoll bounds` proves, their ratio (issue 24's target: 1.5x),
 CPU s and peak MB of the synth command; rows over 1.5x, 10 s CPU or 1 GB are marked. With --unseen, on
-ALLREDUCE_UNSEEN (machines and node counts not tuned on).
+ALLREDUCE_UNSEEN (machines and node counts not tuned on); with --survey, on ALLREDUCE_SURVEY.
 """
 
 from __future__ import annotations
@@ -71,6 +71,16 @@ ALLREDUCE = [f"-t {m}" + (f" --nodes {n}" if n > 1 else "") for m in ("a100", "d
 ALLREDUCE_UNSEEN = [f"-t {m} --nodes {n}" for m, ns in (("a100", (5, 6, 8)), ("dgx2", (5, 6)), ("ndv2", (5, 6, 16)),
                                                          ("mi250", (5,))) for n in ns] + [
     "-t torus2d:5x7", "-t ring:12", "-t torus3d:4x4x8", "-t hypercube:8"]
+# --allreduce --survey: odd and mixed-parity tori, odd rings, meshes, hypercubes, 1000+ ranks and machines of
+# 3-32 nodes (issue 24, session 8: the held-out check's kinds of instance)
+ALLREDUCE_SURVEY = [f"-t {t}" for t in (
+    "torus2d:3x3", "torus2d:3x5", "torus2d:3x9", "torus2d:5x5", "torus2d:5x7", "torus2d:7x7", "torus2d:6x9",
+    "torus2d:4x7", "torus2d:9x11", "torus3d:3x3x3", "torus3d:3x4x5", "torus3d:5x5x5", "torus3d:3x3x7",
+    "ring:5", "ring:7", "ring:9", "ring:11", "ring:15", "ring:33", "ring:65", "ring:100",
+    "mesh2d:5x7", "mesh2d:3x9", "hypercube:5", "hypercube:7",
+    "ring:1024", "ring:1001", "torus2d:32x32", "torus2d:31x33", "torus3d:10x10x10")] + [
+    f"-t {m} --nodes {n}" for m, ns in (("mi250", (3, 4, 5)), ("ndv2", (16, 32)), ("dgx2", (3, 4, 5, 6, 7, 8)),
+                                        ("a100", (5, 6, 7, 8))) for n in ns]
 
 
 def child(cmd: list[str]) -> tuple[str, int, float, float]:
@@ -140,16 +150,18 @@ def recheck(only: str, markdown: Path | None) -> None:
         markdown.write_text("\n".join([header, *rows]) + "\n")
 
 
-def allreduce(only: str, markdown: Path | None, unseen: bool) -> None:
+def allreduce(only: str, markdown: Path | None, unseen: bool, survey: bool = False) -> None:
     header = ("| instance | exit | steps | distance bound | strongest bound (`bounds`) | ratio | method | CPU s "
               "| peak MB | over |\n|---|---|---|---|---|---|---|---|---|---|")
     print(header)
     rows = []
-    for inst in ALLREDUCE_UNSEEN if unseen else ALLREDUCE:
+    for inst in ALLREDUCE_SURVEY if survey else ALLREDUCE_UNSEEN if unseen else ALLREDUCE:
         if only not in inst:
             continue
         args = [*shlex.split(inst), "-c", "allreduce"]
-        bout, _, _, _ = child([sys.executable, "-m", "smtcoll", "bounds", *args, "--format", "json"])
+        # `bounds` stops at 256 ranks unless told (--max-ranks): the survey's 1000+ rank rows lift it
+        bout, _, _, _ = child([sys.executable, "-m", "smtcoll", "bounds", *args, "--max-ranks", "4096", "--format",
+                               "json"])
         best = strongest(bout)
         try:
             dist = json.loads(bout)["steps"]["value"]
@@ -181,9 +193,11 @@ def main() -> None:
     ap.add_argument("--unseen", action="store_true", help="the instances of UNSEEN instead of the targets")
     ap.add_argument("--recheck", action="store_true", help="RECHECK, with --method scale and the default")
     ap.add_argument("--allreduce", action="store_true", help="survey one-chunk Allreduce (ALLREDUCE), no --method")
+    ap.add_argument("--survey", action="store_true",
+                    help="with --allreduce: ALLREDUCE_SURVEY (odd tori, rings, 1000+ ranks, machines of 3-32 nodes)")
     args = ap.parse_args()
     if args.allreduce:
-        allreduce(args.only, args.markdown, args.unseen)
+        allreduce(args.only, args.markdown, args.unseen, args.survey)
         return
     if args.recheck:
         recheck(args.only, args.markdown)

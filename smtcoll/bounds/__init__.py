@@ -2,7 +2,8 @@
 
 One module per family: `network` (the flow network and cut capacities, shared with `synth/scale`'s LP
 routing), `demand` (what must be received), `distance`, `receive`, `cuts` (cuts and chunk-hops), `holdings`
-(what a rank can hold round by round), `relay` (what a node knows of the others, relayed through it), `lp` (the
+(what a rank can hold round by round), `relay` (what a node knows of the others, relayed through it), `cycle`
+(one-address sums on an odd cycle), `lp` (the
 HiGHS layer and the flow LP), `forest` (ForestColl's Allgather cut formula), `time` (the k-synchronous
 alpha-beta bound), `throughput` (the physical time bound T(B) >= us_per_byte * B with exact certificates),
 `search` (everything together, and the strongest bounds for the synthesizer) and `witness` (re-checking).
@@ -11,6 +12,7 @@ scipy's HiGHS; never z3.
 """
 
 from smtcoll.bounds.cuts import candidate_cuts, cut_bound, cut_witness, hops_bound
+from smtcoll.bounds.cycle import cycle_bound
 from smtcoll.bounds.demand import must_enter, must_receive, must_receive_all
 from smtcoll.bounds.distance import distance_bound
 from smtcoll.bounds.forest import gb_capacities, throughput_bound, unit_speed
@@ -34,7 +36,7 @@ from smtcoll.bounds.time import time_bound
 from smtcoll.bounds.witness import check_witness
 
 __all__ = ["Bound", "Bounds", "SearchBounds", "best_rounds", "candidate_cuts", "check_witness", "cut_bound",
-           "cut_capacity", "cut_witness", "distance_bound", "explain", "flow_network", "gb_capacities",
+           "cut_capacity", "cut_witness", "cycle_bound", "distance_bound", "explain", "flow_network", "gb_capacities",
            "holdings_bound", "hops_bound", "lower_bounds", "lp_bound", "min_rounds", "min_steps", "must_enter",
            "must_receive", "must_receive_all", "receive_bound", "relay_bound", "search_bounds", "strongest_bounds",
            "throughput_bound", "time_bound", "unit_speed"]

@@ -9,6 +9,7 @@ import attrs
 
 from smtcoll.bounds.arrays import Arrays
 from smtcoll.bounds.cuts import cut_bound, hops_bound
+from smtcoll.bounds.cycle import cycle_bound
 from smtcoll.bounds.distance import distance_bound
 from smtcoll.bounds.entry import entry_bound
 from smtcoll.bounds.forest import throughput_bound
@@ -38,9 +39,10 @@ def lower_bounds(topo: Topology, coll: Collective, size: int | None = None, gbps
     hops = hops_bound(topo, coll, arrays)
     entry = entry_bound(topo, coll)  # multi-node machines: the node's imports, then the last hop inside it
     relay = relay_bound(topo, coll)  # multi-node machines: what a node knows of the others, relayed
+    cycle = cycle_bound(topo, coll)  # one-address sums on an odd cycle: one more than the distance
     held = holdings_bound(topo, coll)  # the ramp: what each rank can hold round by round
     others = [steps, receive, cut, lpb, hops, *([entry] if entry.value is not None else []),
-              *([relay] if relay.value is not None else [])]
+              *([relay] if relay.value is not None else []), *([cycle] if cycle.value is not None else [])]
     # the holdings bound is named only where it is stronger than all the others (or proves no schedule)
     top = max((b.value for b in others if b.value is not None), default=None)
     if held.value is None or top is None or held.value > top:
@@ -50,6 +52,8 @@ def lower_bounds(topo: Topology, coll: Collective, size: int | None = None, gbps
         rounds = attrs.evolve(rounds, witness={"from": "entry", "entry": entry.witness}, note=explain(entry))
     if rounds.witness.get("from") == "relay":  # nor the relay bound
         rounds = attrs.evolve(rounds, witness={"from": "relay", "relay": relay.witness}, note=explain(relay))
+    if rounds.witness.get("from") == "cycle":  # nor the odd-cycle bound
+        rounds = attrs.evolve(rounds, witness={"from": "cycle", "cycle": cycle.witness}, note=explain(cycle))
     rpc = _rounds_per_chunk(cut, lpb, coll, hops)
     thr = throughput_bound(topo, coll, gbps_per_unit)
     t = time_bound(topo, coll, steps, rounds, size, gbps_per_unit, alpha_us)
@@ -92,6 +96,7 @@ class SearchBounds:
     entry: Bound | None = None
     holdings: Bound | None = None
     relay: Bound | None = None  # bounds.relay: what a node knows of the others, relayed through it
+    cycle: Bound | None = None  # bounds.cycle: one-address sums on an odd cycle
 
     @property
     def steps_value(self) -> int:
@@ -107,7 +112,8 @@ class SearchBounds:
         """The strongest of the entry and holdings bounds, which hold at the chunk factor they were
         computed for (a finer split lowers them: their ramps are counted in chunks of that size)."""
         best: tuple[int, Bound | None] = (0, None)
-        for e in (self.holdings, self.relay, self.entry):  # the entry bound's reason on ties: it names the node
+        # the entry bound's reason on ties: it names the node
+        for e in (self.cycle, self.holdings, self.relay, self.entry):
             if e is None or e.value is None or chunks != e.witness.get("chunks"):
                 continue
             if int(e.value) >= best[0]:
@@ -163,7 +169,7 @@ def search_bounds(topo: Topology, coll: Collective) -> SearchBounds:
         return SearchBounds(steps, Fraction(0), "nothing must cross any cut")
     q, why = max(cands, key=lambda x: x[0])
     return SearchBounds(steps, q, why, entry_bound(topo, coll), _with_chunks(holdings_bound(topo, coll), coll),
-                        relay_bound(topo, coll))
+                        relay_bound(topo, coll), cycle_bound(topo, coll))
 
 
 def _with_chunks(b: Bound, coll: Collective) -> Bound:
@@ -196,6 +202,9 @@ def explain(b: Bound) -> str:
         return (f"relay: a node knows of at most {known} of the {w['nodes']} nodes after rounds "
                 f"0..{len(w['known']) - 1} (a node takes in at most {count(w['capacity'], 'value')} per round, "
                 f"{count(w['relay'], 'hop')} from entry to exit inside it){last}")
+    if b.name == "cycle" and w:
+        return (f"cycle: on a cycle of {w['cycle']} ranks no rank can add both of its antipodes "
+                f"({count(w['distance'], 'hop')} away) in the last step, so one more than {w['distance']}")
     if b.name == "lp" and w:
         return f"flow LP optimum {w['lp_optimum']}"
     if b.name == "holdings" and w:

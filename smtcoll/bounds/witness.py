@@ -7,6 +7,7 @@ from fractions import Fraction
 from typing import Any
 
 from smtcoll.bounds.cuts import hops_bound
+from smtcoll.bounds.cycle import cycle_bound
 from smtcoll.bounds.demand import must_enter, must_receive
 from smtcoll.bounds.distance import bfs
 from smtcoll.bounds.holdings import holdings_bound
@@ -61,9 +62,18 @@ def check_witness(kind: str, witness: dict[str, Any], topo: Topology, coll: Coll
                 if key in witness:
                     _same(key, witness[key], b.witness.get(key))
             return int(b.value)
+        if kind == "cycle":  # no choice either: recomputed from the links and the collective
+            b = cycle_bound(topo, coll)
+            if b.value is None:
+                return None
+            for key in ("cycle", "distance"):
+                if key in witness:
+                    _same(key, witness[key], b.witness.get(key))
+            return int(b.value)
     except (KeyError, TypeError, ValueError) as e:
         raise ModelError("witness", f"malformed {kind} witness: {e}") from None
-    raise ModelError("witness", f"unknown bound kind {kind!r} (expected steps, receive, cut, hops, holdings or relay)")
+    raise ModelError("witness", f"unknown bound kind {kind!r} (expected steps, receive, cut, hops, holdings, relay "
+                                f"or cycle)")
 
 
 def _fraction(x: Any, what: str) -> Fraction:

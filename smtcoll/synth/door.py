@@ -191,8 +191,9 @@ def _sums_shape(topo: Topology, coll: Collective, request: SynthRequest, scaled:
         return None, (f"; the symmetric search for sums is not tried: its encoding of {target} steps (about "
                       f"{least} constraints) is beyond {MAX_SIZE}")
     with _exact_search(request) as clock:
-        # where the engine is below 1.5x of the bound already (issue 24's target) a quarter: it may still improve
-        default = SUMS_WORK if 2 * hi >= 3 * lo else SUMS_WORK // 4
+        # where the engine is below 1.5x of the bound already (issue 24's target) and one step above it, a
+        # quarter: it may still improve (two steps above, the whole: ndv2 x 8, 10 steps by the engine, 8 found)
+        default = SUMS_WORK if 2 * hi >= 3 * lo or hi - lo >= 2 else SUMS_WORK // 4
         work = default if request.limits.work is None else clock.work_left()
         found, spent, tried = sums_schedule(topo, coll, lo, hi, work, clock.deadline)
     if found is None:

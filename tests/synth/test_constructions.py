@@ -29,12 +29,12 @@ def _topo(name: str, nodes: int = 1):
     return library.topology(name, nodes)
 
 
-def _best_busbw(schedule: Schedule, kind: str, size: int = GIB) -> float:
+def _best_busbw(schedule: Schedule, kind: str, size: int = GIB, instances: tuple[int, ...] = (1, 8)) -> float:
     """The best bus bandwidth over the sweep's instance counts (Simple protocol)."""
     match = re.search(r"-(\d+)nodes$", schedule.topology.name)
     nodes = int(match.group(1)) if match else 1
     out = 0.0
-    for inst in (1, 8):
+    for inst in instances:
         t = schedule_time(schedule, "Simple", inst, size, nodes=nodes)
         if t is not None:
             out = max(out, bus_bandwidth(kind, schedule.topology.ranks, size, t) or 0.0)
@@ -194,7 +194,7 @@ def test_hierarchical_allreduce_on_two_ndv2_nodes_within_5_percent_of_the_proved
     assert _best_busbw(build("hier", topo, coll), "allreduce", size) >= 0.95 * bound
 
 
-@pytest.mark.slow  # 24 and 32 ranks, two sizes: 10-15 CPU s each
+@pytest.mark.slow  # 24 and 32 ranks, two sizes: 3-4 CPU s each (one instance meets it; x8 takes 10x as long to time)
 @pytest.mark.parametrize("nodes, kind, proved_gbps", [(4, "allreduce", 16.1458), (4, "reducescatter", 16.1458),
                                                       (3, "allreduce", 17.9688)])
 def test_hierarchical_along_the_ring_of_nodes_within_5_percent_of_the_proved_bound(nodes: int, kind: str,
@@ -212,7 +212,7 @@ def test_hierarchical_along_the_ring_of_nodes_within_5_percent_of_the_proved_bou
     for size in (256 << 20, GIB):
         proved = time_bound(topo, coll).busbw_gbps(size)
         assert proved is not None and round(float(proved), 4) == proved_gbps
-        assert _best_busbw(s, kind, size) >= 0.95 * float(proved)
+        assert _best_busbw(s, kind, size, instances=(1,)) >= 0.95 * float(proved)
 
 
 @pytest.mark.parametrize("kind", ["allreduce", "allgather"])

@@ -41,6 +41,7 @@ class _Plan:
     into: list[list[int]] = attrs.field(factory=list)  # rank -> indices of sends into it, in plan order
     deps: list[tuple[int, ...]] = attrs.field(factory=list)
     after: list[tuple[int, ...]] = attrs.field(factory=list)  # earlier sends into dst: arrive first
+    copies: set[int] = attrs.field(factory=set)  # sends whose value contains the receiver's: applied first
     phase: int = 0  # index of the first send of the current phase
 
     def __attrs_post_init__(self) -> None:
@@ -49,24 +50,34 @@ class _Plan:
     def start_phase(self) -> None:
         self.phase = len(self.sends)
 
-    def send(self, src: int, dst: int, together: bool = False) -> None:
+    def send(self, src: int, dst: int, together: bool = False, copy: bool = False) -> None:
         """Strictly after the earlier sends into dst (a copy must not overtake what it contains);
         `together`: only after those of earlier phases (the values of this phase's together-sends
-        into dst are disjoint: reductions from both sides)."""
+        into dst are disjoint: reductions from both sides); `copy`: the value contains dst's, so that in
+        a step where dst also adds a disjoint value it must arrive first (the checker's order)."""
         self.deps.append(tuple(self.into[src]))
         first = self.phase
         self.after.append(tuple(i for i in self.into[dst] if i < first) if together else tuple(self.into[dst]))
+        if copy:
+            self.copies.add(len(self.sends))
         self.into[dst].append(len(self.sends))
         self.sends.append((src, dst))
 
     def exchange(self, u: int, v: int) -> None:
         """u and v send each other their values as they are now (disjoint: each adds the other's)."""
-        du, dv = tuple(self.into[u]), tuple(self.into[v])
-        for a, b, d, later in ((u, v, du, dv), (v, u, dv, du)):
-            self.deps.append(d)
-            self.after.append(later)
-            self.into[b].append(len(self.sends))
-            self.sends.append((a, b))
+        self.everyone([u, v])
+
+    def everyone(self, ranks: list[int]) -> None:
+        """Every rank of `ranks` sends every other its value as it is now (pairwise disjoint: each adds the
+        others'); the ranks of a cycle of 2 or 3, all adjacent."""
+        now = {r: tuple(self.into[r]) for r in ranks}
+        for a in ranks:
+            for b in ranks:
+                if a != b:
+                    self.deps.append(now[a])
+                    self.after.append(now[b])
+                    self.into[b].append(len(self.sends))
+                    self.sends.append((a, b))
 
     def chain(self, ranks: list[int], together: bool = False) -> None:
         for a, b in itertools.pairwise(ranks):
@@ -77,13 +88,14 @@ def _asap(topo: Topology, plan: _Plan) -> list[list[tuple[int, int]]] | None:
     """Steps of one round: each send at the first step after its dependencies arrived at its source
     (and after the earlier sends into its destination, and not before the earlier sends out of its
     destination: those carry the value the plan gave them) at which its link (and its switch groups) still
-    have room. None when a send uses a pair that is not a link."""
+    have room; in each step the copies first, then by link. None when a send uses a pair that is not a
+    link."""
     step_of: list[int] = []
     last_out = [0] * topo.ranks  # a send into v must not arrive before v sent what the plan had it send
     load: dict[tuple[int, int, int], int] = {}
     gload: dict[tuple[int, int], int] = {}
-    out: list[list[tuple[int, int]]] = []
-    for (u, v), deps, after in zip(plan.sends, plan.deps, plan.after, strict=True):
+    out: list[list[tuple[bool, int, int]]] = []
+    for i, ((u, v), deps, after) in enumerate(zip(plan.sends, plan.deps, plan.after, strict=True)):
         bw = topo.bandwidth(u, v)
         if bw <= 0:
             return None
@@ -99,8 +111,9 @@ def _asap(topo: Topology, plan: _Plan) -> list[list[tuple[int, int]]] | None:
         last_out[u] = max(last_out[u], s)
         while len(out) <= s:
             out.append([])
-        out[s].append((u, v))
-    return out
+        out[s].append((i not in plan.copies, u, v))
+    # copies first in each step (they contain the receiver's value; an addition after them adds to it)
+    return [[(u, v) for _, u, v in sorted(step)] for step in out]
 
 
 def _four_arcs(plan: _Plan, cyc: list[int], sizes: tuple[int, int, int, int]) -> None:
@@ -154,6 +167,34 @@ def _two_arcs(plan: _Plan, cyc: list[int], h: int) -> None:
         plan.chain([at(i) for i in range(hi, mid, -1)])
 
 
+def _junction(plan: _Plan, cyc: list[int], shape: tuple[int, ...]) -> None:
+    """The junction plan: rank j = cyc[0] between arc A = cyc[1..m] and arc B = the rest. j adds its value
+    into A's first rank; each arc reduces to a centre from both ends (A's at c1, B's at c2) and the arc
+    sum travels as copies to both ends of its arc; j takes A's sum (a copy: it contains j's own value)
+    and adds B's in the same step, while A's last rank and B's first exchange theirs; the total then
+    spreads from j and from that pair. On a ring of n = 4k + 1 this is 3k steps (the two- and four-arc
+    plans take 3k + 1), 3k + 2 for 4k + 3: the least possible, found by an exact search of sets of
+    arcs (docs/synth.md) for n <= 13."""
+    m, c1, c2, s1, s2 = shape
+    j, arc_a, arc_b = cyc[0], cyc[1:m + 1], cyc[m + 1:]
+    plan.send(j, arc_a[0], together=True)
+    for arc, c in ((arc_a, c1), (arc_b, c2)):
+        plan.chain(arc[:c + 1], together=True)
+        plan.chain(arc[c:][::-1], together=True)
+    for arc, c in ((arc_a, c1), (arc_b, c2)):
+        plan.chain(arc[c::-1])
+        plan.chain(arc[c:])
+    plan.start_phase()
+    plan.send(arc_a[0], j, together=True, copy=True)
+    plan.send(arc_b[-1], j, together=True)
+    plan.exchange(arc_a[-1], arc_b[0])
+    plan.send(j, arc_a[0])
+    plan.send(j, arc_b[-1])
+    for arc, split in ((arc_a, s1), (arc_b, s2)):
+        plan.chain(arc[:split + 1])
+        plan.chain(arc[:split:-1])
+
+
 Shape = tuple[str, tuple[int, ...]]
 
 
@@ -161,24 +202,26 @@ def _cycle(plan: _Plan, cyc: list[int], shape: Shape) -> None:
     n = len(cyc)
     plan.start_phase()
     if n <= 3:  # every pair adjacent: everyone sends its own value to every other rank at once
-        for u in cyc:
-            for v in cyc:
-                if u != v:
-                    plan.send(u, v, together=True)
+        plan.everyone(cyc)
     elif shape[0] == "four":
         _four_arcs(plan, cyc, shape[1])  # type: ignore[arg-type]
+    elif shape[0] == "junction":
+        _junction(plan, cyc, shape[1])
     else:
         _two_arcs(plan, cyc, shape[1][0])
 
 
 def _shapes(n: int) -> list[Shape]:
     """The plans to try on a cycle of n: every split into four arcs of q or q+1 ranks (q = n // 4),
-    and the two near-halves."""
+    the two near-halves, and the junction plan with two arcs of m = (n - 1) // 2 and n - 1 - m ranks
+    (its centres and splits as the exact search's optima have them on odd cycles)."""
     if n <= 3:
         return [("all", ())]
     q = n // 4
     four: list[Shape] = [("four", t) for t in itertools.product((q, q + 1), repeat=4) if sum(t) == n]
-    return four + [("two", (h,)) for h in sorted({n // 2, (n + 1) // 2})]
+    m = (n - 1) // 2
+    junction: Shape = ("junction", (m, max(0, m // 2 - 1), m // 2, (m - 1) // 2, max(0, (m - 2) // 2)))
+    return four + [("two", (h,)) for h in sorted({n // 2, (n + 1) // 2})] + [junction]
 
 
 def torus_allreduce(topo: Topology, coll: Collective) -> Schedule | None:
@@ -268,4 +311,4 @@ def _every_rank_all(coll: Collective) -> bool:
 
 def _schedule(topo: Topology, coll: Collective, steps: list[list[tuple[int, int]]]) -> Schedule:
     a = coll.addresses[0]
-    return Schedule(topo, coll, [Step(1, sorted(Send(a, u, v) for u, v in s)) for s in steps if s])
+    return Schedule(topo, coll, [Step(1, [Send(a, u, v) for u, v in s]) for s in steps if s])

@@ -16,8 +16,9 @@ Which method (docs/synth.md):
   each address to one rank (ReduceScatter when the addresses split evenly over the ranks, else the most
   central ranks) through the dual, then broadcast it (Allgather-shaped when split evenly); and, with one
   address, the overlapping constructions of `allreduce` (recursive doubling over xor partners where
-  those are links, four arcs per cycle on rings and tori) and, on machines of several nodes, the node
-  sums exchanged over the NICs of `nodes_allreduce`.
+  those are links, four or two arcs or a junction per cycle on rings and tori) and, on machines of several
+  nodes, the node sums exchanged over the NICs of `nodes_allreduce` (to receivers, or by recursive doubling
+  over the nodes).
 Every schedule is checked by `smtcoll.check` before it is returned; a rejected one is an internal error.
 """
 
@@ -169,17 +170,29 @@ def _allreduce(topo: Topology, coll: Collective) -> tuple[Schedule, str]:
     doubling = _recursive_doubling(topo, coll)
     if doubling is not None:
         return doubling, "recursive doubling (hypercube)"
-    phased = _phases(topo, coll)
     # the overlapping constructions (one address): kept when the checker accepts them and they beat
     # the phases (a construction whose as-soon-as-possible order breaks its data flow is dropped)
-    found = [phased]
+    found = []
     for make, method in ((allreduce.doubling_allreduce, "recursive doubling (xor partners)"),
-                         (allreduce.torus_allreduce, "four arcs per cycle, overlapping (ring, torus)"),
-                         (nodes_allreduce.nodes_allreduce, "node sums, across the NICs, then copies inside")):
+                         (allreduce.torus_allreduce,
+                          "arcs per cycle (four, two or a junction), overlapping (ring, torus)"),
+                         (nodes_allreduce.nodes_allreduce, "node sums, across the NICs, then copies inside"),
+                         (nodes_allreduce.doubling_nodes_allreduce,
+                          "node sums, recursive doubling over the nodes through one NIC pair, then copies inside")):
         s = make(topo, coll)
         if s is not None and check_schedule(s).verdict == "ok":
             found.append((s, method))
+    # with one address the phases reduce to one rank and broadcast from it: at least twice its eccentricity,
+    # so at least twice the radius; not built where a construction is already shorter (the greedy's two
+    # phases are most of the time at 1024 ranks: ring:1024 9 of 12 CPU s)
+    shortest = min((len(s.steps) for s, _ in found), default=None)
+    if shortest is None or len(coll.addresses) != 1 or shortest >= 2 * _radius(topo):
+        found.insert(0, _phases(topo, coll))
     return min(found, key=lambda x: (len(x[0].steps), x[0].rounds))
+
+
+def _radius(topo: Topology) -> int:
+    return min(max(topo.distances[r].values(), default=0) for r in range(topo.ranks))
 
 
 def _phases(topo: Topology, coll: Collective) -> tuple[Schedule, str]:
