@@ -4,9 +4,11 @@ sweep): each construction lowered with the Simple protocol and each instance cou
 times it (`smtcoll.sweep.cost.schedule_time`), against the proved bound (`smtcoll.bounds.throughput`).
 
     python benchmarks/constructions_at_1gib.py [--machines mi250,amd8,ndv2:2,a100:2] [--collectives allgather,...]
-        [--instances 1,8] [--size BYTES] [--only forest,...]
+        [--instances 1,8] [--size BYTES] [--only forest,...] [--sweep-bound]
 
 MACHINE:N takes N nodes of the machine (one node without it); MACHINE may be a topology .toml file.
+With --sweep-bound the share is against the sweep's bound (the proved bound plus the model's fixed costs,
+`smtcoll.sweep.tasks.model_bound`: the `/ bound` column of vs_nccl.py) instead of the proved bound alone.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ def main() -> None:
     ap.add_argument("--instances", default="1,8")
     ap.add_argument("--size", type=int, default=1 << 30)
     ap.add_argument("--only", default="", help="construction names to time (default: all)")
+    ap.add_argument("--sweep-bound", action="store_true", help="share of the sweep's bound (fixed costs included)")
     args = ap.parse_args()
     model = Model.load()
     size = args.size
@@ -42,6 +45,10 @@ def main() -> None:
         for kind in args.collectives.split(","):
             coll = library.collective(kind, topo.ranks)
             bound = time_bound(topo, coll).busbw_gbps(size)
+            if args.sweep_bound:
+                from smtcoll.sweep.tasks import model_bound
+
+                bound = bus_bandwidth(kind, topo.ranks, size, model_bound(topo, coll, nodes, model)(size))
             start = time.process_time()
             for c in constructions(topo, coll):
                 if args.only and c.name not in args.only.split(","):

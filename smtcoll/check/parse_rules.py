@@ -12,7 +12,17 @@ from collections.abc import Iterator
 from typing import Any
 
 from smtcoll import collectives
-from smtcoll.msccl.program import BUFFERS, RECV_TYPES, SEND_TYPES, STEP_ATTRS, STEP_TYPES, Finding, Program, ThreadBlock
+from smtcoll.msccl.program import (
+    BUFFERS,
+    RECV_TYPES,
+    SEND_TYPES,
+    STEP_ATTRS,
+    STEP_TYPES,
+    Finding,
+    Gpu,
+    Program,
+    ThreadBlock,
+)
 from smtcoll.msccl.runtime import (
     EXEC,
     LEGACY,
@@ -174,13 +184,18 @@ def _gpu_rules(p: Program) -> Iterator[Finding]:
                 if v != 0 and mul and v * mul != C:  # mul is 0 when ngpus=0 (refused above)
                     yield _f(f"{name}={v}: the legacy runtime requires 0 or nchunksperloop/{mul} = "
                              f"{C / mul:g} for coll={p.coll}", ONLY_LEGACY, **where)
-        nodes = 1 + len(p.gpus) + len(g.tbs) + sum(len(tb.steps) for tb in g.tbs)
+        nodes = rank_nodes(p, g)
         if nodes > MAX_NODES:
             yield _f(f"rank {g.id} needs {nodes} XML nodes; the runtimes' readers hold at most {MAX_NODES} "
                      "(MAX_NODES)", BOTH, **where)
         if len(g.tbs) > MAX_SUBS:
             yield _f(f"<gpu> has {len(g.tbs)} <tb> children; at most {MAX_SUBS} (MAX_SUBS)", BOTH, **where)
         yield from _tb_rules(p, g.id, g.tbs, (g.i_chunks, g.o_chunks, g.s_chunks))
+
+
+def rank_nodes(p: Program, g: Gpu) -> int:
+    """The XML nodes one rank's parse holds: the `<algo>`, every `<gpu>`, the rank's `<tb>`s and steps."""
+    return 1 + len(p.gpus) + len(g.tbs) + sum(len(tb.steps) for tb in g.tbs)
 
 
 def _tb_rules(p: Program, gpu: int | None, tbs: tuple[ThreadBlock, ...],

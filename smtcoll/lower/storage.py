@@ -98,9 +98,12 @@ def plan(schedule: Schedule, layout: Layout, items: list[Transfer], modes: list[
     by_step: dict[int, list[Transfer]] = defaultdict(list)
     for x in items:
         by_step[x.step].append(x)
+    speed = {(lk.src, lk.dst): float(lk.gbps or lk.bandwidth) for lk in schedule.topology.links}
     for t in range(steps):
         here = by_step.get(t, [])
-        sends = [LOp(x.src, (t, 1, x.index), "s", x.dst, -1, cur[(x.src, x.addr)], None) for x in here]
+        if combining:
+            here = _by_arrival(here, speed)
+        sends = [LOp(x.src, (t, 1, i), "s", x.dst, -1, cur[(x.src, x.addr)], None) for i, x in enumerate(here)]
         ops.extend(sends)
         for x, send in zip(here, sends):
             key = (x.dst, x.addr)
@@ -124,6 +127,32 @@ def plan(schedule: Schedule, layout: Layout, items: list[Transfer], modes: list[
             ops.append(_copy(r, (steps, 3, seq[(r, 1)]), held, out_loc[key]))
             seq[(r, 1)] += 1
     return ops
+
+
+def _by_arrival(here: list[Transfer], speed: dict[tuple[int, int], float]) -> list[Transfer]:
+    """A step's transfers in the order their messages arrive when each connection sends its own back to back
+    at its link's speed (GB/s where the topology gives them, else its bandwidth): the k-th at k / speed.
+    Every connection keeps its order (one FIFO); across connections this is the order in which the
+    contributions to one sum are chained (each `rrc` waits for the one before it). In the schedule's order
+    instead, a contribution listed first but arriving late (the 20th message of its connection) holds the
+    chain while the next one's receiver waits, its FIFO fills and its link idles: amd8 ReduceScatter, 27
+    trees per root at 8 instances, 0.937 of the bound in the sweep's model, 0.984 in arrival order.
+    Only additions commute: at one rank and address, a transfer that replaces the value (a copy, or a sum
+    that contains what the rank holds) keeps its place among the others of the step (`level`), as the
+    schedule applies a step's arrivals in its order (ndv2 x2 Allreduce with 2 chunks copies, then adds)."""
+    sent: Counter[tuple[int, int]] = Counter()
+    level: Counter[tuple[int, int]] = Counter()
+    when = []
+    for i, x in enumerate(here):
+        sent[(x.src, x.dst)] += 1
+        key = (x.dst, x.addr)
+        if x.action == "add":
+            at = level[key]
+        else:  # after every earlier transfer into the key, before every later one
+            at = level[key] + 1
+            level[key] += 2
+        when.append((at, sent[(x.src, x.dst)] / (speed.get((x.src, x.dst)) or 1.0), i))
+    return [here[i] for *_, i in sorted(when)]
 
 
 def _copy(rank: int, time: tuple[int, ...], src: Loc, dst: Loc) -> LOp:

@@ -238,8 +238,9 @@ def _candidates(sources: list[Source], machine: cost.Machine, o: Options, kind: 
     that another is at least as fast as at every size is left out (`cost.beaten`); a variant of NCCL's
     own algorithms only when another variant of the same algorithm is (NCCL's time is the best of them).
     NCCL's algorithms are lowered and timed in the same mode, so the comparison stays fair."""
+    from smtcoll.check.parse_rules import rank_nodes
     from smtcoll.lower import LowerOptions, lower
-    from smtcoll.msccl.runtime import FIFO_MESSAGES
+    from smtcoll.msccl.runtime import FIFO_MESSAGES, MAX_NODES
 
     cands: list[Candidate] = []
     rejected: list[dict[str, Any]] = []
@@ -276,6 +277,13 @@ def _candidates(sources: list[Source], machine: cost.Machine, o: Options, kind: 
                     if isinstance(done, SmtcollError):
                         raise done
                     program = attrs.evolve(done.program, proto=proto)
+                    # a program over the readers' MAX_NODES XML nodes per rank is never written: it is not timed,
+                    # and it cannot prune a candidate that can be written. Only for one runtime: another runtime's
+                    # lowering spreads and pads the steps differently, so its file may fit
+                    nodes = max(rank_nodes(program, g) for g in program.gpus)
+                    if len(o.runtimes) == 1 and nodes > MAX_NODES:
+                        raise SmtcollError(f"a rank of the lowered program needs {nodes} XML nodes; the runtimes' "
+                                           f"readers hold at most {MAX_NODES} (MAX_NODES)")
                     curve = cost.predict(program, machine, o.model, low, high, dominated, memo)
                     if curve is None and not lost[0]:
                         why = "the lowered program does not run to its end in the cost model"

@@ -199,6 +199,25 @@ def test_small_buffers_pick_the_latency_optimal_point_and_ll():
         assert all(p["time_us"] >= p["bound_us"] for p in f["predicted"])
 
 
+def test_a_program_over_the_readers_xml_nodes_is_rejected_before_it_is_timed(monkeypatch):
+    """a100's pairwise Allreduce at 8 instances needs 4265 XML nodes on a rank (the readers hold 4096): no
+    runtime can run it, so the sweep neither times it nor lets it prune the candidates that can run."""
+    from smtcoll.sweep.tasks import Options, Source, _candidates
+    from smtcoll.synth.constructions import build
+
+    topo = specs.resolve_topology("a100")
+    schedule = build("pairwise", topo, specs.resolve_collective("allreduce", 8))
+    model = attrs.evolve(cost.Model.load(), instances=(1, 8), protocols=("Simple",))
+    options = Options(SizeRange(1 << 20, 1 << 30), ("executor",), model=model)
+    timed = []
+    predict = cost.predict
+    monkeypatch.setattr(cost, "predict", lambda program, *a: timed.append(program) or predict(program, *a))
+    cands, rejected = _candidates([Source("pairwise", "construction", schedule)], cost.machine(topo, 1, model),
+                                  options, "allreduce", "a100", 1, "outofplace", {})
+    assert [c.instances for c in cands] == [1] and len(timed) == 1
+    assert [(r["instances"], "XML nodes" in r["why"] and "4096" in r["why"]) for r in rejected] == [(8, True)]
+
+
 def test_bus_bandwidth_matches_nccl_tests_factors():
     # allreduce of 8 ranks: busbw = algbw * 2 * 7 / 8; 1 MB in 10 us is 100 GB/s algbw
     assert cost.bus_bandwidth("allreduce", 8, 10**6, Fraction(10)) == pytest.approx(175.0)

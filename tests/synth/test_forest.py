@@ -97,13 +97,14 @@ def _busbw(s: Schedule, kind: str, instances: int) -> float:
     return bus_bandwidth(kind, s.topology.ranks, GIB, t) or 0.0
 
 
-@pytest.mark.parametrize("kind, share", [("allgather", 0.95), ("reducescatter", 0.90), ("allreduce", 0.95)])
+@pytest.mark.parametrize("kind, share", [("allgather", 0.95), ("reducescatter", 0.95), ("allreduce", 0.95)])
 def test_amd8_in_the_sweep_model(kind: str, share: float) -> None:
-    """At 1 GiB, lowered with 8 instances and timed as the sweep times it: 0.97, 0.92 and 0.97 of the proved
+    """At 1 GiB, lowered with 8 instances and timed as the sweep times it: 0.97, 0.97 and 0.97 of the proved
     950 GB/s measured, ahead of every other construction (the greedy tree packing 0.84, 0.62, 0.69).
-    ReduceScatter: the in-trees list-scheduled as they run (0.92) tie in link time with the transpose of the
-    reversed links' Allgather (0.84); the tie goes to the former. Allreduce: that ReduceScatter, then the
-    Allgather (docs/benchmarks.md, session 6)."""
+    ReduceScatter: the in-trees list-scheduled as they run tie in link time with the transpose of the
+    reversed links' Allgather (0.84); the tie goes to the former, 0.92 while the lowering chained each root's
+    7 contributions in the schedule's order, 0.97 in arrival order (session 8). Allreduce: that
+    ReduceScatter, then the Allgather (docs/benchmarks.md, session 6)."""
     topo = library.topology("amd8")
     coll = library.collective(kind, 8)
     s = build("forest", topo, coll)
@@ -123,6 +124,22 @@ def test_mi250_in_the_sweep_model(kind: str, share: float) -> None:
     topo = library.topology("mi250")
     s = build("forest", topo, library.collective(kind, 16))
     assert _busbw(s, kind, 8) >= share * 321.4
+
+
+def test_the_sweep_gets_a_second_count_of_trees_where_it_differs() -> None:
+    """`constructions` (the sweep's candidates) holds `forest` with its own count of trees per root and, where
+    it differs, with the most trees within the same limits whose share is at most 2% lower: amd8
+    ReduceScatter 27 (share 0.995) and 32 (0.982), which times 0.975 of the bound at 256 MiB and 8 instances
+    and 0.95 at 2; mi250 has one (more trees pass the messages a connection may carry)."""
+    amd8 = library.topology("amd8")
+    coll = library.collective("reducescatter", 8)
+    found = [c for c in constructions(amd8, coll) if c.name == "forest"]
+    assert [c.chunks for c in found] == [27, 32]
+    assert build("forest", amd8, coll).collective.chunk_factor == 27  # --method forest: the first
+    for c in found:
+        assert check_schedule(c.schedule).verdict == "ok"
+    mi250 = library.topology("mi250")
+    assert [c.chunks for c in constructions(mi250, library.collective("allgather", 16)) if c.name == "forest"] == [12]
 
 
 def test_cli_synth_forest(cli, tmp_path: Path) -> None:

@@ -69,6 +69,9 @@ _FAMILIES: dict[str, tuple[Builder, str | None]] = {
     "forest": (forest.forest, None),
     "hierforest": (hierforest.hierforest, None),
 }
+# families that offer the sweep more than one schedule: name -> every schedule, the family's own first
+# (`forest`: its count of trees per root and the most trees within the runtimes' limits, `forest.forests`)
+_SEVERAL: dict[str, Callable[[Topology, Collective], list[Schedule]]] = {"forest": forest.forests}
 # `synth --method` names (short) -> family
 METHODS: dict[str, Builder] = {
     "ring": nccl.ring,
@@ -112,11 +115,12 @@ def constructions(topo: Topology, coll: Collective) -> list[Construction]:
     out = []
     for name, (builder, algo) in _FAMILIES.items():
         try:
-            sched = builder(topo, coll)
+            scheds = _SEVERAL[name](topo, coll) if name in _SEVERAL else [builder(topo, coll)]
         except NotApplicable:
             continue
-        sched = checked(sched, name)
-        out.append(Construction(name, sched, algo, sched.collective.chunk_factor))
+        for sched in scheds:
+            sched = checked(sched, name)
+            out.append(Construction(name, sched, algo, sched.collective.chunk_factor))
     return out
 
 

@@ -58,6 +58,7 @@ CHANNELS = 32  # the runtime's channels (MAXCHANNELS), shared by the 8 instances
 WAITED = 128  # thread blocks a rank can wait for (depid is an int8_t)
 INSTANCES = 8  # the most instances the sweep lowers with
 MAX_TREES = 32  # trees per root tried
+SHARE_SLACK = Fraction(1, 50)  # a second count of trees may load the busiest links up to 2% more (`_counts`)
 
 
 def units(topo: Topology) -> dict[tuple[int, int], int]:
@@ -272,20 +273,50 @@ def choose(topo: Topology, roots: list[int], factor: int) -> tuple[int, int, Fra
     """(C trees per root, M per unit, their share of the bound C q / M): the best share whose busiest
     connection carries at most `budget` messages (`factor` tree edges per slot: 2 for Allreduce) and whose
     ranks fit the runtimes' XML nodes, and among those the most trees."""
+    return _counts(topo, roots, factor)[0]
+
+
+def _counts(topo: Topology, roots: list[int], factor: int) -> list[tuple[int, int, Fraction]]:
+    """`choose`'s (C, M, share), then, when it differs, the most trees within the same limits whose share is
+    at most SHARE_SLACK below the best: smaller messages shorten the pipeline's fill and drain, a lower share
+    loads the busiest links beyond the bound; which wins depends on the size and the machine, so the sweep
+    times both (amd8 ReduceScatter at 256 MiB, 8 instances: 27 trees, share 0.995, 0.94 of the bound; 32
+    trees, share 0.982, 0.975)."""
     cap = units(topo)
     q = max(_ratio(Sets(t.ranks, units(t)), roots) for t in (topo, topo.reversed()))  # out-trees and in-trees
     widest = max(cap.values())
     most = budget(topo)
     best: tuple[int, int, Fraction] | None = None
+    fitting: list[tuple[int, int, Fraction]] = []
     for c in range(1, MAX_TREES + 1):
         m = math.ceil(c * q)
         if (factor * m * widest > most or not fits_nodes(topo, m, factor)) and best is not None:
             break
         share = c * q / m
+        fitting.append((c, m, share))
         if best is None or share >= best[2]:
             best = (c, m, share)
     assert best is not None
-    return best
+    more = [x for x in fitting if x[2] >= best[2] - SHARE_SLACK]
+    return [best] if more[-1][0] == best[0] else [best, more[-1]]
+
+
+def tree_counts(topo: Topology, base: Collective) -> list[int]:
+    """The trees per root `forests` builds: `choose`'s, and the most trees of `_counts` where that differs
+    (one count beyond MAX_RANKS ranks and on NIC switch groups: `choose_wide`, whose packing takes seconds)."""
+    what = kind(base)
+    if wide(topo) or what not in ("allgather", "reducescatter", "allreduce", "broadcast", "reduce"):
+        return []
+    roots = [base.root or 0] if what in ("broadcast", "reduce") else list(range(topo.ranks))
+    if what == "allreduce":
+        roots = owners(topo)
+    return [c for c, _, _ in _counts(topo, roots, 2 if what == "allreduce" else 1)]
+
+
+def forests(topo: Topology, base: Collective) -> list[Schedule]:
+    """`forest`'s schedule, then those of the other counts of `tree_counts` (the sweep's candidates)."""
+    first = forest(topo, base)
+    return [first, *(forest(topo, base, c) for c in tree_counts(topo, base)[1:])]
 
 
 def owners(topo: Topology) -> list[int]:
@@ -361,21 +392,47 @@ def forest(topo: Topology, base: Collective, trees: int | None = None) -> Schedu
         assert outward is not None and inward is not None
         # ReduceScatter over the in-trees, then Allgather over the out-trees: each half in the order that
         # suits it (scheduled together, address by address, they timed 0.86 of the bound on mi250 where the
-        # halves time 0.96). Address a = j * len(roots) + i: root entry i's j-th trees.
+        # halves time 0.96). Address a = j * len(roots) + i: root entry i's j-th in-tree, and the out-tree
+        # `_matched` gives it.
         k = len(roots)
 
-        def address(st: Step) -> Step:
-            return Step(st.rounds, sorted((Send((x.chunk % c) * k + x.chunk // c, x.src, x.dst) for x in st.sends),
-                                          key=send_key))
-        halves = [*_scatter(topo, roots, inward, c, lanes),
-                  *_gather(topo, roots, outward, c, lanes, late=False)]
-        steps = [address(st) for st in halves]
+        def address(st: Step, of: Callable[[int], int]) -> Step:
+            return Step(st.rounds, sorted((Send((of(x.chunk) % c) * k + of(x.chunk) // c, x.src, x.dst)
+                                           for x in st.sends), key=send_key))
+        scatter = _scatter(topo, roots, inward, c, lanes)
+        gather = _gather(topo, roots, outward, c, lanes, late=False)
+        sums = _matched(roots, c, scatter, gather)
+        steps = [*(address(st, lambda x: x) for st in scatter), *(address(st, sums.__getitem__) for st in gather)]
         return Schedule(topo, base.with_chunks(k * c), steps, name="forest")
     coll = base.with_chunks(c)
     if outward is not None:
         return Schedule(topo, coll, _gather(topo, roots, outward, c, lanes), name="forest")
     assert inward is not None
     return Schedule(topo, coll, _scatter(topo, roots, inward, c, lanes), name="forest")
+
+
+def _matched(roots: list[int], c: int, scatter: list[Step], gather: list[Step]) -> dict[int, int]:
+    """Allreduce: which of root entry i's sums (its in-trees' chunks i * c + j) each of its out-trees
+    broadcasts: the sums in the order the ReduceScatter half completes them at the root, the out-trees in
+    the order the Allgather half first sends them, paired in turn. Any of a root's sums may go down any of
+    its out-trees; tree j with sum j would leave the sums completed first waiting while the first
+    broadcasts wait for the sums completed last (the transposed schedule completes tree 0 last). mi250 at
+    256 MiB, 8 instances: 0.9468 of the sweep's bound tree by tree, 0.9478 matched; amd8, dgx1 the same."""
+    done: dict[int, int] = {}
+    for t, st in enumerate(scatter):
+        for x in st.sends:
+            if x.dst == roots[x.chunk // c]:
+                done[x.chunk] = t
+    first: dict[int, int] = {}
+    for t, st in enumerate(gather):
+        for x in st.sends:
+            first.setdefault(x.chunk, t)
+    out: dict[int, int] = {}
+    for i in range(len(roots)):
+        sums = sorted(range(c), key=lambda j: (done.get(i * c + j, -1), j))
+        trees = sorted(range(c), key=lambda j: (first.get(i * c + j, -1), j))
+        out.update((i * c + t, i * c + j) for t, j in zip(trees, sums, strict=True))
+    return out
 
 
 def _plan(roots: list[int], trees: list[list[dict[int, int]]], c: int) -> Plan:
