@@ -33,19 +33,10 @@ from smtcoll.synth.scale.allreduce import _asap, _every_rank_all, _Plan, _schedu
 
 def nodes_allreduce(topo: Topology, coll: Collective) -> Schedule | None:
     """The schedule (module docstring) for a one-address Allreduce-shaped collective, or None."""
-    nodes = node_of(topo) or _named_nodes(topo)
-    if nodes is None or len(coll.addresses) != 1 or len(coll.pre) != coll.chunks or not _every_rank_all(coll):
+    shape = _node_shape(topo, coll)
+    if shape is None:
         return None
-    n = max(nodes) + 1
-    p = topo.ranks // n
-    if nodes != [r // p for r in range(topo.ranks)] or p & (p - 1):
-        return None
-    linked = {(l.src, l.dst) for l in topo.links}
-    bit = 1
-    while bit < p:
-        if any((r, r ^ bit) not in linked for r in range(p)):
-            return None
-        bit <<= 1
+    n, p, linked = shape
     receivers, senders = _ends(linked, n, p)
     if not receivers:
         return None
