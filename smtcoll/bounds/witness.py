@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
 
@@ -13,8 +14,15 @@ from smtcoll.bounds.distance import bfs
 from smtcoll.bounds.holdings import holdings_bound
 from smtcoll.bounds.network import cut_capacity
 from smtcoll.bounds.relay import relay_bound
+from smtcoll.bounds.results import Bound
 from smtcoll.errors import ModelError
 from smtcoll.model import Collective, Topology
+
+# the bounds whose witness records a recursion, and the numbers of it that `proof check` compares
+RECOMPUTED: dict[str, tuple[Callable[[Topology, Collective], Bound], tuple[str, ...]]] = {
+    "relay": (relay_bound, ("nodes", "capacity", "far", "relay", "last", "known")),
+    "cycle": (cycle_bound, ("cycle", "distance")),
+}
 
 
 def check_witness(kind: str, witness: dict[str, Any], topo: Topology, coll: Collective) -> int | None:
@@ -50,25 +58,14 @@ def check_witness(kind: str, witness: dict[str, Any], topo: Topology, coll: Coll
             b = holdings_bound(topo, coll, exact=True)
             if b.value is None:
                 return 10**9 if b.note.endswith("no schedule exists") else None
-            for key in ("rank", "must_hold", "holdings", "address"):  # a recorded ramp must be the one recomputed
-                if key in witness:
-                    _same(key, witness[key], b.witness.get(key))
+            _same_keys(witness, b.witness, ("rank", "must_hold", "holdings", "address"))
             return int(b.value)
-        if kind == "relay":  # no choice either: the recursion is recomputed from the topology
-            b = relay_bound(topo, coll)
+        if kind in RECOMPUTED:  # no choice either: recomputed from the links and the collective
+            bound, keys = RECOMPUTED[kind]
+            b = bound(topo, coll)
             if b.value is None:
                 return None
-            for key in ("nodes", "capacity", "far", "relay", "last", "known"):
-                if key in witness:
-                    _same(key, witness[key], b.witness.get(key))
-            return int(b.value)
-        if kind == "cycle":  # no choice either: recomputed from the links and the collective
-            b = cycle_bound(topo, coll)
-            if b.value is None:
-                return None
-            for key in ("cycle", "distance"):
-                if key in witness:
-                    _same(key, witness[key], b.witness.get(key))
+            _same_keys(witness, b.witness, keys)
             return int(b.value)
     except (KeyError, TypeError, ValueError) as e:
         raise ModelError("witness", f"malformed {kind} witness: {e}") from None
@@ -83,6 +80,13 @@ def _fraction(x: Any, what: str) -> Fraction:
         return Fraction(x)
     except (ValueError, ZeroDivisionError):
         raise ModelError("witness", f"{what} is not a fraction: {x!r}") from None
+
+
+def _same_keys(witness: dict[str, Any], computed: dict[str, Any], keys: tuple[str, ...]) -> None:
+    """A recorded ramp or recursion must be the one recomputed, number for number."""
+    for key in keys:
+        if key in witness:
+            _same(key, witness[key], computed.get(key))
 
 
 def _same(what: str, recorded: Any, computed: Any) -> None:
