@@ -4,9 +4,10 @@ sweep): each construction lowered with the Simple protocol and each instance cou
 times it (`smtcoll.sweep.cost.schedule_time`), against the proved bound (`smtcoll.bounds.throughput`).
 
     python benchmarks/constructions_at_1gib.py [--machines mi250,amd8,ndv2:2,a100:2] [--collectives allgather,...]
-        [--instances 1,8] [--size BYTES] [--only forest,...] [--sweep-bound]
+        [--instances 1,8] [--size BYTES[,BYTES...]] [--only forest,...] [--sweep-bound]
 
 MACHINE:N takes N nodes of the machine (one node without it); MACHINE may be a topology .toml file.
+--size takes several sizes (comma-separated): each construction is built once and timed at each.
 With --sweep-bound the share is against the sweep's bound (the proved bound plus the model's fixed costs,
 `smtcoll.sweep.tasks.model_bound`: the `/ bound` column of vs_nccl.py) instead of the proved bound alone.
 """
@@ -28,14 +29,14 @@ def main() -> None:
     ap.add_argument("--machines", default="mi250,amd8")
     ap.add_argument("--collectives", default="allgather,reducescatter,allreduce")
     ap.add_argument("--instances", default="1,8")
-    ap.add_argument("--size", type=int, default=1 << 30)
+    ap.add_argument("--size", default=str(1 << 30), help="bytes, comma-separated for several")
     ap.add_argument("--only", default="", help="construction names to time (default: all)")
     ap.add_argument("--sweep-bound", action="store_true", help="share of the sweep's bound (fixed costs included)")
     args = ap.parse_args()
     model = Model.load()
-    size = args.size
-    print("| machine | collective | construction | C | steps | instances | bus GB/s | / bound |")
-    print("|---|---|---|---|---|---|---|---|")
+    sizes = [int(s) for s in args.size.split(",")]
+    print("| machine | collective | size | construction | C | steps | instances | bus GB/s | / bound |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for spec in args.machines.split(","):
         name, _, count = spec.partition(":")
         nodes = int(count or 1)
@@ -44,29 +45,34 @@ def main() -> None:
             name = f"{name} x{nodes}"
         for kind in args.collectives.split(","):
             coll = library.collective(kind, topo.ranks)
-            bound = time_bound(topo, coll).busbw_gbps(size)
-            if args.sweep_bound:
-                from smtcoll.sweep.tasks import model_bound
-
-                bound = bus_bandwidth(kind, topo.ranks, size, model_bound(topo, coll, nodes, model)(size))
             start = time.process_time()
-            for c in constructions(topo, coll):
-                if args.only and c.name not in args.only.split(","):
-                    continue
-                for inst in map(int, args.instances.split(",")):
-                    try:
-                        t = schedule_time(c.schedule, "Simple", inst, size, model, nodes)
-                    except SmtcollError as e:  # the runtime's limits (dependency ids, steps per thread block)
-                        print(f"| {name} | {kind} | {c.name} | {c.chunks} | {len(c.schedule.steps)} | {inst} | "
-                              f"not lowerable: {str(e)[:70]} | |")
-                        continue
-                    bw = bus_bandwidth(kind, topo.ranks, size, t) if t is not None else None
-                    share = f"{bw / float(bound):.2f}" if bw is not None and bound else "-"
-                    print(f"| {name} | {kind} | {c.name} | {c.chunks} | {len(c.schedule.steps)} | {inst} | "
-                          f"{'-' if bw is None else f'{bw:.1f}'} | {share} |", flush=True)
-            print(f"<!-- {name} {kind}: bound {float(bound or 0):.1f} GB/s, "
-                  f"{time.process_time() - start:.1f} CPU s -->", flush=True)
+            try:
+                cons = constructions(topo, coll)
+            except SmtcollError as e:
+                print(f"<!-- {name} {kind}: no constructions: {e} -->", flush=True)
+                continue
+            for size in sizes:
+                bound = time_bound(topo, coll).busbw_gbps(size)
+                if args.sweep_bound:
+                    from smtcoll.sweep.tasks import model_bound
 
+                    bound = bus_bandwidth(kind, topo.ranks, size, model_bound(topo, coll, nodes, model)(size))
+                for c in cons:
+                    if args.only and c.name not in args.only.split(","):
+                        continue
+                    for inst in map(int, args.instances.split(",")):
+                        try:
+                            t = schedule_time(c.schedule, "Simple", inst, size, model, nodes)
+                        except SmtcollError as e:  # the runtime's limits (dependency ids, steps per thread block)
+                            print(f"| {name} | {kind} | {size} | {c.name} | {c.chunks} | {len(c.schedule.steps)} | "
+                                  f"{inst} | not lowerable: {str(e)[:70]} | |")
+                            continue
+                        bw = bus_bandwidth(kind, topo.ranks, size, t) if t is not None else None
+                        share = f"{bw / float(bound):.2f}" if bw is not None and bound else "-"
+                        print(f"| {name} | {kind} | {size} | {c.name} | {c.chunks} | {len(c.schedule.steps)} | "
+                              f"{inst} | {'-' if bw is None else f'{bw:.1f}'} | {share} |", flush=True)
+                print(f"<!-- {name} {kind} {size}: bound {float(bound or 0):.1f} GB/s, "
+                      f"{time.process_time() - start:.1f} CPU s so far -->", flush=True)
 
 if __name__ == "__main__":
     main()
