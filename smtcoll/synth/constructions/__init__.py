@@ -70,8 +70,10 @@ _FAMILIES: dict[str, tuple[Builder, str | None]] = {
     "hierforest": (hierforest.hierforest, None),
 }
 # families that offer the sweep more than one schedule: name -> every schedule, the family's own first
-# (`forest`: its count of trees per root and the most trees within the runtimes' limits, `forest.forests`)
-_SEVERAL: dict[str, Callable[[Topology, Collective], list[Schedule]]] = {"forest": forest.forests}
+# (`forest`: its count of trees per root and the most trees within the runtimes' limits, `forest.forests`;
+# `pairwise`: across nodes also its program with fused connections, which lowers at 8 instances, `pairwise.pairwises`)
+_SEVERAL: dict[str, Callable[[Topology, Collective], list[Schedule]]] = {"forest": forest.forests,
+                                                                          "pairwise": pairwise.pairwises}
 # `synth --method` names (short) -> family
 METHODS: dict[str, Builder] = {
     "ring": nccl.ring,

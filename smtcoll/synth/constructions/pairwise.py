@@ -37,8 +37,9 @@ MAX_MESSAGES_PER_RANK = 4 * PIECES_PER_RANK
 FUSED_LIMIT = 32  # messages per connection up to which the lowering fuses two connections on a thread block
 
 
-def pairwise(topo: Topology, base: Collective) -> Schedule:
-    """The shifted pairwise Allgather / ReduceScatter / Allreduce (module docstring), checked by the caller."""
+def pairwise(topo: Topology, base: Collective, fused: bool = False) -> Schedule:
+    """The shifted pairwise Allgather / ReduceScatter / Allreduce (module docstring), checked by the caller.
+    `fused`: at most FUSED_LIMIT messages per connection (`pairwises`)."""
     what = kind(base)
     if what not in ("allgather", "reducescatter", "allreduce"):
         raise NotApplicable("the pairwise exchange covers Allgather, ReduceScatter and Allreduce")
@@ -55,6 +56,8 @@ def pairwise(topo: Topology, base: Collective) -> Schedule:
     # at 256 MiB 0.94 of the bound with 18 per rank and node, 0.97 with 24 (docs/benchmarks.md, session 7)
     per_rank = PIECES_PER_RANK * (blocks if what != "allgather" else 1) * (phases if blocks > 1 else 1)
     per_conn = pieces_per_connection(len(lay.members[0]), phases * blocks, per_rank)
+    if fused:
+        per_conn = max(1, FUSED_LIMIT // (phases * blocks)) * phases * blocks
     c = per_conn // (phases * blocks)
     plan = Plan()
     if what == "allreduce":
@@ -83,6 +86,21 @@ def pairwise(topo: Topology, base: Collective) -> Schedule:
     steps = min((schedule_transfers(topo, plan), timed_schedule(topo, plan, lat)),
                 key=lambda s: replay_time(topo, s, lat))
     return Schedule(topo, coll, steps, name="pairwise")
+
+
+def pairwises(topo: Topology, base: Collective) -> list[Schedule]:
+    """`pairwise`'s schedule, then, for Allgather and ReduceScatter across nodes, the one with at most
+    FUSED_LIMIT messages per connection (the sweep's candidates). Above the limit the lowering spreads a
+    connection over two channels, and across nodes a rank has so many connections (a peer in its node and a
+    rail in every other node, each way) that at 8 instances it waits for more thread blocks than the
+    executor's int8_t dependency ids name (a100 x3 ReduceScatter: 176): its best is 4 instances, 0.93 of the
+    bound at 256 MiB. Fused, the program lowers at 8 instances: 0.95 (docs/benchmarks.md, "Unseen machines
+    and sizes (session 9)"). Not for Allreduce, whose two phases a fused thread block would serialize."""
+    first = pairwise(topo, base)
+    if kind(base) == "allreduce" or len(_Layout(topo).members) < 2:
+        return [first]
+    fused = pairwise(topo, base, fused=True)
+    return [first] if fused.collective.chunk_factor == first.collective.chunk_factor else [first, fused]
 
 
 RS_LAG = 2  # ReduceScatter: pieces by which the sums for the node's own ranks trail those sent to other nodes
