@@ -10,6 +10,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from helpers.paths import ROOT
 
 from smtcoll import library
 from smtcoll.bounds.throughput import time_bound
@@ -581,3 +582,28 @@ def test_lanes_on_a_topology_file_lowers_and_beats_nccl() -> None:
     t = schedule_time(s, "Simple", 1, GIB, nodes=2)
     ring = schedule_time(build("ring", topo, coll), "Simple", 8, GIB, nodes=2)
     assert t is not None and ring is not None and 3 * t < ring
+
+
+@pytest.mark.parametrize("kind", ["reducescatter", "reduce", "allreduce", "broadcast"])
+def test_treepack_by_speed_where_speeds_per_unit_differ(kind: str) -> None:
+    """specs/topologies/custom-example.toml: a switch group inside the node and a 5 GB/s link beside 10 GB/s
+    ones, each one unit. Packed by units, the trees overload the slow link (0.50-0.67 of the sweep's bound
+    at 1 GiB); `treepacks` also offers the packing by speed, within 2% of it. A machine whose speeds are
+    proportional to its units (dgx1) gets one packing."""
+    from smtcoll import specs
+    from smtcoll.sweep.cost import Model
+    from smtcoll.sweep.tasks import model_bound
+    from smtcoll.synth.constructions.treepack import treepacks
+
+    topo = specs.resolve_topology(str(ROOT / "specs" / "topologies" / "custom-example.toml"), 1)
+    coll = library.collective(kind, 4)
+    units, speeds = treepacks(topo, coll)
+    bound = model_bound(topo, coll, 1, Model.load())(GIB)
+    shares = []
+    for s in (units, speeds):
+        assert check_schedule(s).verdict == "ok"
+        t = schedule_time(s, "Simple", 8, GIB)
+        assert t is not None
+        shares.append(bound / t)
+    assert shares[0] < 0.7 and shares[1] >= 0.98
+    assert len(treepacks(_topo("dgx1"), library.collective(kind, 8))) == 1

@@ -10,12 +10,19 @@ addresses, so later trees avoid what earlier ones used: on a switch, where a rin
 per step, the trees spread over every port; on mixed machines (MI250, AMD8, tori) they use the lanes the
 rings leave idle. Allgather and Broadcast use out-trees, ReduceScatter and Reduce the in-trees of the
 reversed links, Allreduce an in-tree to the address's owner and an out-tree from it.
+
+A link's capacity is its bandwidth in units (lanes). Where the links' speeds per unit differ (a 5 GB/s and
+a 10 GB/s link of one unit each, NICs beside NVLinks) `treepacks` also offers the packing by speed (GB/s,
+a switch group at its rate): the sweep keeps the faster. The spec file custom-example (a switch group
+inside the node, one slow link) times 0.67 of the bound for ReduceScatter, Reduce and Allreduce and 0.50
+for Broadcast by units, 0.99-1.00 by speed (docs/benchmarks.md, "Unseen machines and sizes (session 9)").
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from smtcoll.bounds.throughput import rates
 from smtcoll.model import Collective, Schedule, Topology
 from smtcoll.msccl.runtime import MAX_STEPS
 from smtcoll.synth.constructions.common import NotApplicable, kind
@@ -26,15 +33,20 @@ TARGET_ADDRESSES = 64
 
 
 class Loads:
-    """Chunks so far on every link and switch group, and the neighbour lists (looked up once)."""
+    """Chunks so far on every link and switch group, and the neighbour lists (looked up once); capacities
+    in units of bandwidth, or with `speeds` in GB/s (`bounds.throughput.rates`)."""
 
-    def __init__(self, topo: Topology) -> None:
+    def __init__(self, topo: Topology, speeds: bool = False) -> None:
         self.topo = topo
         self.link: dict[tuple[int, int], int] = {}
         self.group = [0] * len(topo.switches)
         self.groups_of = {(l.src, l.dst): topo.switches_of(l.src, l.dst) for l in topo.links}
-        self.bw = {(l.src, l.dst): l.bandwidth for l in topo.links}
-        self.cap = [g.bandwidth for g in topo.switches]
+        self.bw: dict[tuple[int, int], float] = {(l.src, l.dst): l.bandwidth for l in topo.links}
+        self.cap: list[float] = [g.bandwidth for g in topo.switches]
+        if speeds:
+            r = rates(topo)
+            self.bw = {(l.src, l.dst): float(r.link[e]) for e, l in enumerate(topo.links)}
+            self.cap = [float(x) for x in r.group]
         self.out: dict[int, list[int]] = {r: [] for r in range(topo.ranks)}
         self.into: dict[int, list[int]] = {r: [] for r in range(topo.ranks)}
         for s, d in sorted(self.bw):
@@ -96,7 +108,20 @@ def spanning_tree(topo: Topology, root: int, loads: Loads, inward: bool,
     return parent
 
 
-def treepack(topo: Topology, base: Collective) -> Schedule:
+def uneven(topo: Topology) -> bool:
+    """Whether the links' speeds per unit of bandwidth differ (the packings by units and by speed differ)."""
+    r = rates(topo)
+    return len({x / l.bandwidth for x, l in zip(r.link, topo.links, strict=True)}) > 1
+
+
+def treepacks(topo: Topology, base: Collective) -> list[Schedule]:
+    """`treepack`'s schedule (capacities in units), then, where the speeds per unit differ, the packing by
+    speed (the sweep's candidates)."""
+    first = treepack(topo, base)
+    return [first, treepack(topo, base, speeds=True)] if uneven(topo) else [first]
+
+
+def treepack(topo: Topology, base: Collective, speeds: bool = False) -> Schedule:
     what = kind(base)
     if what not in ("allgather", "broadcast", "reducescatter", "reduce", "allreduce"):
         raise NotApplicable("tree packing covers Allgather, Broadcast, ReduceScatter, Reduce and Allreduce")
@@ -105,7 +130,7 @@ def treepack(topo: Topology, base: Collective) -> Schedule:
     c = max(1, TARGET_ADDRESSES // per_buffer)
     while True:
         coll = base.with_chunks(c)
-        plan = _plan(what, topo, coll)
+        plan = _plan(what, topo, coll, speeds)
         busiest = busiest_link(plan)
         if busiest <= MAX_STEPS["executor"] or c == 1:
             break
@@ -113,9 +138,9 @@ def treepack(topo: Topology, base: Collective) -> Schedule:
     return Schedule(topo, coll, schedule_transfers(topo, plan), name="treepack")
 
 
-def _plan(what: str, topo: Topology, coll: Collective) -> Plan:
+def _plan(what: str, topo: Topology, coll: Collective, speeds: bool) -> Plan:
     plan = Plan()
-    loads = Loads(topo)
+    loads = Loads(topo, speeds)
     c = coll.chunk_factor
     root = coll.root or 0
     # interleave the roots (address order r*C + j -> j-major) so that every root's trees share the loads
