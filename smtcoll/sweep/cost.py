@@ -259,9 +259,11 @@ def machine(topo: Topology, nodes: int, model: Model) -> Machine:
         alpha[key] = Fraction(repr(float(lk.alpha_us))) if lk.alpha_us is not None else model.default_alpha_us
         gs = []
         for g in topo.switches_of(lk.src, lk.dst):
+            # a group over links without speeds runs at the links' default per unit, as they do (and as the
+            # bound charges it): untimed, it let a hub-and-spoke rank send 7 chunks at once (7x its bound)
             rate = group_gbps(topo, topo.switches[g])
-            if rate:
-                gs.append((g, 1 / (Fraction(repr(float(rate))) * 1000)))
+            speed = Fraction(repr(float(rate))) if rate else model.default_gbps * topo.switches[g].bandwidth
+            gs.append((g, 1 / (speed * 1000)))
         groups[key] = tuple(gs)
     return Machine(per_byte, kind, alpha, groups)
 
