@@ -58,6 +58,9 @@ CHANNELS = 32  # the runtime's channels (MAXCHANNELS), shared by the 8 instances
 WAITED = 128  # thread blocks a rank can wait for (depid is an int8_t)
 INSTANCES = 8  # the most instances the sweep lowers with
 MAX_TREES = 32  # trees per root tried
+# Broadcast and Reduce: each packed tree carries this many pieces at most (one root: its trees alone must
+# pipeline; 30 trees on a DGX-1 pipeline 5 pieces each over 3-4 hops, 0.58 of the bound at 1 GiB, 16 each 0.96)
+ROOTED_REPEAT = 16
 SHARE_SLACK = Fraction(1, 50)  # a second count of trees may load the busiest links up to 2% more (`_counts`)
 
 
@@ -314,9 +317,16 @@ def tree_counts(topo: Topology, base: Collective) -> list[int]:
 
 
 def forests(topo: Topology, base: Collective) -> list[Schedule]:
-    """`forest`'s schedule, then those of the other counts of `tree_counts` (the sweep's candidates)."""
+    """`forest`'s schedule, then those of the other counts of `tree_counts` (the sweep's candidates); for
+    Broadcast and Reduce also each tree ROOTED_REPEAT times where that is more than fits at 8 instances
+    (it lowers with fewer: ndv2 Broadcast at 1 GiB 0.95 of the bound at 1 instance, 0.91 with 8 repeats at 8)."""
     first = forest(topo, base)
-    return [first, *(forest(topo, base, c) for c in tree_counts(topo, base)[1:])]
+    out = [first, *(forest(topo, base, c) for c in tree_counts(topo, base)[1:])]
+    if kind(base) in ("broadcast", "reduce") and not wide(topo):
+        most = forest(topo, base, repeat=ROOTED_REPEAT)
+        if most.collective.chunk_factor > first.collective.chunk_factor:
+            out.append(most)
+    return out
 
 
 def owners(topo: Topology) -> list[int]:
@@ -357,8 +367,9 @@ def _owners(n: int, ratio: Callable[[list[int]], Fraction]) -> list[int]:
     return [r for r in range(n) for _ in range(weights[r])]
 
 
-def forest(topo: Topology, base: Collective, trees: int | None = None) -> Schedule:
-    """The packing's schedule; `trees` per root instead of `choose`'s (tests and benchmarks)."""
+def forest(topo: Topology, base: Collective, trees: int | None = None, repeat: int | None = None) -> Schedule:
+    """The packing's schedule; `trees` per root instead of `choose`'s (tests and benchmarks); Broadcast and
+    Reduce: each tree `repeat` times (default: the most up to ROOTED_REPEAT that fit at 8 instances)."""
     what = kind(base)
     if what not in ("allgather", "reducescatter", "allreduce", "broadcast", "reduce"):
         raise NotApplicable("the exact tree packing covers Allgather, ReduceScatter, Allreduce, Broadcast and Reduce")
@@ -382,6 +393,11 @@ def forest(topo: Topology, base: Collective, trees: int | None = None) -> Schedu
         else:
             c, m = trees, math.ceil(trees * cut_ratio(n, cap, roots))
 
+    # one root: every tree repeated, as many times as the runtimes' XML nodes allow (`ROOTED_REPEAT`)
+    if what not in ("broadcast", "reduce") or wide(topo):
+        repeat = 1
+    elif repeat is None:
+        repeat = max([1, *(r for r in range(2, ROOTED_REPEAT + 1) if fits_nodes(topo, m * r, factor))])
     lanes = None
     if wide(topo):
         speed = lane_rates(topo)
@@ -404,6 +420,10 @@ def forest(topo: Topology, base: Collective, trees: int | None = None) -> Schedu
         sums = _matched(roots, c, scatter, gather)
         steps = [*(address(st, lambda x: x) for st in scatter), *(address(st, sums.__getitem__) for st in gather)]
         return Schedule(topo, base.with_chunks(k * c), steps, name="forest")
+    if repeat > 1:
+        outward = None if outward is None else [trees * repeat for trees in outward]
+        inward = None if inward is None else [trees * repeat for trees in inward]
+        c *= repeat
     coll = base.with_chunks(c)
     if outward is not None:
         return Schedule(topo, coll, _gather(topo, roots, outward, c, lanes), name="forest")
