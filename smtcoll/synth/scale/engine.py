@@ -6,7 +6,8 @@ Which method (docs/synth.md):
   ones the LP-routed paths of `routing` (any topology), then, on machines a translation group maps
   onto themselves (a100 x N), rank 0's routes timed by the integer program of `orbit`, and where NICs
   join every pair of GPUs of two nodes (mi250 x N) the Latin square of `direct`;
-  Allgather-shaped ones on machines of several nodes, the node rings fed by the NICs of `hierarchy`
+  Allgather-shaped ones on machines of several nodes, on those a translation group maps onto themselves
+  (a100 x N) rank 0's broadcast trees of `orbit_allgather`, the node rings fed by the NICs of `hierarchy`
   and the per-rank assignments of `matching`; otherwise, or when these miss the bound, the greedy
   (`synth/greedy.py`) in its link-by-link order, and for up to 32 ranks also in its farthest-first
   order, the best schedule kept;
@@ -38,6 +39,7 @@ from smtcoll.synth.scale import (
     direct,
     hierarchy,
     matching,
+    orbit_allgather,
     nodes_allreduce,
     orbit,
     routing,
@@ -107,6 +109,12 @@ def _plain(topo: Topology, coll: Collective, b: SearchBounds | None) -> tuple[Sc
         if len(t[0].steps) <= target:
             return t
     limit = 4 * topo.ranks * coll.chunks + 8
+    # Allgather on machines of nodes a translation maps onto themselves (a100 x N): rank 0's trees
+    a = orbit_allgather.orbit_allgather(topo, coll, limit)
+    if a is not None:
+        found.append((a, "one rank's broadcast trees within the orbit capacities, translated to every rank"))
+        if len(a.steps) <= target:
+            return found[-1]
     r = routing.routed_alltoall(topo, coll, limit)
     if r is not None:
         found.append((r, "LP-routed paths (HiGHS), store and forward"))
