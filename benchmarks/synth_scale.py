@@ -7,11 +7,15 @@ per instance (the large ones take tens of seconds on a shared machine; CPU secon
 
     python benchmarks/synth_scale.py [--only SUBSTRING] [--skip-bounds] [--unseen] [--markdown OUT.md]
     python benchmarks/synth_scale.py --recheck [--only SUBSTRING] [--markdown OUT.md]
+    python benchmarks/synth_scale.py --nodes-sweep [--only SUBSTRING] [--markdown OUT.md]
     python benchmarks/synth_scale.py --allreduce [--unseen | --survey] [--only SUBSTRING] [--markdown OUT.md]
 
 --recheck runs each instance of RECHECK twice, with `--method scale` and with no --method (the default a
 user gets), and `smtcoll bounds` (its default, LP included): steps, the bound synth reports, the
 strongest bound `bounds` proves, exit code, CPU s and peak MB of each command.
+
+--nodes-sweep runs NODES (Allgather on machines of nodes at node counts the methods were not tuned on,
+issue 24, session 9) with no --method, the default a user gets, against the bound synth reports.
 
 --allreduce surveys one-chunk Allreduce with no --method (what a user gets) on ALLREDUCE: steps, the
 distance bound and the strongest bound `smtcoll bounds` proves, their ratio (issue 24's target: 1.5x),
@@ -52,6 +56,12 @@ UNSEEN = [
     ("-t a100 --nodes 3 -c allgather", "bound"), ("-t mi250 --nodes 8 -c allgather", "bound"),
     ("-t a100 --nodes 3 -c allreduce", "1.5x"),
 ]
+
+# --nodes-sweep: Allgather on machines of nodes at any node count (issue 24, session 9), no --method
+NODES = [(f"-t {m} --nodes {n} -c allgather", "bound") for m, ns in (
+    ("a100", (3, 4, 5, 6, 7, 8, 9, 12, 16)), ("ndv2", (3, 5, 6, 7, 9, 12)), ("mi250", (5, 6)),
+    ("dgx2", (4, 5)), ("benchmarks/topologies/switch8-4nic.toml", (3, 5)),
+    ("benchmarks/topologies/chordring12-nic.toml", (2, 3, 4))) for n in ns]
 
 # --recheck: issue 24's "checked again on machines and sizes not seen" (session 5)
 RECHECK = [f"-t {m} --nodes {n} -c {c}" for m, ns in (("ndv2", (3, 8)), ("dgx2", (3, 8)), ("mi250", (2, 3)),
@@ -192,6 +202,8 @@ def main() -> None:
     ap.add_argument("--markdown", type=Path)
     ap.add_argument("--unseen", action="store_true", help="the instances of UNSEEN instead of the targets")
     ap.add_argument("--recheck", action="store_true", help="RECHECK, with --method scale and the default")
+    ap.add_argument("--nodes-sweep", action="store_true",
+                    help="NODES (Allgather on machines of nodes at any node count), no --method")
     ap.add_argument("--allreduce", action="store_true", help="survey one-chunk Allreduce (ALLREDUCE), no --method")
     ap.add_argument("--survey", action="store_true",
                     help="with --allreduce: ALLREDUCE_SURVEY (odd tori, rings, 1000+ ranks, machines of 3-32 nodes)")
@@ -206,10 +218,12 @@ def main() -> None:
     header = "| instance | steps | rounds | C | bound (steps / rounds) | gap | target | met | CPU s | peak MB | bounds CPU s |"
     print(header)
     print("|---|---|---|---|---|---|---|---|---|---|---|")
-    for inst, target in (UNSEEN if args.unseen else TARGETS):
+    rowset = NODES if args.nodes_sweep else UNSEEN if args.unseen else TARGETS
+    method = [] if args.nodes_sweep else ["--method", "scale"]
+    for inst, target in rowset:
         if args.only not in inst:
             continue
-        out, code, cpu, mb = child([sys.executable, "-m", "smtcoll", "synth", *shlex.split(inst), "--method", "scale",
+        out, code, cpu, mb = child([sys.executable, "-m", "smtcoll", "synth", *shlex.split(inst), *method,
                                     "--format", "json"])
         bcpu = None
         if not args.skip_bounds:

@@ -39,9 +39,9 @@ from smtcoll.synth.scale import (
     direct,
     hierarchy,
     matching,
-    orbit_allgather,
     nodes_allreduce,
     orbit,
+    orbit_allgather,
     routing,
     translate,
 )
