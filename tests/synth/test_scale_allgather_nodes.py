@@ -64,3 +64,26 @@ def test_ndv2_at_the_entry_bound_with_the_nics_matched(nodes: int) -> None:
     assert len(matched.steps) == matched.rounds == bound
     r = engine.synthesize(topo, coll)
     assert len(r.schedule.steps) == r.bounds.least_steps(True, 1) == bound
+
+
+def _ring_nodes_spec(path) -> str:
+    # a machine in no library: a ring of 8 GPUs per node (in from both neighbours each round), a NIC per
+    # GPU on 4 rails; rank 0's trees must keep both ring directions and the NIC busy every round
+    nics = "".join(f"\n[[topology.nics]]\nsenders = [{g}]\nreceivers = [{g}]\nbandwidth = 1\nrail = {g % 4}\n"
+                   for g in range(8))
+    spec = path / "ring8-nic.toml"
+    spec.write_text('[topology]\nname = "ring8-nic"\ngenerator = "ring:8"\n' + nics)
+    return str(spec)
+
+
+@pytest.mark.parametrize("nodes", [4, 6])
+def test_ring_nodes_with_a_nic_per_gpu_at_the_holdings_bound(tmp_path, nodes: int) -> None:
+    from smtcoll import load_topology
+
+    topo = load_topology(_ring_nodes_spec(tmp_path), nodes)
+    coll = library.collective("allgather", topo.ranks, None, 1)
+    r = engine.synthesize(topo, coll)
+    assert r.method.startswith("one rank's broadcast trees")
+    # 3 in-links per GPU (both ring neighbours and the NIC): 8N - 1 chunks, at most 3 a round
+    assert len(r.schedule.steps) == r.bounds.least_steps(True, 1) == -(-(8 * nodes - 1) // 3)
+    assert check_schedule(r.schedule).verdict == "ok"

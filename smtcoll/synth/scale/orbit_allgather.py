@@ -51,6 +51,7 @@ def orbit_allgather(topo: Topology, coll: Collective, max_steps: int) -> Schedul
     # back[i][b] = b - d: the rank a hop with offset i into b starts from
     inverse = [int(np.nonzero(act(ranks, d) == 0)[0][0]) for d in offsets]
     back = [act(ranks, e) for e in inverse]
+    ahead = np.stack([act(ranks, d) for d in offsets])  # ahead[i][b] = b + d
     held = np.zeros((per, p), dtype=bool)
     held[:, 0] = True
     plan: list[list[tuple[int, int, int]]] = []  # per round: (chunk j, a, b) hops of rank 0's trees
@@ -61,12 +62,14 @@ def orbit_allgather(topo: Topology, coll: Collective, max_steps: int) -> Schedul
         load = np.zeros(len(caps), dtype=np.int64)
         hops: list[tuple[int, int, int]] = []
         for j in sorted(range(per), key=lambda j: (int(before[j].sum()), j)):
-            for i in range(len(offsets)):
+            # the offsets with the fewest ranks to reach first: the others have more choice left
+            reach = [int((~held[j] & before[j][back[i]]).sum()) for i in range(len(offsets))]
+            for i in sorted(range(len(offsets)), key=lambda i: (reach[i], i)):
                 while np.all(load + load_of[i] <= caps):
                     targets = np.nonzero(~held[j] & before[j][back[i]])[0]
                     if not len(targets):
                         break
-                    b = int(targets[0])
+                    b = _most_ahead(targets, held[j], ahead)
                     held[j, b] = True
                     load += load_of[i]
                     hops.append((j, int(back[i][b]), b))
@@ -81,3 +84,15 @@ def orbit_allgather(topo: Topology, coll: Collective, max_steps: int) -> Schedul
             sends += [(int(coll.address[own[x][j]]), int(u), int(v)) for x, u, v in zip(ranks, src, dst, strict=True)]
         steps.append(Step(1, [Send(c, u, v) for c, u, v in sorted(sends)]))
     return Schedule(topo, coll, steps)
+
+
+SCORE_WORK = 50_000  # targets x offsets scored per pick; beyond it the lowest target (1024 ranks: 515 offsets)
+
+
+def _most_ahead(targets: np.ndarray, held: np.ndarray, ahead: np.ndarray) -> int:
+    """The target with the most out-neighbours lacking the chunk (it can pass it on next round, so the
+    frontier of every offset stays non-empty), the lowest first; the lowest alone beyond SCORE_WORK."""
+    if len(targets) * len(ahead) > SCORE_WORK:
+        return int(targets[0])
+    score = (~held[ahead[:, targets]]).sum(axis=0)
+    return int(targets[np.argmax(score)])
