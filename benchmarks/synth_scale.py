@@ -61,7 +61,8 @@ UNSEEN = [
 NODES = [(f"-t {m} --nodes {n} -c allgather", "bound") for m, ns in (
     ("a100", (3, 4, 5, 6, 7, 8, 9, 12, 16)), ("ndv2", (3, 5, 6, 7, 9, 12)), ("mi250", (5, 6)),
     ("dgx2", (4, 5)), ("benchmarks/topologies/switch8-4nic.toml", (3, 5)),
-    ("benchmarks/topologies/chordring12-nic.toml", (2, 3, 4))) for n in ns]
+    ("benchmarks/topologies/chordring12-nic.toml", (2, 3, 4)), ("benchmarks/topologies/ring8-nic.toml", (3, 5)))
+    for n in ns]
 
 # --recheck: issue 24's "checked again on machines and sizes not seen" (session 5)
 RECHECK = [f"-t {m} --nodes {n} -c {c}" for m, ns in (("ndv2", (3, 8)), ("dgx2", (3, 8)), ("mi250", (2, 3)),
