@@ -1,0 +1,254 @@
+"""One-address Allreduce on machines of any number of nodes: node sums, then windows of consecutive nodes
+grown across the NICs by every receiving GPU at once, then copies inside.
+
+`nodes_allreduce` sends each node's sum to every other node one at a time (n - 1 turns: dgx2 x 7 11 steps)
+or folds the nodes beyond a power of two in and out through one NIC pair. Here, after the node sums
+(recursive doubling over xor partners, or a reduce to a centre and a broadcast back where a node has none:
+every GPU holds its node's sum S_a), a GPU of node a holds a *window* W_w(a) = S_a + S_{a-1} + ... +
+S_{a-w+1} (nodes mod n). A GPU holding W_w(a) that receives W_v(a - w) from node a - w holds W_{w+v}(a):
+the two windows are disjoint, so no node's sum is counted twice, for any n. Two plans, the shorter kept:
+
+- **direct** (every receiver also sends, over links that reach the same GPUs of the other nodes: a100,
+  mi250): W_t at a group of receivers is W_{t/2} doubled (each GPU adds its own index's window from node
+  a - t/2), or, for odd t = x + r (x the largest power of two below t), half the group builds W_x and the
+  other half W_r, and the halves exchange across: x's holder adds W_r from node a - x, r's holder W_x from
+  node a - r. ceil(log2 n) NIC steps (a100 x 7: 3 + 3 = 6 steps, x 12: 3 + 4 = 7).
+- **relays** (the GPU that receives is not the one that sends: dgx2's NIC k joins GPU 2k+1 to GPU 2k of
+  the other nodes): every receiver follows one sequence s_0 = 1, s_j = s_{j-1} + s_i, adding W_{s_i}
+  from its relay in node a - s_{j-1}; the relay took a copy of W_{s_i} from a receiver of its node at step
+  i + 1, so i <= j - 2 (a Fibonacci-like chain, the shortest found by a search: dgx2 x 7: 1, 2, 3, 5, 7,
+  4 + 4 + 1 = 9 steps).
+
+The total then spreads as copies along a breadth-first tree from the receivers. The plan is scheduled as
+soon as possible (`allreduce._asap`); the engine checks the schedule like any other.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+from smtcoll.model import Collective, Schedule, Topology
+from smtcoll.synth.scale.allreduce import _asap, _every_rank_all, _Plan, _schedule
+from smtcoll.synth.scale.nodes_allreduce import _named_nodes, _node_sums, _tree
+
+from smtcoll.bounds.entry import node_of
+
+Round = list[tuple[int, int, int]]  # (receiving GPU g, GPU h whose window it adds, from node a - offset)
+MAX_CHAIN = 12  # NIC steps of the relay sequence searched (2^12 nodes would need fewer)
+
+
+def windows_allreduce(topo: Topology, coll: Collective) -> Schedule | None:
+    """The shorter of the direct and the relay plan (module docstring), or None where neither applies."""
+    shape = _shape(topo, coll)
+    if shape is None:
+        return None
+    best: list[list[tuple[int, int]]] | None = None
+    for plan in (_direct(topo, *shape), _relayed(topo, *shape)):
+        steps = None if plan is None else _asap(topo, plan)
+        if steps is not None and (best is None or len(steps) < len(best)):
+            best = steps
+    return None if best is None else _schedule(topo, coll, best)
+
+
+Shape = tuple[int, int, set[tuple[int, int]], dict[int, list[int]]]
+
+
+def _shape(topo: Topology, coll: Collective) -> Shape | None:
+    """(nodes, GPUs per node, links, receiver -> the local GPUs that reach it from every other node) for a
+    one-address Allreduce on identical nodes of consecutive ranks; None otherwise."""
+    nodes = node_of(topo) or _named_nodes(topo)
+    if nodes is None or len(coll.addresses) != 1 or len(coll.pre) != coll.chunks or not _every_rank_all(coll):
+        return None
+    n = max(nodes) + 1
+    p = topo.ranks // n
+    if n < 3 or nodes != [r // p for r in range(topo.ranks)]:
+        return None
+    linked = {(l.src, l.dst) for l in topo.links if l.bandwidth > 0}
+    inside = {(u, v) for u, v in linked if u < p and v < p}
+    if any((b * p + u, b * p + v) not in linked for b in range(1, n) for u, v in inside):
+        return None
+    into: dict[int, list[int]] = {}
+    for h, g in sorted({(u, v - p) for u, v in linked if u < p <= v < 2 * p}):
+        if all((b * p + h, a * p + g) in linked for a in range(n) for b in range(n) if a != b):
+            into.setdefault(g, []).append(h)
+    return (n, p, linked, into) if into else None
+
+
+def _sums(plan: _Plan, topo: Topology, n: int, p: int, linked: set[tuple[int, int]]) -> bool:
+    """Every GPU gets its node's sum: recursive doubling where the xor partners are links, else a reduce
+    to the node's most central GPU along a breadth-first tree and the sum back as copies."""
+    bit = 1
+    while bit < p and all((r, r ^ bit) in linked for r in range(p)):
+        bit <<= 1
+    if bit >= p and p & (p - 1) == 0:
+        _node_sums(plan, topo.ranks, p)
+        return True
+    best = None
+    for c in range(p):
+        tree = _tree(linked, p, [c])
+        if tree is not None and (best is None or len(tree) and _depth(tree) < _depth(best[1])):
+            best = (c, tree)
+    if best is None:
+        return False
+    _, tree = best
+    for b in range(0, n * p, p):
+        for child, par in reversed(tree):  # children before parents: each sends its subtree's sum
+            plan.send(b + child, b + par, together=True)
+    plan.start_phase()
+    for b in range(0, n * p, p):
+        for child, par in tree:
+            plan.send(b + par, b + child, copy=True)
+    return True
+
+
+def _depth(tree: list[tuple[int, int]]) -> int:
+    level: dict[int, int] = {}
+    for child, par in tree:
+        level[child] = level.get(par, 0) + 1
+    return max(level.values(), default=0)
+
+
+def _direct(topo: Topology, n: int, p: int, linked: set[tuple[int, int]], into: dict[int, list[int]]) -> _Plan | None:
+    """The direct plan: windows doubled or split in halves over the receivers that reach each other."""
+    group = sorted(g for g in into if g in into.get(g, []))
+    if not group:
+        return None
+    rounds = _build(n, group, into)
+    if rounds is None:
+        return None
+    plan = _Plan(topo.ranks)
+    if not _sums(plan, topo, n, p, linked):
+        return None
+    plan.start_phase()
+    for rnd in rounds:
+        held = {r: tuple(plan.into[r]) for r in range(topo.ranks)}  # every send of a round: the values before it
+        for a in range(n):
+            for g, h, w in rnd:
+                src, dst = ((a - w) % n) * p + h, a * p + g
+                _raw(plan, src, dst, held[src], held[dst])
+    return _spread(plan, n, p, linked, group)
+
+
+def _build(t: int, group: list[int], into: dict[int, list[int]]) -> list[Round] | None:
+    """Rounds after which every GPU of `group` holds W_t (module docstring), or None."""
+    if t == 1:
+        return []
+    if t % 2 == 0:
+        half = _build(t // 2, group, into)
+        return None if half is None else [*half, [(g, g, t // 2) for g in group]]
+    x = 1 << ((t - 1).bit_length() - 1)  # the largest power of two below t
+    pairs = _halves(group, into)
+    if pairs is None:
+        return None
+    first, second = [a for a, _ in pairs], [b for _, b in pairs]
+    big, small = _build(x, first, into), _build(t - x, second, into)
+    if big is None or small is None:
+        return None
+    merged: list[Round] = [[*u, *v] for u, v in itertools.zip_longest(big, small, fillvalue=[])]
+    return [*merged, [(a, b, x) for a, b in pairs] + [(b, a, t - x) for a, b in pairs]]
+
+
+def _halves(group: list[int], into: dict[int, list[int]]) -> list[tuple[int, int]] | None:
+    """The group paired into two halves whose GPUs reach each other both ways (first fit in GPU order)."""
+    if len(group) % 2:
+        return None
+    free = list(group)
+    pairs = []
+    while free:
+        a = free.pop(0)
+        b = next((b for b in reversed(free) if a in into.get(b, []) and b in into.get(a, [])), None)
+        if b is None:
+            return None
+        free.remove(b)
+        pairs.append((a, b))
+    return pairs
+
+
+def _relayed(topo: Topology, n: int, p: int, linked: set[tuple[int, int]], into: dict[int, list[int]]) -> _Plan | None:
+    """The relay plan: one chain of window sizes for every receiver, the added windows sent by relays that
+    took copies of them."""
+    relay: dict[int, int] = {}
+    for g in sorted(into):  # each receiver its own relay, not itself a receiver of this plan
+        if g in relay.values():
+            continue
+        h = next((h for h in into[g] if h != g and h not in relay and h not in relay.values()), None)
+        if h is not None and (g, h) in linked:
+            relay[g] = h
+    if not relay:
+        return None
+    chain = _chain(n)
+    if chain is None:
+        return None
+    plan = _Plan(topo.ranks)
+    if not _sums(plan, topo, n, p, linked):
+        return None
+    plan.start_phase()
+    sizes = [1]
+    needed = {i for i, _ in chain}
+    for j, (i, _) in enumerate(chain, start=1):
+        held = {r: tuple(plan.into[r]) for r in range(topo.ranks)}  # the values as step j begins
+        for a in range(n):
+            for g, h in relay.items():
+                plan.send(((a - sizes[-1]) % n) * p + h, a * p + g)
+        if j - 1 in needed and j > 1:  # relays copy W_(s_(j-1)), the value their receiver starts step j with
+            for b in range(0, n * p, p):
+                for g, h in relay.items():
+                    _copy(plan, b + g, b + h, held[b + g])
+        sizes.append(sizes[-1] + sizes[i])
+    return _spread(plan, n, p, linked, sorted(relay))
+
+
+def _copy(plan: _Plan, src: int, dst: int, deps: tuple[int, ...]) -> None:
+    """A copy src -> dst of src's value as it was when `deps` were the sends into it (planned after the
+    sends of the same step out of dst, so that those carry dst's value before the copy)."""
+    plan.copies.add(len(plan.sends))
+    _raw(plan, src, dst, deps, tuple(plan.into[dst]))
+
+
+def _raw(plan: _Plan, src: int, dst: int, deps: tuple[int, ...], after: tuple[int, ...]) -> None:
+    """A send of src's value as it was when `deps` were the sends into it, after `after` into dst."""
+    plan.deps.append(deps)
+    plan.after.append(after)
+    plan.into[dst].append(len(plan.sends))
+    plan.sends.append((src, dst))
+
+
+def _chain(n: int) -> list[tuple[int, int]] | None:
+    """The shortest sequence s_0 = 1, s_j = s_(j-1) + s_(i_j) with i_j <= j - 2 non-decreasing (a relay's
+    copies only grow) that reaches n, as (i_j, s_j); the first found by iterative deepening."""
+    for depth in range(1, MAX_CHAIN + 1):
+        found = _deepen([1], [], n, depth)
+        if found is not None:
+            return found
+    return None
+
+
+def _deepen(sizes: list[int], picks: list[tuple[int, int]], n: int, depth: int) -> list[tuple[int, int]] | None:
+    s = sizes[-1]
+    if s == n:
+        return picks
+    if len(picks) == depth or s << (depth - len(picks)) < n:
+        return None
+    j = len(sizes)
+    low = picks[-1][0] if picks else 0
+    for i in range(j - 1, low - 1, -1):  # the largest addend first; relays hold s_0 from the start
+        # s_i reaches the relays at step i + 1 and replaces what they held: the steps from i + 2 on add it
+        if (i == 0 or i <= j - 2) and all(picks[k - 1][0] == i for k in range(i + 2, j)):
+            nxt = s + sizes[i]
+            if nxt <= n:
+                found = _deepen([*sizes, nxt], [*picks, (i, nxt)], n, depth)
+                if found is not None:
+                    return found
+    return None
+
+
+def _spread(plan: _Plan, n: int, p: int, linked: set[tuple[int, int]], holders: list[int]) -> _Plan | None:
+    """The total, as copies along a breadth-first tree from the GPUs that hold it."""
+    plan.start_phase()
+    tree = _tree(linked, p, holders)
+    if tree is None:
+        return None
+    for b in range(0, n * p, p):
+        for child, par in tree:
+            plan.send(b + par, b + child, copy=True)
+    return plan
