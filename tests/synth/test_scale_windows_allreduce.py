@@ -1,0 +1,68 @@
+"""One-address Allreduce on any number of nodes (issue 24, session 9): node sums, windows of consecutive
+nodes grown across every NIC at once, copies inside. Node counts the construction was not tuned on: each
+schedule accepted by the checker, within 1.5x of the strongest bound `smtcoll bounds` proves."""
+
+from __future__ import annotations
+
+import pytest
+
+from smtcoll import library
+from smtcoll.bounds import lower_bounds
+from smtcoll.check.schedule import check_schedule
+from smtcoll.synth.scale import engine, windows_allreduce
+
+WINDOWS = "node sums, windows of nodes across every NIC at once, then copies inside"
+
+
+def _strongest(topo, coll) -> int:  # type: ignore[no-untyped-def]
+    """The strongest bound on one-round steps that `smtcoll bounds` prints (steps or rounds)."""
+    b = lower_bounds(topo, coll)
+    return max(v for v in (b.steps.value, b.rounds.value) if v is not None)
+
+
+@pytest.mark.parametrize("topo, nodes, steps", [
+    ("a100", 11, 7),  # 3 + 4 + 0: odd node count, 8 NICs on 2 rails; was 12 (reduce + broadcast)
+    ("dgx2", 9, 10),  # 4 + 5 + 1 through the relays (GPU 2k+1 sends, 2k receives); was 13
+    ("ndv2", 10, 10),  # one NIC pair: the relay chain 1, 2, 3, 4, 7, 10; was 12 (folded doubling)
+])
+def test_any_node_count(topo: str, nodes: int, steps: int) -> None:
+    t = library.topology(topo, nodes)
+    coll = library.collective("allreduce", t.ranks)
+    s = windows_allreduce.windows_allreduce(t, coll)
+    assert s is not None and check_schedule(s).verdict == "ok"
+    assert len(s.steps) == steps
+    r = engine.synthesize(t, coll)  # what `synth --method scale` returns: this one or a shorter one
+    assert check_schedule(r.schedule).verdict == "ok" and len(r.schedule.steps) <= steps
+
+
+@pytest.mark.parametrize("topo, nodes", [("a100", 7), ("dgx2", 7), ("ndv2", 9)])
+def test_within_one_and_a_half_of_the_strongest_bound(topo: str, nodes: int) -> None:
+    t = library.topology(topo, nodes)
+    coll = library.collective("allreduce", t.ranks)
+    r = engine.synthesize(t, coll)
+    assert check_schedule(r.schedule).verdict == "ok"
+    assert r.method == WINDOWS
+    assert len(r.schedule.steps) <= 1.5 * _strongest(t, coll), (topo, nodes, len(r.schedule.steps))
+
+
+def test_relay_chain_grows_at_most_like_fibonacci() -> None:
+    # a window reaches a relay one step after it is made and leaves it the step after: s_j <= s_(j-1) + s_(j-2)
+    for n in range(2, 40):
+        chain = windows_allreduce._chain(n)
+        assert chain is not None and chain[-1][1] == n
+        sizes = [1] + [s for _, s in chain]
+        for j, (i, s) in enumerate(chain, start=1):
+            assert s == sizes[j - 1] + sizes[i] and (i == 0 or i <= j - 2)
+    fib = [2, 3]
+    while len(fib) < 8:
+        fib.append(fib[-1] + fib[-2])
+    for depth, top in enumerate(fib, start=1):  # the largest n a chain of `depth` steps reaches
+        assert len(windows_allreduce._chain(top) or []) == depth
+        assert len(windows_allreduce._chain(top + 1) or []) > depth
+
+
+def test_not_on_one_node_nor_for_several_addresses() -> None:
+    t = library.topology("a100")
+    assert windows_allreduce.windows_allreduce(t, library.collective("allreduce", t.ranks)) is None
+    t = library.topology("a100", 5)
+    assert windows_allreduce.windows_allreduce(t, library.collective("allreduce", t.ranks, None, 2)) is None
