@@ -7,7 +7,8 @@ per instance (the large ones take tens of seconds on a shared machine; CPU secon
 
     python benchmarks/synth_scale.py [--only SUBSTRING] [--skip-bounds] [--unseen] [--markdown OUT.md]
     python benchmarks/synth_scale.py --recheck [--only SUBSTRING] [--markdown OUT.md]
-    python benchmarks/synth_scale.py --allreduce [--unseen | --survey | --machines] [--only SUBSTRING] [--markdown OUT.md]
+    python benchmarks/synth_scale.py --allreduce [--unseen | --survey | --machines] [--only SUBSTRING]
+        [--markdown OUT.md]
 
 --recheck runs each instance of RECHECK twice, with `--method scale` and with no --method (the default a
 user gets), and `smtcoll bounds` (its default, LP included): steps, the bound synth reports, the
@@ -156,12 +157,14 @@ def recheck(only: str, markdown: Path | None) -> None:
         markdown.write_text("\n".join([header, *rows]) + "\n")
 
 
-def allreduce(only: str, markdown: Path | None, unseen: bool, survey: bool = False, machines: bool = False) -> None:
+def allreduce(only: str, markdown: Path | None, unseen: bool, survey: bool = False,
+              machines: bool = False) -> None:
     header = ("| instance | exit | steps | distance bound | strongest bound (`bounds`) | ratio | method | CPU s "
               "| peak MB | over |\n|---|---|---|---|---|---|---|---|---|---|")
     print(header)
     rows = []
-    insts = ALLREDUCE_MACHINES if machines else ALLREDUCE_SURVEY if survey else ALLREDUCE_UNSEEN if unseen else ALLREDUCE
+    insts = (ALLREDUCE_MACHINES if machines else ALLREDUCE_SURVEY if survey else ALLREDUCE_UNSEEN if unseen
+             else ALLREDUCE)
     for inst in insts:
         if only not in inst:
             continue

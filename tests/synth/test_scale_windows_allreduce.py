@@ -9,12 +9,13 @@ import pytest
 from smtcoll import library
 from smtcoll.bounds import lower_bounds
 from smtcoll.check.schedule import check_schedule
+from smtcoll.model import Collective, Topology
 from smtcoll.synth.scale import engine, windows_allreduce
 
 WINDOWS = "node sums, windows of nodes across every NIC at once, then copies inside"
 
 
-def _strongest(topo, coll) -> int:  # type: ignore[no-untyped-def]
+def _strongest(topo: Topology, coll: Collective) -> float:
     """The strongest bound on one-round steps that `smtcoll bounds` prints (steps or rounds)."""
     b = lower_bounds(topo, coll)
     return max(v for v in (b.steps.value, b.rounds.value) if v is not None)

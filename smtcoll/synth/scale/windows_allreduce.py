@@ -27,11 +27,10 @@ from __future__ import annotations
 
 import itertools
 
+from smtcoll.bounds.entry import node_of
 from smtcoll.model import Collective, Schedule, Topology
 from smtcoll.synth.scale.allreduce import _asap, _every_rank_all, _Plan, _schedule
 from smtcoll.synth.scale.nodes_allreduce import _named_nodes, _node_sums, _tree
-
-from smtcoll.bounds.entry import node_of
 
 Round = list[tuple[int, int, int]]  # (receiving GPU g, GPU h whose window it adds, from node a - offset)
 MAX_CHAIN = 12  # NIC steps of the relay sequence searched (2^12 nodes would need fewer)
@@ -83,14 +82,10 @@ def _sums(plan: _Plan, topo: Topology, n: int, p: int, linked: set[tuple[int, in
     if bit >= p and p & (p - 1) == 0:
         _node_sums(plan, topo.ranks, p)
         return True
-    best = None
-    for c in range(p):
-        tree = _tree(linked, p, [c])
-        if tree is not None and (best is None or len(tree) and _depth(tree) < _depth(best[1])):
-            best = (c, tree)
-    if best is None:
+    trees = [t for t in (_tree(linked, p, [c]) for c in range(p)) if t is not None]
+    if not trees:
         return False
-    _, tree = best
+    tree = min(trees, key=_depth)  # the first of the shallowest
     for b in range(0, n * p, p):
         for child, par in reversed(tree):  # children before parents: each sends its subtree's sum
             plan.send(b + child, b + par, together=True)
@@ -144,7 +139,8 @@ def _build(t: int, group: list[int], into: dict[int, list[int]]) -> list[Round] 
     big, small = _build(x, first, into), _build(t - x, second, into)
     if big is None or small is None:
         return None
-    merged: list[Round] = [[*u, *v] for u, v in itertools.zip_longest(big, small, fillvalue=[])]
+    empty: Round = []
+    merged: list[Round] = [[*u, *v] for u, v in itertools.zip_longest(big, small, fillvalue=empty)]
     return [*merged, [(a, b, x) for a, b in pairs] + [(b, a, t - x) for a, b in pairs]]
 
 
