@@ -46,6 +46,21 @@ def test_within_one_and_a_half_of_the_strongest_bound(topo: str, nodes: int) -> 
     assert len(r.schedule.steps) <= 1.5 * _strongest(t, coll), (topo, nodes, len(r.schedule.steps))
 
 
+@pytest.mark.parametrize("nodes, steps", [(3, 6), (7, 7)])  # were 8 and 10 (reduce + broadcast)
+def test_blocks_where_a_node_has_no_xor_partners(nodes: int, steps: int) -> None:
+    # mi250: GCD squares (two packages joined crosswise) sum in 2 steps, then windows over the 4n squares
+    # in an order whose offsets never join two squares of one node (those have no NIC link); 3: still 2x
+    # the strongest bound (3), a plan that overlaps the squares' sums with the NIC steps is missing
+    t = library.topology("mi250", nodes)
+    coll = library.collective("allreduce", t.ranks)
+    s = windows_allreduce.windows_allreduce(t, coll)
+    assert s is not None and check_schedule(s).verdict == "ok" and len(s.steps) == steps
+    if nodes == 3:  # the engine keeps it (x 7: also the greedy phases, 2 x radius 3 < 7, some CPU s)
+        r = engine.synthesize(t, coll)
+        assert check_schedule(r.schedule).verdict == "ok" and len(r.schedule.steps) == steps
+        assert r.method == WINDOWS
+
+
 def test_relay_chain_grows_at_most_like_fibonacci() -> None:
     # a window reaches a relay one step after it is made and leaves it the step after: s_j <= s_(j-1) + s_(j-2)
     for n in range(2, 40):

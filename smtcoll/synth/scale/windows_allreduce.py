@@ -19,6 +19,12 @@ the two windows are disjoint, so no node's sum is counted twice, for any n. Two 
   i + 1, so i <= j - 2 (a Fibonacci-like chain, the shortest found by a search: dgx2 x 7: 1, 2, 3, 5, 7,
   4 + 4 + 1 = 9 steps).
 
+- **blocks** (a node without xor partners whose NICs join every GPU to every GPU of the other nodes:
+  mi250): the GPUs pair into blocks of 4 joined like a square (two packages crosswise) or of 2, which sum
+  by recursive doubling in 2 or 1 steps; then the direct plan over the n * m blocks of the machine as
+  windows, in a cyclic order of the blocks (a depth-first search) in which the plan's offsets never join
+  two blocks of one node (those are not NIC links). mi250 x 3 / x 4: 2 + 4 = 6 steps (reduce + broadcast: 8).
+
 The total then spreads as copies along a breadth-first tree from the receivers. The plan is scheduled as
 soon as possible (`allreduce._asap`); the engine checks the schedule like any other.
 """
@@ -42,7 +48,7 @@ def windows_allreduce(topo: Topology, coll: Collective) -> Schedule | None:
     if shape is None:
         return None
     best: list[list[tuple[int, int]]] | None = None
-    for plan in (_direct(topo, *shape), _relayed(topo, *shape)):
+    for plan in (_direct(topo, *shape), _relayed(topo, *shape), _blocks(topo, *shape)):
         steps = None if plan is None else _asap(topo, plan)
         if steps is not None and (best is None or len(steps) < len(best)):
             best = steps
@@ -124,19 +130,20 @@ def _direct(topo: Topology, n: int, p: int, linked: set[tuple[int, int]], into: 
     return _spread(plan, n, p, linked, group)
 
 
-def _build(t: int, group: list[int], into: dict[int, list[int]]) -> list[Round] | None:
-    """Rounds after which every GPU of `group` holds W_t (module docstring), or None."""
+def _build(t: int, group: list[int], into: dict[int, list[int]], halve: bool = True) -> list[Round] | None:
+    """Rounds after which every GPU of `group` holds W_t (module docstring), or None. `halve`: an even t
+    that is not a power of two is W_(t/2) doubled (else split like an odd one: other offsets)."""
     if t == 1:
         return []
-    if t % 2 == 0:
-        half = _build(t // 2, group, into)
+    if t % 2 == 0 and (halve or t & (t - 1) == 0):
+        half = _build(t // 2, group, into, halve)
         return None if half is None else [*half, [(g, g, t // 2) for g in group]]
     x = 1 << ((t - 1).bit_length() - 1)  # the largest power of two below t
     pairs = _halves(group, into)
     if pairs is None:
         return None
     first, second = [a for a, _ in pairs], [b for _, b in pairs]
-    big, small = _build(x, first, into), _build(t - x, second, into)
+    big, small = _build(x, first, into, halve), _build(t - x, second, into, halve)
     if big is None or small is None:
         return None
     empty: Round = []
@@ -248,3 +255,119 @@ def _spread(plan: _Plan, n: int, p: int, linked: set[tuple[int, int]], holders: 
         for child, par in tree:
             plan.send(b + par, b + child, copy=True)
     return plan
+
+
+def _blocks(topo: Topology, n: int, p: int, linked: set[tuple[int, int]], into: dict[int, list[int]]) -> _Plan | None:
+    """Windows over blocks instead of nodes, where a node has no xor partners but its GPUs pair up into
+    blocks of 2 or 4 that do (mi250: the GCD pairs of one package, two packages joined crosswise): block
+    sums in 1 or 2 steps, then the direct plan over the n * m blocks of the machine in a cyclic order whose
+    offsets the plan uses never join two blocks of one node (those may have no link: the NICs join only
+    other nodes). Every GPU receives over its NIC, so no copies follow."""
+    if set(into) != set(range(p)) or any(set(v) != set(range(p)) for v in into.values()):
+        return None  # every GPU must reach every GPU of the other nodes: the blocks' labels do not line up
+    blocks = _xor_blocks(topo, p, linked)
+    if blocks is None:
+        return None
+    size, m = len(blocks[0]), len(blocks)
+    labels = list(range(size))
+    full = dict.fromkeys(labels, labels)
+    for halve in (True, False):  # the second's offsets are powers of two and their sums: other orders
+        rounds = _build(n * m, labels, full, halve)
+        if rounds is None:
+            continue
+        order = _order(n, m, sorted({w % (n * m) for rnd in rounds for _, _, w in rnd}))
+        if order is not None:
+            break
+    else:
+        return None
+    assert rounds is not None
+    at = [a * p + b for a, q in order for b in blocks[q]]  # position i, label g -> rank at[i * size + g]
+    plan = _Plan(topo.ranks)
+    bit = 1
+    while bit < size:  # block sums by recursive doubling over the labels
+        for i in range(n * m):
+            for g in labels:
+                if g < g ^ bit:
+                    plan.exchange(at[i * size + g], at[i * size + (g ^ bit)])
+        bit <<= 1
+    plan.start_phase()
+    for rnd in rounds:
+        held = {r: tuple(plan.into[r]) for r in range(topo.ranks)}
+        for i in range(n * m):
+            for g, h, w in rnd:
+                src, dst = at[((i - w) % (n * m)) * size + h], at[i * size + g]
+                _raw(plan, src, dst, held[src], held[dst])
+    return plan
+
+
+def _xor_blocks(topo: Topology, p: int, linked: set[tuple[int, int]]) -> list[list[int]] | None:
+    """Node 0's GPUs as blocks of 4 [a, b, c, d] with a-b, c-d, a-c, b-d links both ways (a square),
+    else of 2, from maximum matchings (networkx; pairs of the widest links first, edges in sorted order:
+    the same blocks every run); None if no perfect matching of links exists."""
+    import networkx as nx
+
+    both: nx.Graph = nx.Graph()
+    both.add_nodes_from(range(p))
+    both.add_weighted_edges_from((u, v, topo.bandwidth(u, v)) for u, v in sorted(linked)
+                                 if u < v < p and (v, u) in linked)
+    pairs = sorted(tuple(sorted(e)) for e in nx.max_weight_matching(both, maxcardinality=True))
+    if 2 * len(pairs) != p:
+        return None
+
+    def square(x: tuple[int, int], y: tuple[int, int]) -> list[int] | None:
+        for c, d in (y, y[::-1]):
+            if both.has_edge(x[0], c) and both.has_edge(x[1], d):
+                return [x[0], x[1], c, d]
+        return None
+
+    quads: nx.Graph = nx.Graph()
+    quads.add_nodes_from(range(len(pairs)))
+    quads.add_edges_from((i, j) for i, j in itertools.combinations(range(len(pairs)), 2)
+                         if square(pairs[i], pairs[j]) is not None)
+    match = sorted(tuple(sorted(e)) for e in nx.max_weight_matching(quads, maxcardinality=True))
+    if 2 * len(match) == len(pairs):
+        return [sq for i, j in match if (sq := square(pairs[i], pairs[j])) is not None]
+    return [list(x) for x in pairs]
+
+
+ORDER_BUDGET = 200_000  # placements tried by the order search (a few CPU s at most)
+MAX_BLOCKS = 512  # positions of the order: its search recurses once per position
+
+
+def _order(n: int, m: int, offsets: list[int]) -> list[tuple[int, int]] | None:
+    """A cyclic order of the n * m blocks, (node, block) per position, in which positions i and i - w (w an
+    offset of the plan) are in different nodes, each node m times; depth first, nodes tried in turn."""
+    v = n * m
+    if v > MAX_BLOCKS:
+        return None
+    node = [-1] * v
+    left = [m] * n
+    tries = 0
+
+    def ok(i: int, a: int) -> bool:
+        return all(node[(i - w) % v] != a and node[(i + w) % v] != a for w in offsets)
+
+    def place(i: int) -> bool:
+        nonlocal tries
+        if i == v:
+            return True
+        for k in range(n):
+            a = (i + k) % n
+            tries += 1
+            if tries > ORDER_BUDGET:
+                return False
+            if left[a] and ok(i, a):
+                node[i], left[a] = a, left[a] - 1
+                if place(i + 1):
+                    return True
+                node[i], left[a] = -1, left[a] + 1
+        return False
+
+    if not place(0):
+        return None
+    seen = [0] * n
+    out = []
+    for a in node:
+        out.append((a, seen[a]))
+        seen[a] += 1
+    return out
