@@ -23,6 +23,7 @@ def _strongest(topo: Topology, coll: Collective) -> float:
 
 @pytest.mark.parametrize("topo, nodes, steps", [
     ("a100", 11, 7),  # 3 + 4 + 0: odd node count, 8 NICs on 2 rails; was 12 (reduce + broadcast)
+    ("a100", 9, 7),  # 9 nodes: 18 half-nodes, neither 3 nor 5 x 2^j (the sums search finds 5 by default)
     ("dgx2", 9, 10),  # 4 + 5 + 1 through the relays (GPU 2k+1 sends, 2k receives); was 13
     ("ndv2", 10, 10),  # one NIC pair: the relay chain 1, 2, 3, 4, 7, 10; was 12 (folded doubling)
 ])
@@ -59,6 +60,18 @@ def test_blocks_where_a_node_has_no_xor_partners(nodes: int, steps: int) -> None
         r = engine.synthesize(t, coll)
         assert check_schedule(r.schedule).verdict == "ok" and len(r.schedule.steps) == steps
         assert r.method == WINDOWS
+
+
+@pytest.mark.parametrize("nodes, steps", [(6, 5), (10, 6), (20, 7)])
+def test_half_nodes_start_across_the_nics_one_step_earlier(nodes: int, steps: int) -> None:
+    # 2n half-nodes = 3 x 2^j or 5 x 2^j: the NICs carry half-nodes in the node sums' last step; by whole
+    # nodes 6, 7, 8 steps. a100 x 10: 6, 1.5x of the strongest bound 4 (was 7, and 10 before windows)
+    t = library.topology("a100", nodes)
+    coll = library.collective("allreduce", t.ranks)
+    s = windows_allreduce.windows_allreduce(t, coll)
+    assert s is not None and check_schedule(s).verdict == "ok" and len(s.steps) == steps
+    if nodes == 10:
+        assert steps <= 1.5 * _strongest(t, coll)
 
 
 def test_relay_chain_grows_at_most_like_fibonacci() -> None:

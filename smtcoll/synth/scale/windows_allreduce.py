@@ -24,6 +24,9 @@ the two windows are disjoint, so no node's sum is counted twice, for any n. Two 
   by recursive doubling in 2 or 1 steps; then the direct plan over the n * m blocks of the machine as
   windows, in a cyclic order of the blocks (a depth-first search) in which the plan's offsets never join
   two blocks of one node (those are not NIC links). mi250 x 3 / x 4: 2 + 4 = 6 steps (reduce + broadcast: 8).
+- **half-nodes** (`_halves_plan`, xor partners inside and every GPU on a NIC: a100): the NICs already
+  carry half-nodes in the last step of the node sums, and intervals of half-nodes double from there
+  (a100 x 10: 6 steps, 7 by whole nodes).
 
 The total then spreads as copies along a breadth-first tree from the receivers. The plan is scheduled as
 soon as possible (`allreduce._asap`); the engine checks the schedule like any other.
@@ -32,6 +35,7 @@ soon as possible (`allreduce._asap`); the engine checks the schedule like any ot
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 
 from smtcoll.bounds.entry import node_of
 from smtcoll.model import Collective, Schedule, Topology
@@ -48,7 +52,7 @@ def windows_allreduce(topo: Topology, coll: Collective) -> Schedule | None:
     if shape is None:
         return None
     best: list[list[tuple[int, int]]] | None = None
-    for plan in (_direct(topo, *shape), _relayed(topo, *shape), _blocks(topo, *shape)):
+    for plan in (_direct(topo, *shape), _relayed(topo, *shape), _blocks(topo, *shape), _halves_plan(topo, *shape)):
         steps = None if plan is None else _asap(topo, plan)
         if steps is not None and (best is None or len(steps) < len(best)):
             best = steps
@@ -371,3 +375,121 @@ def _order(n: int, m: int, offsets: list[int]) -> list[tuple[int, int]] | None:
         out.append((a, seen[a]))
         seen[a] += 1
     return out
+
+
+Slot = tuple[int, int]  # a GPU's interval of half-nodes relative to its node a: (first - 2a, length)
+
+
+def _halves_plan(topo: Topology, n: int, p: int, linked: set[tuple[int, int]],
+                 into: dict[int, list[int]]) -> _Plan | None:
+    """Intervals of half-nodes: the NICs start one step earlier, in the node sums' last step.
+
+    Half-node 2a + h is the sum of node a's GPUs with top bit h, which every GPU of that half holds before
+    the last step of recursive doubling. In that step a GPU also adds, over its NIC, the half-node next to
+    its node (2a - 1 from node a - 1, or 2a + 2 from node a + 1): 3 half-nodes, an interval [2a - 1, 2a + 1]
+    or [2a, 2a + 2]. Then each step a GPU adds the interval of another node's GPU that starts where its own
+    ends: 2n half-nodes = 3 x 2^j take L + j steps (a100 x 6: 5, x 12: 6; by whole nodes 6 and 7); or,
+    with half of the GPUs adding nothing first and the intervals of 3 and 2 half-nodes joined to 5 in the
+    next step, 5 x 2^j take L + 1 + j (a100 x 10: 6, was 7)."""
+    if p < 4 or p & (p - 1) or any((r, r ^ bit) not in linked for bit in _bits(p) for r in range(p)):
+        return None
+    if sorted(into) != list(range(p)):
+        return None
+    u = 2 * n
+    base = next((b for b in (3, 5) if u % b == 0 and (u // b) & (u // b - 1) == 0), 0)
+    if not base:
+        return None
+    half = p // 2
+    low, high = list(range(half)), list(range(half, p))
+    plan = _Plan(topo.ranks)
+    bits = _bits(p)
+    for bit in bits[:-1]:  # every GPU holds its half-node
+        for b in range(0, topo.ranks, p):
+            for r in range(p):
+                if r < r ^ bit:
+                    plan.exchange(b + r, b + (r ^ bit))
+    plan.start_phase()
+    slot: dict[int, Slot] = dict.fromkeys(range(p), (0, 2))
+    # the last step of the node sums, and over the NICs the half-node next to the node: (receiver, sender,
+    # the sender's half-node as a slot of its own node, left or right of the receiver's interval)
+    pre: list[tuple[int, int, Slot, bool]] = []
+    if base == 3:  # all: the low half takes 2a - 1 (a high GPU of a - 1), the high half 2a + 2 (a low GPU of a + 1)
+        pre = [(g, g + half, (1, 1), True) for g in low] + [(g, g - half, (0, 1), False) for g in high]
+    else:  # a quarter each way; the other half takes nothing now
+        q = half // 2
+        pre = [(g, g + half, (1, 1), True) for g in low[:q]] + [(g, g - half, (0, 1), False) for g in high[:q]]
+    held = {r: tuple(plan.into[r]) for r in range(topo.ranks)}
+    for b in range(0, topo.ranks, p):
+        for r in range(p):
+            _raw(plan, b + (r ^ half), b + r, held[b + (r ^ half)], held[b + r])
+    rnd = [(g, h, left, sent) for g, h, sent, left in pre]
+    if not _intervals(plan, topo, n, p, into, slot, rnd, held):
+        return None
+    if base == 5:  # the intervals of 3 and the node sums of 2 joined: 5 half-nodes everywhere
+        q = half // 2
+        plain = low[q:] + high[q:]
+        takers = low[:q] + high[:q]
+        # each 3-interval takes a plain GPU's node sum on its open side, the plain GPU the 3-interval of the
+        # node on the other side: [2a - 1, 2a + 3], [2a - 2, 2a + 2], [2a - 3, 2a + 1], [2a, 2a + 4]
+        rnd5: list[tuple[int, int, bool, Slot]] = []
+        for g, h in zip(takers, plain, strict=True):
+            leftward = slot[g][0] == 0  # took 2a + 2: its open side is the left
+            rnd5 += [(g, h, leftward, slot[h]), (h, g, not leftward, slot[g])]
+        held = {r: tuple(plan.into[r]) for r in range(topo.ranks)}
+        if not _intervals(plan, topo, n, p, into, slot, rnd5, held):
+            return None
+    while slot[0][1] < u:  # double: each GPU takes the interval that starts where its own ends
+        m = slot[0][1]
+        if any(v[1] != m for v in slot.values()):
+            return None
+        pairs = _match(p, into, lambda g, h, m=m: (slot[g][0] + m - slot[h][0]) % 2 == 0)  # type: ignore[misc]
+        if pairs is None:
+            return None
+        held = {r: tuple(plan.into[r]) for r in range(topo.ranks)}
+        if not _intervals(plan, topo, n, p, into, slot, [(g, h, False, slot[h]) for g, h in pairs], held):
+            return None
+    return plan if all(v[1] == u for v in slot.values()) else None
+
+
+def _bits(p: int) -> list[int]:
+    return [1 << k for k in range(p.bit_length() - 1)]
+
+
+def _intervals(plan: _Plan, topo: Topology, n: int, p: int, into: dict[int, list[int]], slot: dict[int, Slot],
+               rnd: list[tuple[int, int, bool, Slot]], held: dict[int, tuple[int, ...]]) -> bool:
+    """One round: receiver g adds sender h's interval `sent` (its slot in its own node c) on the left or
+    the right of its own; c follows from where the intervals meet. False where they cannot meet in another
+    node, or h does not reach g."""
+    new = dict(slot)
+    for g, h, left, sent in rnd:
+        off, size = slot[g]
+        gap = off - sent[0] - sent[1] if left else off + size - sent[0]  # 2 (c - a)
+        if gap % 2 or (gap // 2) % n == 0 or h not in into[g] or size + sent[1] > 2 * n:
+            return False
+        for a in range(n):
+            c = (a + gap // 2) % n
+            _raw(plan, c * p + h, a * p + g, held[c * p + h], held[a * p + g])
+        new[g] = (off - sent[1], size + sent[1]) if left else (off, size + sent[1])
+    slot.update(new)
+    return True
+
+
+def _match(p: int, into: dict[int, list[int]], fits: Callable[[int, int], bool]) -> list[tuple[int, int]] | None:
+    """Each GPU g a distinct sender h (h reaches g, fits(g, h)), first fit with backtracking."""
+    used: set[int] = set()
+    out: list[tuple[int, int]] = []
+
+    def go(g: int) -> bool:
+        if g == p:
+            return True
+        for h in sorted(into[g], key=lambda x: (x != g, x)):
+            if h not in used and fits(g, h):
+                used.add(h)
+                out.append((g, h))
+                if go(g + 1):
+                    return True
+                used.discard(h)
+                out.pop()
+        return False
+
+    return out if go(0) else None
