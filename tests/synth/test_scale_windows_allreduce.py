@@ -95,3 +95,12 @@ def test_not_on_one_node_nor_for_several_addresses() -> None:
     assert windows_allreduce.windows_allreduce(t, library.collective("allreduce", t.ranks)) is None
     t = library.topology("a100", 5)
     assert windows_allreduce.windows_allreduce(t, library.collective("allreduce", t.ranks, None, 2)) is None
+
+
+def test_the_same_machine_gives_the_same_schedule() -> None:
+    # the blocks come from matchings over sorted links and the order from a fixed depth-first search
+    for name, nodes in (("mi250", 5), ("a100", 10), ("dgx2", 7)):
+        t = library.topology(name, nodes)
+        coll = library.collective("allreduce", t.ranks)
+        a, b = windows_allreduce.windows_allreduce(t, coll), windows_allreduce.windows_allreduce(t, coll)
+        assert a is not None and b is not None and a.steps == b.steps
