@@ -16,6 +16,13 @@ is data flow only, scheduled as soon as possible (`_asap`):
   search's shape on ring:6); each dimension takes the plan with fewer steps. On a torus every rank runs
   the cycle of its first dimension, then, from its own row total on, the cycle of the next: the phases
   overlap across ranks.
+- **Lines help each other** on a torus (a cycle of n = 4k + 3 alone needs 3k + 2 steps, and the odd-cycle
+  bound leaves little room): once the earlier dimensions are summed, neighbouring lines of the next hold
+  the same values, so a rank can take a total from the next line in one hop. The **two-junction plan**
+  (`_two_junctions`) finishes every rank of its line by 3k + 1 but one, which the partner line, rotated
+  by 3k + 2, serves (3k + 1 per such dimension: torus2d:5x7 7 steps, was 8); and every other line of the
+  last dimension may run its plan rotated, with the total forwarded across as soon as a rank holds it
+  (`totals.spread_totals`): torus2d:31x33 43 (was 47).
 
 Every value a send carries is the sender's value when the step begins (the checker's semantics): a
 send is scheduled after every send into its sender that the plan created before it, so the plan's
