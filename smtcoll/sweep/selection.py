@@ -50,8 +50,9 @@ def envelope(curves: Sequence[Piecewise], requested: SizeRange) -> list[tuple[Si
     """(range, index into `curves`) in increasing size, tiling `requested` (module docstring)."""
     if not curves:
         return []
-    # a breakpoint x: the sizes up to floor(x) are on the piece before it, the larger ones after it
-    cuts = sorted({math.floor(x) for c in curves for x in c.starts[1:] if requested.low <= x < requested.high})
+    # a breakpoint x: the sizes below x are on the piece before it, x and above on the next (`line_at`);
+    # a part ends at the last size below x. Pieces need not meet at x (a program's time can jump there).
+    cuts = sorted({math.ceil(x) - 1 for c in curves for x in c.starts[1:]})
     cuts = [x for x in cuts if requested.low <= x < requested.high]
     out: list[tuple[SizeRange, int]] = []
     start = requested.low

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 from fractions import Fraction
 
 import attrs
@@ -88,6 +89,39 @@ def test_piecewise_envelope_is_the_pointwise_fastest_and_tiles(curves, low, extr
         for size in {r.low, r.high, (r.low + r.high) // 2}:
             assert cs[i].at(size) == min(c.at(size) for c in cs)
         assert all(a != b for (_, a), (_, b) in itertools.pairwise(chosen))  # neighbours differ: merged
+
+
+_starts = st.lists(st.one_of(st.integers(1, 6000).map(Fraction), st.fractions(1, 6000, max_denominator=7)),
+                   max_size=3, unique=True)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(_starts, st.lists(lines, min_size=4, max_size=4)), min_size=1, max_size=5),
+       st.integers(1, 3000), st.integers(0, 4000))
+def test_envelope_of_pieces_that_jump_is_the_pointwise_fastest(curves, low, extra):
+    """A program's time may jump where its pieces change (they need not meet); the chosen file must still be the
+    fastest at every size of its range, breakpoints included (`line_at`: a breakpoint belongs to the next piece)."""
+    cs = [cost.Piecewise((Fraction(0), *sorted(starts)), tuple(ls[:len(starts) + 1])) for starts, ls in curves]
+    requested = SizeRange(low, low + extra)
+    chosen = envelope(cs, requested)
+    assert tiles([r for r, _ in chosen], requested)
+    edges = {math.floor(x) + d for c in cs for x in c.starts for d in (-1, 0, 1)}
+    for r, i in chosen:
+        for size in {r.low, r.high, (r.low + r.high) // 2} | {x for x in edges if r.low <= x <= r.high}:
+            assert cs[i].at(size) == min(c.at(size) for c in cs), (size, r, i)
+
+
+def test_a_file_ends_where_its_program_turns_slower_than_the_ring():
+    """The sweep's ndv2 x1 Allgather (session 8): the tree packing's time jumps up at 49,200,000 bytes, where
+    NCCL's ring is faster; that size goes to the ring, not to the range that ends just before it."""
+    ring = cost.Piecewise((Fraction(0),), (cost.Line(Fraction(125, 10), Fraction(5846354, 10**12)),))
+    forest = cost.Piecewise((Fraction(0), Fraction(49_200_000)),
+                            (cost.Line(Fraction(166, 10), Fraction(57526041, 10**13)),
+                             cost.Line(Fraction(166, 10), Fraction(57942708, 10**13))))
+    assert forest.at(49_200_000) > ring.at(49_200_000) and forest.at(49_199_999) < ring.at(49_199_999)
+    chosen = envelope([ring, forest], SizeRange(40_000_000, 60_000_000))
+    assert chosen[-1] == (SizeRange(49_200_000, 60_000_000), 0)
+    assert chosen[-2][1] == 1 and chosen[-2][0].high == 49_199_999
 
 
 def _lowered(topo_name: str, coll_name: str, protocol: str, instances: int):
