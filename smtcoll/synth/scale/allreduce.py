@@ -211,8 +211,9 @@ def _two_junctions(plan: _Plan, cyc: list[int], across: bool = False) -> int:
     and into X, every rank of the cycle by 3k + 1 except X's centre, k + 1 from both (3k + 2, as the
     junction plan). On a torus the next line runs the plan rotated by 3k + 2, which puts one of its ends of
     Y beside this line's X centre, and its X centre beside this line's other end: each takes the total
-    across in step 2k + 2 (`totals`), so the lines finish in 3k + 1, below the 3k + 2 the odd-cycle bound
-    leaves a single cycle (torus2d:5x7 7 steps, torus3d:5x5x7 10)."""
+    across in step 2k + 2 (`_two_junction_lines`; `across` leaves the centre's last hop out), so the lines
+    finish in 3k + 1, below the 3k + 2 the odd-cycle bound leaves a single cycle (torus2d:5x7 7 steps,
+    torus3d:5x5x7 10). Returns X's centre."""
     n = len(cyc)
     k = (n - 3) // 4
     y = cyc[1:2 * k + 3]
@@ -343,8 +344,8 @@ def _two_junction_lines(plan: _Plan, g: translate.Group, k: int, before: list[in
 def _shifts(n: int) -> tuple[int, ...]:
     """Rotations of the last dimension's plan on every other line: 0 (all alike) and, on an odd cycle of 5
     or more, a few quarter-ish offsets. With them a rank its own line serves last (3k + 2 steps on 4k + 3)
-    is next to one that the neighbouring line served early, and the total crosses over (`totals`): one step
-    less on torus2d:7x7 (9), 7x11 (12), 9x11 (13), two on 31x33 (45)."""
+    is next to one that the neighbouring line served early, and the total crosses over (`totals`); alone
+    (without the two-junction plan) one step less on torus2d:7x7 (9), 7x11 (12), 9x11 (13), two on 31x33."""
     if n < 5 or n % 2 == 0:
         return (0,)
     return (0, *sorted({s % n for s in (2, 3, 4, 5)}))
