@@ -161,6 +161,12 @@ def search_bounds(topo: Topology, coll: Collective) -> SearchBounds:
     one_needer = bool(len(demands_per := np.bincount(arrays.post[arrays.post_lacking, 1], minlength=coll.chunks))
                       and demands_per.max() <= 1)
     small = (coll.ranks + 1) * len(topo.links) <= SEARCH_LP_MAX_VARIABLES
+    if not small and one_needer and not coll.is_combining:
+        from smtcoll.bounds.symmetric_lp import node_group
+
+        # a machine of identical nodes solves one commodity per orbit of its symmetries (`lp_bound`)
+        group = node_group(topo)
+        small = group is not None and (coll.ranks // len(group) + 1) * len(topo.links) <= SEARCH_LP_MAX_VARIABLES
     lpb = (lp_bound(topo, coll) if small and one_needer and not coll.is_combining
            else Bound("lp", None, "rounds", {}, "not computed"))
     cands = [(b.per_chunk, explain(b)) for b in (cut, receive, hops, lpb)

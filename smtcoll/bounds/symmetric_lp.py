@@ -56,7 +56,9 @@ def node_group(topo: Topology) -> list[tuple[int, ...]] | None:
     for m in DiGraphMatcher(graph, graph, edge_match=lambda a, b: a["bandwidth"] == b["bandwidth"]).isomorphisms_iter():
         auts.append(tuple(m[i] for i in range(g)))
         if len(auts) > MAX_NODE_AUTOMORPHISMS:
-            return None
+            # too many to list (an NVSwitch node has g! of them): the node shifts alone are still a group
+            auts = [tuple(range(g))]
+            break
     elements = sorted({tuple(((r // g + k) % n) * g + a[r % g] for r in range(topo.ranks))
                        for k in range(n) for a in auts})
     ident = tuple(range(topo.ranks))
@@ -72,9 +74,9 @@ def node_group(topo: Topology) -> list[tuple[int, ...]] | None:
 
 def symmetric_flow(topo: Topology, commodities: Sequence[Commodity], link_cap: Sequence[Fraction],
                    group_cap: Sequence[Fraction], method: Method = "highs") -> FlowSolution | None:
-    """`concurrent_flow`'s optimum and lengths from the reduced LP (module docstring), without flows; None
-    when the topology has no such group or the commodities are not single-source ones the group permutes
-    (the caller then solves the full LP)."""
+    """`concurrent_flow`'s optimum, lengths and flows from the reduced LP (module docstring): commodity
+    p(rep)'s flow on link p(e) is rep's on e, for every element p. None when the topology has no such group
+    or the commodities are not single-source ones the group permutes (the caller then solves the full LP)."""
     import numpy as np
 
     from smtcoll.bounds.lp import FlowSolution, _put, _sparse, group_members, link_ends, solve
@@ -157,4 +159,11 @@ def symmetric_flow(topo: Topology, commodities: Sequence[Commodity], link_cap: S
            + [-res.ineq_duals[rows_of[("g", group_orbit[g])]] / size_g[group_orbit[g]] for g in range(len(gkey))])
     top = max(raw, default=0.0)
     lengths = [max(Fraction(0), Fraction(x / top).limit_denominator(10**6)) if top > 0 else Fraction(0) for x in raw]
-    return FlowSolution(res.x[t_var], tuple(lengths[:m]), tuple(lengths[m:]), ())
+    flows: list[list[float]] = [[0.0] * m for _ in commodities]
+    position = {next(iter(c.sources)): k for k, c in enumerate(commodities)}
+    for i, rep in enumerate(reps):
+        for p in group:  # the group acts freely: each source of rep's orbit is p(rep) for one p
+            into_row = flows[position[p[rep]]]
+            for e, l in enumerate(links):
+                into_row[index[p[l.src], p[l.dst]]] = float(res.x[i * m + e])
+    return FlowSolution(res.x[t_var], tuple(lengths[:m]), tuple(lengths[m:]), tuple(tuple(f) for f in flows))

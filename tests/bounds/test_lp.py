@@ -95,7 +95,18 @@ def test_the_lp_reduced_by_the_machines_symmetries_proves_what_the_full_lp_prove
     assert a is not None and b is not None
     assert (lengths_certificate(topo, coll, r, a.link_lengths, a.group_lengths).us_per_byte
             == lengths_certificate(topo, coll, r, b.link_lengths, b.group_lengths).us_per_byte)
-    # no such group: one node, or a node with more automorphisms than are enumerated (A100's switch)
-    assert node_group(library.topology("mi250")) is None and node_group(library.topology("a100", 2)) is None
+    # the flows of the reduced LP, mapped to every commodity, carry every demand within T x the capacities
+    for i, com in enumerate(coms):
+        (src,) = com.sources
+        for v in range(topo.ranks):
+            net = (sum(f for f, l in zip(sym.flows[i], topo.links, strict=True) if l.dst == v)
+                   - sum(f for f, l in zip(sym.flows[i], topo.links, strict=True) if l.src == v))
+            want = -sum(com.demand.values()) if v == src else com.demand.get(v, 0)
+            assert net == pytest.approx(float(want), abs=1e-6)
+    for e, l in enumerate(topo.links):
+        assert sum(f[e] for f in sym.flows) <= sym.value * l.bandwidth + 1e-6
+    # no such group on one node; a node with more automorphisms than are enumerated (A100's switch): the node
+    # shifts alone
+    assert node_group(library.topology("mi250")) is None and len(node_group(library.topology("a100", 2)) or []) == 2
     assert symmetric_flow(library.topology("ring:4"), unicast_commodities(library.collective("alltoall", 4)) or [],
                           [Fraction(1)] * 8, []) is None

@@ -27,7 +27,7 @@ from smtcoll.model import Collective, Schedule, Send, Step, Topology
 from smtcoll.synth.scale.translate import alltoall_shape
 
 STORE_AND_FORWARD_WORK = 2_000_000  # chunks x steps (at least): a few seconds of scheduling
-LP_MAX_VARIABLES = 40_000  # P x links: HiGHS takes about 5 s CPU at 20,000 (a100 x 4), 15-20 s at 67,584 (dgx2 x 4)
+LP_MAX_VARIABLES = 40_000  # P x links (or per orbit): HiGHS takes about 5 s CPU at 20,000 (a100 x 4), 15-20 s at 67,584
 
 
 def routed_alltoall(topo: Topology, coll: Collective, max_steps: int) -> Schedule | None:
@@ -37,8 +37,6 @@ def routed_alltoall(topo: Topology, coll: Collective, max_steps: int) -> Schedul
     if pairs is None:
         return None
     links = sorted((l.src, l.dst) for l in topo.links)
-    if topo.ranks * len(links) > LP_MAX_VARIABLES:
-        return None
     flows = _lp_flows(topo, links, pairs)
     if flows is None:
         return None
@@ -49,17 +47,31 @@ def routed_alltoall(topo: Topology, coll: Collective, max_steps: int) -> Schedul
     return min(found, key=lambda x: len(x.steps)) if found else None
 
 
+def full_lp_fits(topo: Topology) -> bool:
+    """Whether the routing LP is solved as it is (one commodity per source rank), not reduced by symmetry."""
+    return topo.ranks * len(topo.links) <= LP_MAX_VARIABLES
+
+
 def _lp_flows(topo: Topology, links: list[tuple[int, int]], pairs: dict[tuple[int, int], list[int]]
               ) -> dict[int, dict[tuple[int, int], float]] | None:
     """source -> link -> flow of the concurrent flow LP's optimum (positive flows only), solved by the
     bounds' LP layer (`smtcoll.bounds.lp.concurrent_flow`: the same LP `bounds` proves its rounds with)."""
     from smtcoll.bounds.lp import Commodity, concurrent_flow
+    from smtcoll.bounds.symmetric_lp import node_group, symmetric_flow
 
     sources = sorted({s for s, _ in pairs})
     commodities = [Commodity(frozenset({s}), {d: Fraction(len(c)) for (x, d), c in sorted(pairs.items()) if x == s})
                    for s in sources]
-    sol = concurrent_flow(topo, commodities, [Fraction(l.bandwidth) for l in topo.links],
-                          [Fraction(g.bandwidth) for g in topo.switches])
+    caps = ([Fraction(l.bandwidth) for l in topo.links], [Fraction(g.bandwidth) for g in topo.switches])
+    if len(sources) * len(links) <= LP_MAX_VARIABLES:
+        sol = concurrent_flow(topo, commodities, *caps)
+    else:
+        # too large as it is: a machine of identical nodes has the same optimum among flows its node shifts
+        # (and node automorphisms) map onto each other, one commodity per orbit (dgx2 x 4: 67,584 -> 16,896)
+        group = node_group(topo)
+        if group is None or len(sources) * len(links) > LP_MAX_VARIABLES * len(group):
+            return None
+        sol = symmetric_flow(topo, commodities, *caps)
     if sol is None:
         return None
     return {s: {(topo.links[e].src, topo.links[e].dst): f for e, f in enumerate(sol.flows[i]) if f > 1e-7}
