@@ -80,7 +80,10 @@ ALLREDUCE_SURVEY = [f"-t {t}" for t in (
     "torus2d:4x7", "torus2d:9x11", "torus3d:3x3x3", "torus3d:3x4x5", "torus3d:5x5x5", "torus3d:3x3x7",
     "ring:5", "ring:7", "ring:9", "ring:11", "ring:15", "ring:33", "ring:65", "ring:100",
     "mesh2d:5x7", "mesh2d:3x9", "hypercube:5", "hypercube:7",
-    "ring:1024", "ring:1001", "torus2d:32x32", "torus2d:31x33", "torus3d:10x10x10")] + [
+    "ring:1024", "ring:1001", "torus2d:32x32", "torus2d:31x33", "torus3d:10x10x10",
+    # session 9: the rest of the odd tori with a side of 4k + 3 (all above 1.5x in session 8)
+    "torus2d:5x11", "torus2d:7x9", "torus2d:7x11", "torus2d:11x11", "torus3d:5x3x7", "torus3d:5x5x7",
+    "torus3d:7x7x7")] + [
     f"-t {m} --nodes {n}" for m, ns in (("mi250", (3, 4, 5)), ("ndv2", (16, 32)), ("dgx2", (3, 4, 5, 6, 7, 8)),
                                         ("a100", (5, 6, 7, 8))) for n in ns]
 # --allreduce --machines: every node count of the machines (issue 24, session 9: the held-out check re-runs

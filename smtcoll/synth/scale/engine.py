@@ -16,7 +16,7 @@ Which method (docs/synth.md):
   each address to one rank (ReduceScatter when the addresses split evenly over the ranks, else the most
   central ranks) through the dual, then broadcast it (Allgather-shaped when split evenly); and, with one
   address, the overlapping constructions of `allreduce` (recursive doubling over xor partners where
-  those are links, four or two arcs or a junction per cycle on rings and tori) and, on machines of several
+  those are links, four or two arcs or one or two junctions per cycle on rings and tori) and, on machines of several
   nodes, the node sums exchanged over the NICs of `nodes_allreduce` (to receivers, or by recursive doubling
   over the nodes) and the windows of consecutive nodes of `windows_allreduce` (any node count).
 Every schedule is checked by `smtcoll.check` before it is returned; a rejected one is an internal error.
@@ -183,7 +183,7 @@ def _allreduce(topo: Topology, coll: Collective) -> tuple[Schedule, str]:
     found = []
     for make, method in ((allreduce.doubling_allreduce, "recursive doubling (xor partners)"),
                          (allreduce.torus_allreduce,
-                          "arcs per cycle (four, two or a junction), overlapping (ring, torus)"),
+                          "arcs per cycle (four, two, one or two junctions), overlapping (ring, torus)"),
                          (nodes_allreduce.nodes_allreduce, "node sums, across the NICs, then copies inside"),
                          (nodes_allreduce.doubling_nodes_allreduce,
                           "node sums, recursive doubling over the nodes through one NIC pair, then copies inside"),
