@@ -17,9 +17,9 @@ Which method (docs/synth.md):
   each address to one rank (ReduceScatter when the addresses split evenly over the ranks, else the most
   central ranks) through the dual, then broadcast it (Allgather-shaped when split evenly); and, with one
   address, the overlapping constructions of `allreduce` (recursive doubling over xor partners where
-  those are links, four or two arcs or a junction per cycle on rings and tori) and, on machines of several
+  those are links, four or two arcs or one or two junctions per cycle on rings and tori) and, on machines of several
   nodes, the node sums exchanged over the NICs of `nodes_allreduce` (to receivers, or by recursive doubling
-  over the nodes).
+  over the nodes) and the windows of consecutive nodes of `windows_allreduce` (any node count).
 Every schedule is checked by `smtcoll.check` before it is returned; a rejected one is an internal error.
 """
 
@@ -44,6 +44,7 @@ from smtcoll.synth.scale import (
     orbit_allgather,
     routing,
     translate,
+    windows_allreduce,
 )
 
 GREEDY_WORK = 5_000_000  # deliveries x steps, a few seconds of the greedy in its `links` order
@@ -192,10 +193,12 @@ def _allreduce(topo: Topology, coll: Collective) -> tuple[Schedule, str]:
     found = []
     for make, method in ((allreduce.doubling_allreduce, "recursive doubling (xor partners)"),
                          (allreduce.torus_allreduce,
-                          "arcs per cycle (four, two or a junction), overlapping (ring, torus)"),
+                          "arcs per cycle (four, two, one or two junctions), overlapping (ring, torus)"),
                          (nodes_allreduce.nodes_allreduce, "node sums, across the NICs, then copies inside"),
                          (nodes_allreduce.doubling_nodes_allreduce,
-                          "node sums, recursive doubling over the nodes through one NIC pair, then copies inside")):
+                          "node sums, recursive doubling over the nodes through one NIC pair, then copies inside"),
+                         (windows_allreduce.windows_allreduce,
+                          "node sums, windows of nodes across every NIC at once, then copies inside")):
         s = make(topo, coll)
         if s is not None and check_schedule(s).verdict == "ok":
             found.append((s, method))
