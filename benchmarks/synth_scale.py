@@ -7,16 +7,22 @@ per instance (the large ones take tens of seconds on a shared machine; CPU secon
 
     python benchmarks/synth_scale.py [--only SUBSTRING] [--skip-bounds] [--unseen] [--markdown OUT.md]
     python benchmarks/synth_scale.py --recheck [--only SUBSTRING] [--markdown OUT.md]
-    python benchmarks/synth_scale.py --allreduce [--unseen | --survey] [--only SUBSTRING] [--markdown OUT.md]
+    python benchmarks/synth_scale.py --nodes-sweep [--only SUBSTRING] [--markdown OUT.md]
+    python benchmarks/synth_scale.py --allreduce [--unseen | --survey | --machines] [--only SUBSTRING]
+        [--markdown OUT.md]
 
 --recheck runs each instance of RECHECK twice, with `--method scale` and with no --method (the default a
 user gets), and `smtcoll bounds` (its default, LP included): steps, the bound synth reports, the
 strongest bound `bounds` proves, exit code, CPU s and peak MB of each command.
 
+--nodes-sweep runs NODES (Allgather on machines of nodes at node counts the methods were not tuned on,
+issue 24, session 9) with no --method, the default a user gets, against the bound synth reports.
+
 --allreduce surveys one-chunk Allreduce with no --method (what a user gets) on ALLREDUCE: steps, the
 distance bound and the strongest bound `smtcoll bounds` proves, their ratio (issue 24's target: 1.5x),
 CPU s and peak MB of the synth command; rows over 1.5x, 10 s CPU or 1 GB are marked. With --unseen, on
-ALLREDUCE_UNSEEN (machines and node counts not tuned on); with --survey, on ALLREDUCE_SURVEY.
+ALLREDUCE_UNSEEN (machines and node counts not tuned on); with --survey, on ALLREDUCE_SURVEY; with --machines,
+on ALLREDUCE_MACHINES (every node count of a100, dgx2, ndv2 and mi250 up to 12, 16 and 8).
 """
 
 from __future__ import annotations
@@ -53,6 +59,13 @@ UNSEEN = [
     ("-t a100 --nodes 3 -c allreduce", "1.5x"),
 ]
 
+# --nodes-sweep: Allgather on machines of nodes at any node count (issue 24, session 9), no --method
+NODES = [(f"-t {m} --nodes {n} -c allgather", "bound") for m, ns in (
+    ("a100", (3, 4, 5, 6, 7, 8, 9, 12, 16)), ("ndv2", (3, 5, 6, 7, 9, 12)), ("mi250", (5, 6)),
+    ("dgx2", (4, 5)), ("benchmarks/topologies/switch8-4nic.toml", (3, 5)),
+    ("benchmarks/topologies/chordring12-nic.toml", (2, 3, 4)), ("benchmarks/topologies/ring8-nic.toml", (3, 5)))
+    for n in ns]
+
 # --recheck: issue 24's "checked again on machines and sizes not seen" (session 5)
 RECHECK = [f"-t {m} --nodes {n} -c {c}" for m, ns in (("ndv2", (3, 8)), ("dgx2", (3, 8)), ("mi250", (2, 3)),
                                                       ("a100", (3, 4)))
@@ -78,9 +91,17 @@ ALLREDUCE_SURVEY = [f"-t {t}" for t in (
     "torus2d:4x7", "torus2d:9x11", "torus3d:3x3x3", "torus3d:3x4x5", "torus3d:5x5x5", "torus3d:3x3x7",
     "ring:5", "ring:7", "ring:9", "ring:11", "ring:15", "ring:33", "ring:65", "ring:100",
     "mesh2d:5x7", "mesh2d:3x9", "hypercube:5", "hypercube:7",
-    "ring:1024", "ring:1001", "torus2d:32x32", "torus2d:31x33", "torus3d:10x10x10")] + [
+    "ring:1024", "ring:1001", "torus2d:32x32", "torus2d:31x33", "torus3d:10x10x10",
+    # session 9: the rest of the odd tori with a side of 4k + 3 (all above 1.5x in session 8)
+    "torus2d:5x11", "torus2d:7x9", "torus2d:7x11", "torus2d:11x11", "torus3d:5x3x7", "torus3d:5x5x7",
+    "torus3d:7x7x7")] + [
     f"-t {m} --nodes {n}" for m, ns in (("mi250", (3, 4, 5)), ("ndv2", (16, 32)), ("dgx2", (3, 4, 5, 6, 7, 8)),
                                         ("a100", (5, 6, 7, 8))) for n in ns]
+# --allreduce --machines: every node count of the machines (issue 24, session 9: the held-out check re-runs
+# other node counts)
+ALLREDUCE_MACHINES = [f"-t {m} --nodes {n}" for m, ns in (("a100", range(2, 13)), ("dgx2", range(2, 13)),
+                                                          ("ndv2", (*range(2, 13), 16)), ("mi250", range(2, 9)))
+                      for n in ns]
 
 
 def child(cmd: list[str]) -> tuple[str, int, float, float]:
@@ -150,12 +171,15 @@ def recheck(only: str, markdown: Path | None) -> None:
         markdown.write_text("\n".join([header, *rows]) + "\n")
 
 
-def allreduce(only: str, markdown: Path | None, unseen: bool, survey: bool = False) -> None:
+def allreduce(only: str, markdown: Path | None, unseen: bool, survey: bool = False,
+              machines: bool = False) -> None:
     header = ("| instance | exit | steps | distance bound | strongest bound (`bounds`) | ratio | method | CPU s "
               "| peak MB | over |\n|---|---|---|---|---|---|---|---|---|---|")
     print(header)
     rows = []
-    for inst in ALLREDUCE_SURVEY if survey else ALLREDUCE_UNSEEN if unseen else ALLREDUCE:
+    insts = (ALLREDUCE_MACHINES if machines else ALLREDUCE_SURVEY if survey else ALLREDUCE_UNSEEN if unseen
+             else ALLREDUCE)
+    for inst in insts:
         if only not in inst:
             continue
         args = [*shlex.split(inst), "-c", "allreduce"]
@@ -192,12 +216,16 @@ def main() -> None:
     ap.add_argument("--markdown", type=Path)
     ap.add_argument("--unseen", action="store_true", help="the instances of UNSEEN instead of the targets")
     ap.add_argument("--recheck", action="store_true", help="RECHECK, with --method scale and the default")
+    ap.add_argument("--nodes-sweep", action="store_true",
+                    help="NODES (Allgather on machines of nodes at any node count), no --method")
     ap.add_argument("--allreduce", action="store_true", help="survey one-chunk Allreduce (ALLREDUCE), no --method")
     ap.add_argument("--survey", action="store_true",
                     help="with --allreduce: ALLREDUCE_SURVEY (odd tori, rings, 1000+ ranks, machines of 3-32 nodes)")
+    ap.add_argument("--machines", action="store_true",
+                    help="with --allreduce: ALLREDUCE_MACHINES (a100, dgx2 x 2-12, ndv2 x 2-12 and 16, mi250 x 2-8)")
     args = ap.parse_args()
     if args.allreduce:
-        allreduce(args.only, args.markdown, args.unseen, args.survey)
+        allreduce(args.only, args.markdown, args.unseen, args.survey, args.machines)
         return
     if args.recheck:
         recheck(args.only, args.markdown)
@@ -206,10 +234,12 @@ def main() -> None:
     header = "| instance | steps | rounds | C | bound (steps / rounds) | gap | target | met | CPU s | peak MB | bounds CPU s |"
     print(header)
     print("|---|---|---|---|---|---|---|---|---|---|---|")
-    for inst, target in (UNSEEN if args.unseen else TARGETS):
+    rowset = NODES if args.nodes_sweep else UNSEEN if args.unseen else TARGETS
+    method = [] if args.nodes_sweep else ["--method", "scale"]
+    for inst, target in rowset:
         if args.only not in inst:
             continue
-        out, code, cpu, mb = child([sys.executable, "-m", "smtcoll", "synth", *shlex.split(inst), "--method", "scale",
+        out, code, cpu, mb = child([sys.executable, "-m", "smtcoll", "synth", *shlex.split(inst), *method,
                                     "--format", "json"])
         bcpu = None
         if not args.skip_bounds:

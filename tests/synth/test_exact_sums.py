@@ -26,14 +26,16 @@ def _default(name: str, nodes: int):
 
 
 def test_a100_x3_by_default_is_within_1_5x_of_the_holdings_bound():
-    # the engine gives 6 (reduce + broadcast) against a proved 3; the default now answers 4
+    # the engine gave 6 (reduce + broadcast) against a proved 3, the symmetric search 4; the engine's
+    # half-node intervals (scale/windows_allreduce.py) now give 4 themselves, and the search finds no 3
     result = _default("a100", 3)
     assert len(result.schedule.steps) == 4 and result.schedule.rounds == 4
-    assert result.method == "exact: symmetric sums"
+    assert result.method in ("exact: symmetric sums",
+                             "scale: node sums, windows of nodes across every NIC at once, then copies inside")
     assert result.gap is not None and result.gap.steps_bound == 3
     assert len(result.schedule.steps) <= 1.5 * result.gap.steps_bound
     scale = synthesize(*_allreduce("a100", 3), SynthRequest(method="scale"))
-    assert scale.schedule is not None and len(scale.schedule.steps) == 6  # the engine alone is unchanged
+    assert scale.schedule is not None and len(scale.schedule.steps) == 4  # the engine alone: half-nodes (was 6)
 
 
 def test_ndv2_x4_is_optimal_by_the_relay_bound():
@@ -52,7 +54,7 @@ def test_the_same_request_gives_the_same_schedule():
 def test_a_budget_too_small_leaves_the_engines_schedule_and_says_so():
     topo, coll = _allreduce("a100", 3)
     result = synthesize(topo, coll, SynthRequest(limits=Limits(work=1000)))
-    assert result.schedule is not None and len(result.schedule.steps) == 6
+    assert result.schedule is not None and len(result.schedule.steps) == 4  # the engine's (half-nodes; was 6)
     assert "symmetric search for sums found no schedule" in result.message
 
 
@@ -72,7 +74,7 @@ def test_the_groups_are_automorphisms_acting_freely_with_two_orbits_at_least():
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("name", "nodes", "steps", "bound"), [
-    ("ndv2", 8, 8, 8), ("ndv2", 3, 6, 6), ("mi250", 2, 4, 3), ("dgx2", 4, 7, 5), ("a100", 5, 6, 4), ("dgx2", 8, 9, 6)])
+    ("ndv2", 8, 8, 8), ("ndv2", 3, 6, 6), ("mi250", 2, 4, 3), ("dgx2", 4, 7, 5), ("a100", 5, 5, 4), ("dgx2", 8, 9, 6)])
 def test_machines_within_1_5x_by_default(name, nodes, steps, bound):
     result = _default(name, nodes)
     assert len(result.schedule.steps) == steps

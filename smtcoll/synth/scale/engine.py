@@ -6,7 +6,8 @@ Which method (docs/synth.md):
   ones the LP-routed paths of `routing` (any topology), then, on machines a translation group maps
   onto themselves (a100 x N), rank 0's routes timed by the integer program of `orbit`, and where NICs
   join every pair of GPUs of two nodes (mi250 x N) the Latin square of `direct`;
-  Allgather-shaped ones on machines of several nodes, the node rings fed by the NICs of `hierarchy`
+  Allgather-shaped ones on machines of several nodes, on those a translation group maps onto themselves
+  (a100 x N) rank 0's broadcast trees of `orbit_allgather`, the node rings fed by the NICs of `hierarchy`
   and the per-rank assignments of `matching`; otherwise, or when these miss the bound, the greedy
   (`synth/greedy.py`) in its link-by-link order, and for up to 32 ranks also in its farthest-first
   order, the best schedule kept;
@@ -16,9 +17,9 @@ Which method (docs/synth.md):
   each address to one rank (ReduceScatter when the addresses split evenly over the ranks, else the most
   central ranks) through the dual, then broadcast it (Allgather-shaped when split evenly); and, with one
   address, the overlapping constructions of `allreduce` (recursive doubling over xor partners where
-  those are links, four or two arcs or a junction per cycle on rings and tori) and, on machines of several
+  those are links, four or two arcs or one or two junctions per cycle on rings and tori) and, on machines of several
   nodes, the node sums exchanged over the NICs of `nodes_allreduce` (to receivers, or by recursive doubling
-  over the nodes).
+  over the nodes) and the windows of consecutive nodes of `windows_allreduce` (any node count).
 Every schedule is checked by `smtcoll.check` before it is returned; a rejected one is an internal error.
 """
 
@@ -40,8 +41,10 @@ from smtcoll.synth.scale import (
     matching,
     nodes_allreduce,
     orbit,
+    orbit_allgather,
     routing,
     translate,
+    windows_allreduce,
 )
 
 GREEDY_WORK = 5_000_000  # deliveries x steps, a few seconds of the greedy in its `links` order
@@ -107,6 +110,12 @@ def _plain(topo: Topology, coll: Collective, b: SearchBounds | None) -> tuple[Sc
         if len(t[0].steps) <= target:
             return t
     limit = 4 * topo.ranks * coll.chunks + 8
+    # Allgather on machines of nodes a translation maps onto themselves (a100 x N): rank 0's trees
+    a = orbit_allgather.orbit_allgather(topo, coll, limit)
+    if a is not None:
+        found.append((a, "one rank's broadcast trees within the orbit capacities, translated to every rank"))
+        if len(a.steps) <= target:
+            return found[-1]
     # machines whose NICs join every pair of GPUs of two nodes (mi250 x N): a Latin square over the NICs,
     # the engine's one-node schedule inside the nodes in the same rounds. Where the routing LP must be
     # reduced by symmetry (many nodes) it is tried first: at the entry bound where it applies, 10x cheaper
@@ -134,10 +143,12 @@ def _plain(topo: Topology, coll: Collective, b: SearchBounds | None) -> tuple[Sc
     if not direct_first and straight():
         return found[-1]
     # machines of several nodes: the conveyor rings fed by the NICs, then with the other links too
-    for fill in (False, True):
-        h = hierarchy.ring_allgather(topo, coll, limit, fill)
+    # (the NICs matched per round keep every NIC busy where a first fit idles one: ndv2 x 5..7)
+    for fill, nics in ((False, False), (True, False), (True, True)):
+        h = hierarchy.ring_allgather(topo, coll, limit, fill, nics)
         if h is not None:
-            found.append((h, "node rings fed by the NICs" + (", other links filled" if fill else "")))
+            found.append((h, "node rings fed by the NICs" + (", other links filled" if fill else "")
+                          + (", NICs matched per round" if nics else "")))
             if len(h.steps) <= target:
                 return found[-1]
     if _out_of_time(found):
@@ -182,10 +193,12 @@ def _allreduce(topo: Topology, coll: Collective) -> tuple[Schedule, str]:
     found = []
     for make, method in ((allreduce.doubling_allreduce, "recursive doubling (xor partners)"),
                          (allreduce.torus_allreduce,
-                          "arcs per cycle (four, two or a junction), overlapping (ring, torus)"),
+                          "arcs per cycle (four, two, one or two junctions), overlapping (ring, torus)"),
                          (nodes_allreduce.nodes_allreduce, "node sums, across the NICs, then copies inside"),
                          (nodes_allreduce.doubling_nodes_allreduce,
-                          "node sums, recursive doubling over the nodes through one NIC pair, then copies inside")):
+                          "node sums, recursive doubling over the nodes through one NIC pair, then copies inside"),
+                         (windows_allreduce.windows_allreduce,
+                          "node sums, windows of nodes across every NIC at once, then copies inside")):
         s = make(topo, coll)
         if s is not None and check_schedule(s).verdict == "ok":
             found.append((s, method))

@@ -25,7 +25,8 @@ from smtcoll.model import Collective, Schedule, Send, Step, Topology
 from smtcoll.synth.scale.translate import allgather_shape
 
 
-def ring_allgather(topo: Topology, coll: Collective, max_steps: int, fill: bool = False) -> Schedule | None:
+def ring_allgather(topo: Topology, coll: Collective, max_steps: int, fill: bool = False,
+                   matched: bool = False) -> Schedule | None:
     """The conveyor schedule (module docstring), or None when the collective is not Allgather-shaped,
     the machine has one node, a node's ranks in order do not form a ring of links, or it runs out of
     steps."""
@@ -55,6 +56,7 @@ def ring_allgather(topo: Topology, coll: Collective, max_steps: int, fill: bool 
     last = [-1] * p  # the chunk each rank received from its ring predecessor in the previous round
     onehot = (nodes[None, :] == np.arange(n)[:, None]).astype(np.int32)
     imported = [0] * p
+    partner: dict[int, int] = {}  # with `matched`: each NIC sender's destination in the round before
     # each receiver imports at most its share of what its node lacks: one NIC taking more than its
     # share leaves another's ring slots without fresh chunks late in the schedule
     receivers = {v for _, v in remote}
@@ -118,6 +120,15 @@ def ring_allgather(topo: Topology, coll: Collective, max_steps: int, fill: bool 
             sends.append((int(coll.address[c]), x, y))
         # the receivers that imported the fewest chunks first: a node's imports spread evenly over
         # its NICs, so each receiver has fresh chunks for its ring slots when they come round
+        if matched and remote:
+            for u, v in _nic_matching(remote, partner, have, node_has, nodes, imported, share):
+                nv = nodes[v]
+                cand = np.nonzero(have[u] & ~node_has[nv] & ~arriving[nv])[0]
+                if len(cand) and room(u, v) > 0:
+                    take = cand[np.lexsort((cand, copies[cand]))[:1]]
+                    imported[v] += 1
+                    partner[u] = v
+                    send(u, v, take)
         rot = s % len(remote) if remote else 0
         open_ = [key for key in remote[rot:] + remote[:rot] if imported[key[1]] < share[key[1]]]
         for u, v in sorted(open_, key=lambda key: imported[key[1]]):
@@ -146,6 +157,26 @@ def ring_allgather(topo: Topology, coll: Collective, max_steps: int, fill: bool 
     if not have.all():
         return None
     return Schedule(topo, coll, steps)
+
+
+def _nic_matching(remote: list[tuple[int, int]], partner: dict[int, int], have: np.ndarray,
+                  node_has: np.ndarray, nodes: np.ndarray, imported: list[int], share: list[int]
+                  ) -> list[tuple[int, int]]:
+    """The most NIC links (one per sender and receiver) that can carry a chunk the receiver's node lacks,
+    the sender's destination of the round before preferred (a fixed node ring keeps every NIC busy)."""
+    from scipy.optimize import linear_sum_assignment
+
+    senders = sorted({u for u, _ in remote})
+    receivers = sorted({v for _, v in remote})
+    si = {u: i for i, u in enumerate(senders)}
+    ri = {v: i for i, v in enumerate(receivers)}
+    big = 4.0 * (len(senders) + len(receivers)) + 4
+    cost = np.full((len(senders), len(receivers)), big)
+    for u, v in remote:
+        if imported[v] < share[v] and (have[u] & ~node_has[nodes[v]]).any():
+            cost[si[u], ri[v]] = 0.0 if partner.get(u) == v else 1.0
+    rows, cols = linear_sum_assignment(cost)
+    return [(senders[a], receivers[b]) for a, b in zip(rows, cols) if cost[a, b] < big]
 
 
 RING_SEARCH_LIMIT = 100_000  # DFS extensions per node before giving up on a ring
