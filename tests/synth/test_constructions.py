@@ -498,7 +498,8 @@ def test_pairwise_offers_a_fused_program_that_lowers_at_8_instances() -> None:
     """a100 x3 ReduceScatter: `pairwise`'s own piece count spreads each connection over two channels, and at
     8 instances a rank then waits for more thread blocks than the executor's int8_t depid names; the sweep
     also gets the program with at most 32 messages per connection, which lowers there and at 1 GiB is within
-    5% of the sweep's bound (0.954), faster than the unfused one at its most instances that lower (4: 0.935).
+    5% of the sweep's bound (0.954), faster than the unfused one at its most instances that lower (4: 0.935,
+    docs/benchmarks.md "Unseen machines and sizes (session 9)").
     Allreduce keeps one program (fused, a thread block would serialize its two phases)."""
     from smtcoll.lower import CannotLower, lower
     from smtcoll.sweep.cost import Model
@@ -517,10 +518,8 @@ def test_pairwise_offers_a_fused_program_that_lowers_at_8_instances() -> None:
     opts = LowerOptions(8, "Simple", "executor", "outofplace", GIB, GIB, True)
     with pytest.raises(CannotLower, match="depid"):
         lower(unfused, opts)
-    t = schedule_time(fused, "Simple", 8, GIB, nodes=3)
-    before = schedule_time(unfused, "Simple", 4, GIB, nodes=3)
-    assert t is not None and before is not None and t < before
-    assert model_bound(topo, coll, 3, Model.load())(GIB) / t >= 0.95
+    t = schedule_time(fused, "Simple", 8, GIB, nodes=3)  # (the unfused one at 4 instances: 0.935, not timed here)
+    assert t is not None and model_bound(topo, coll, 3, Model.load())(GIB) / t >= 0.95
     assert len(pairwises(topo, library.collective("allreduce", 24))) == 1
 
 
