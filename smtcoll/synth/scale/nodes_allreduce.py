@@ -41,13 +41,7 @@ def nodes_allreduce(topo: Topology, coll: Collective) -> Schedule | None:
     if not receivers:
         return None
     plan = _Plan(topo.ranks)
-    bit = 1
-    while bit < p:  # 1. node sums
-        for b in range(0, topo.ranks, p):
-            for r in range(p):
-                if r < r ^ bit:
-                    plan.exchange(b + r, b + (r ^ bit))
-        bit <<= 1
+    _node_sums(plan, topo.ranks, p)  # 1. node sums
     plan.start_phase()
     for k in range(1, n):  # 2. the other nodes' sums to every receiver, node a + k's in turn k (a Latin
         for a in range(n):  # square: each node sends to one node a turn), from the least used sender there

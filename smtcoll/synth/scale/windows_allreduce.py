@@ -83,18 +83,21 @@ def _shape(topo: Topology, coll: Collective) -> Shape | None:
     return (n, p, linked, into) if into else None
 
 
-def _sums(plan: _Plan, topo: Topology, n: int, p: int, linked: set[tuple[int, int]]) -> bool:
-    """Every GPU gets its node's sum: recursive doubling where the xor partners are links, else a reduce
-    to the node's most central GPU along a breadth-first tree and the sum back as copies."""
+def _summed(topo: Topology, n: int, p: int, linked: set[tuple[int, int]]) -> _Plan | None:
+    """A plan in which every GPU gets its node's sum, its next phase started (or None): recursive doubling
+    where the xor partners are links, else a reduce to the node's most central GPU along a breadth-first tree
+    and the sum back as copies."""
+    plan = _Plan(topo.ranks)
     bit = 1
     while bit < p and all((r, r ^ bit) in linked for r in range(p)):
         bit <<= 1
     if bit >= p and p & (p - 1) == 0:
         _node_sums(plan, topo.ranks, p)
-        return True
+        plan.start_phase()
+        return plan
     trees = [t for t in (_tree(linked, p, [c]) for c in range(p)) if t is not None]
     if not trees:
-        return False
+        return None
     tree = min(trees, key=_depth)  # the first of the shallowest
     for b in range(0, n * p, p):
         for child, par in reversed(tree):  # children before parents: each sends its subtree's sum
@@ -103,7 +106,8 @@ def _sums(plan: _Plan, topo: Topology, n: int, p: int, linked: set[tuple[int, in
     for b in range(0, n * p, p):
         for child, par in tree:
             plan.send(b + par, b + child, copy=True)
-    return True
+    plan.start_phase()
+    return plan
 
 
 def _depth(tree: list[tuple[int, int]]) -> int:
@@ -121,10 +125,9 @@ def _direct(topo: Topology, n: int, p: int, linked: set[tuple[int, int]], into: 
     rounds = _build(n, group, into)
     if rounds is None:
         return None
-    plan = _Plan(topo.ranks)
-    if not _sums(plan, topo, n, p, linked):
+    plan = _summed(topo, n, p, linked)
+    if plan is None:
         return None
-    plan.start_phase()
     for rnd in rounds:
         held = {r: tuple(plan.into[r]) for r in range(topo.ranks)}  # every send of a round: the values before it
         for a in range(n):
@@ -186,10 +189,9 @@ def _relayed(topo: Topology, n: int, p: int, linked: set[tuple[int, int]], into:
     chain = _chain(n)
     if chain is None:
         return None
-    plan = _Plan(topo.ranks)
-    if not _sums(plan, topo, n, p, linked):
+    plan = _summed(topo, n, p, linked)
+    if plan is None:
         return None
-    plan.start_phase()
     sizes = [1]
     needed = {i for i, _ in chain}
     for j, (i, _) in enumerate(chain, start=1):
