@@ -384,12 +384,12 @@ def _sink_side(net: Any, s: int, t: int) -> set[Any]:
     for a, b, data in net.edges(data=True):
         rows.append(index[a])
         cols.append(index[b])
-        caps.append(int(round(float(data.get("capacity", 0)) * 1_000_000)))
+        caps.append(round(float(data.get("capacity", 0)) * 1_000_000))
     n = len(nodes)
     m = csr_array((np.array(caps, dtype=np.int64), (np.array(rows), np.array(cols))), shape=(n, n))
     m.sum_duplicates()
     flow = maximum_flow(m, index[s], index[t]).flow
-    residual = (m - flow).tocsr()  # flow is antisymmetric: reverse edges get the flow back as capacity
+    residual: Any = csr_array(m - flow)  # flow is antisymmetric: reverse edges get the flow back as capacity
     residual.data = np.where(residual.data > 0, residual.data, 0)
     residual.eliminate_zeros()
     reach = breadth_first_order(residual.T.tocsr(), index[t], return_predecessors=False).tolist()
