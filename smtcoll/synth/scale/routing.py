@@ -11,7 +11,8 @@ groups, its flows are rounded into one path per chunk, and the paths into steps.
    goes one way for half of the sources and the other way for the rest: what the translate cannot do).
 3. **Steps**: store and forward, one round per step: every step each link (in a rotated order) moves
    the chunks waiting at its source whose next hop it is, the most hops to go first, within its
-   bandwidth and its switch groups'.
+   bandwidth and its switch groups'. Where that order needs more rounds than the busiest link or group
+   carries, the rounds are chosen one at a time by an integer program (`matched_rounds`).
 Nothing here is trusted: the engine checks the schedule, and keeps it only when it is the best.
 """
 
@@ -24,6 +25,7 @@ from fractions import Fraction
 import attrs
 
 from smtcoll.model import Collective, Schedule, Send, Step, Topology
+from smtcoll.synth.scale.matched_rounds import matched_rounds
 from smtcoll.synth.scale.translate import alltoall_shape
 
 STORE_AND_FORWARD_WORK = 2_000_000  # chunks x steps (at least): a few seconds of scheduling
@@ -44,7 +46,28 @@ def routed_alltoall(topo: Topology, coll: Collective, max_steps: int) -> Schedul
     # two priorities for the store and forward (each a few milliseconds): the fewer steps, the first on ties
     found = [x for x in (_store_and_forward(topo, coll, paths, max_steps, critical) for critical in (False, True))
              if x is not None]
+    # above the busiest resource's load, the rounds chosen one by one by an integer program (seconds, not
+    # milliseconds: only where the list order lost rounds)
+    shortest = min((len(x.steps) for x in found), default=max_steps + 1)
+    if shortest > busiest_load(topo, paths):
+        m = matched_rounds(topo, coll, paths, min(max_steps, shortest - 1))
+        if m is not None:
+            found.append(m)
     return min(found, key=lambda x: len(x.steps)) if found else None
+
+
+def busiest_load(topo: Topology, paths: list[tuple[int, tuple[int, ...]]]) -> int:
+    """The rounds the paths need at least: the most chunks a link or switch group carries over its bandwidth."""
+    load: dict[tuple[int, int], int] = defaultdict(int)
+    for _, path in paths:
+        for hop in itertools.pairwise(path):
+            load[hop] += 1
+    group: dict[int, int] = defaultdict(int)
+    for hop, k in load.items():
+        for g in topo.switches_of(*hop):
+            group[g] += k
+    return max([-(-k // topo.bandwidth(*hop)) for hop, k in load.items()]
+               + [-(-k // topo.switches[g].bandwidth) for g, k in group.items()], default=0)
 
 
 def full_lp_fits(topo: Topology) -> bool:
