@@ -63,7 +63,8 @@ def test_routed_alltoall_beyond_the_full_lp_solves_one_commodity_per_orbit(monke
     monkeypatch.setattr(routing, "LP_MAX_VARIABLES", t.ranks * len(t.links) // 2)
     reduced = routing.routed_alltoall(t, coll, 1000)
     assert full is not None and reduced is not None and check_schedule(reduced).verdict == "ok"
-    assert reduced.rounds == full.rounds == 89  # the flow LP proves 86
+    # the flow LP proves 86; each rounding's rounds chosen by the integer program (the list order alone: 89)
+    assert reduced.rounds <= 87 and full.rounds <= 87
     monkeypatch.setattr(routing, "LP_MAX_VARIABLES", t.ranks * len(t.links) // 4)  # too large even reduced
     assert routing.routed_alltoall(t, coll, 1000) is None
 
@@ -82,8 +83,9 @@ def test_rounds_chosen_by_integer_program_reach_the_paths_load() -> None:
     assert flows is not None
     paths = routing._choose_paths(t, links, pairs, flows)
     listed = min(len(s.steps) for c in (False, True) if (s := routing._store_and_forward(t, coll, paths, 100, c)))
-    m = matched_rounds(t, coll, paths, 100)
+    load = routing.busiest_load(t, paths)
+    m = matched_rounds(t, coll, paths, 100, load)
     assert m is not None and check_schedule(m).verdict == "ok"
-    assert m.rounds == routing.busiest_load(t, paths) < listed
-    assert m.rounds == matched_rounds(t, coll, paths, 100).rounds  # type: ignore[union-attr]
-    assert matched_rounds(t, coll, paths, m.rounds - 1) is None  # the step cap is kept
+    assert m.rounds == load < listed
+    assert m.steps == matched_rounds(t, coll, paths, 100, load).steps  # type: ignore[union-attr]
+    assert matched_rounds(t, coll, paths, m.rounds - 1, load) is None  # the step cap is kept

@@ -18,6 +18,7 @@ Nothing here is trusted: the engine checks the schedule, and keeps it only when 
 
 from __future__ import annotations
 
+import heapq
 import itertools
 from collections import defaultdict
 from fractions import Fraction
@@ -43,16 +44,19 @@ def routed_alltoall(topo: Topology, coll: Collective, max_steps: int) -> Schedul
     if flows is None:
         return None
     paths = _choose_paths(topo, links, pairs, flows)
-    # two priorities for the store and forward (each a few milliseconds): the fewer steps, the first on ties
-    found = [x for x in (_store_and_forward(topo, coll, paths, max_steps, critical) for critical in (False, True))
-             if x is not None]
-    # above the busiest resource's load, the rounds chosen one by one by an integer program (seconds, not
-    # milliseconds: only where the list order lost rounds)
-    shortest = min((len(x.steps) for x in found), default=max_steps + 1)
-    if shortest > busiest_load(topo, paths):
-        m = matched_rounds(topo, coll, paths, min(max_steps, shortest - 1))
+    # the store and forward with the critical resources first (milliseconds to seconds); above the busiest
+    # resource's load, the rounds chosen one by one by an integer program (seconds: only where the list order
+    # lost rounds), and where that does not answer, the list order with the longest ways first
+    load = busiest_load(topo, paths)
+    first = _store_and_forward(topo, coll, paths, max_steps, True)
+    found = [first] if first is not None else []
+    if first is None or len(first.steps) > load:
+        m = matched_rounds(topo, coll, paths, max_steps if first is None else len(first.steps) - 1, load)
         if m is not None:
             found.append(m)
+        else:
+            x = _store_and_forward(topo, coll, paths, max_steps, False)
+            found += [x] if x is not None else []
     return min(found, key=lambda x: len(x.steps)) if found else None
 
 
@@ -259,11 +263,13 @@ def _store_and_forward(topo: Topology, coll: Collective, paths: list[tuple[int, 
             x = pressure[link] = max([work[link] / bw[link], *(work[g] / gbw[g] for g in groups_of[link])])
         return x
 
+    urgent: dict[tuple[int, ...], float] = {}  # this step, per way still to go
+
     def urgency(i: int) -> float:
-        path = paths[i][1]
-        worst = 0.0
-        for a, b in zip(path[at[i]:], path[at[i] + 1:], strict=False):
-            worst = max(worst, load((a, b)))
+        path = paths[i][1][at[i]:]
+        worst = urgent.get(path)
+        if worst is None:
+            worst = urgent[path] = max(load(hop) for hop in itertools.pairwise(path))
         return worst
     at = [0] * len(paths)  # position along the path
     waiting: dict[tuple[int, int], list[int]] = defaultdict(list)  # link -> packets whose next hop it is
@@ -279,10 +285,14 @@ def _store_and_forward(topo: Topology, coll: Collective, paths: list[tuple[int, 
         group_left = list(gbw)
         link_left = {link: bw[link] for link in waiting}
         pressure.clear()  # the work left changed last step
+        urgent.clear()
         # every waiting chunk in one order, the most hops to go first (then a rotation by step): the
         # chunks on the long paths are the ones that can make the schedule longer
-        cand = sorted(((-urgency(i) if critical else 0.0, -(len(paths[i][1]) - 1 - at[i]), (i + t) % len(paths), i,
-                        link) for link, queue in waiting.items() for i in queue))
+        # (only a link's first `bandwidth` chunks in that order can move: a group that stops one stops the rest)
+        cand = sorted(itertools.chain.from_iterable(
+            heapq.nsmallest(bw[link], ((-urgency(i) if critical else 0.0, -(len(paths[i][1]) - 1 - at[i]),
+                                        (i + t) % len(paths), i, link) for i in queue))
+            for link, queue in waiting.items()))
         moved: list[int] = []
         for _, _, _, i, link in cand:
             if link_left[link] <= 0 or any(group_left[g] <= 0 for g in groups_of[link]):
