@@ -89,14 +89,15 @@ def matched_rounds(topo: Topology, coll: Collective, paths: list[tuple[int, tupl
         upper = np.zeros(len(row_of))
         for r, k in row_of.items():
             upper[k] = cap[r]
-        a = coo_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(row_of), len(cands))).tocsr()
+        a = coo_matrix((np.ones(len(rows)), (np.array(rows), np.array(cols))),
+                       shape=(len(row_of), len(cands))).tocsr()
         weights = -np.array([w for _, _, w in cands])
         # the LP first: where every hop uses one link, one out-port and one in-port group (switch machines,
         # NICs) its vertex optimum is integral; the integer program where it is not
-        res = linprog(weights, A_ub=a, b_ub=upper, bounds=(0, 1), method="highs-ds")
+        res = linprog(weights, A_ub=a, b_ub=upper, bounds=(0, 1), method="highs-ds")  # type: ignore[call-overload]
         if res.x is None or np.abs(res.x - np.rint(res.x)).max() > 1e-6:
-            res = milp(weights, constraints=LinearConstraint(a, -np.inf, upper), integrality=np.ones(len(cands)),
-                       bounds=Bounds(0, 1))
+            res = milp(weights, constraints=LinearConstraint(a, -np.inf, upper),
+                       integrality=np.ones(len(cands), dtype=np.int64), bounds=Bounds(0, 1))
         if res.x is None:
             return None
         sends = []
