@@ -22,21 +22,21 @@ from collections import defaultdict
 from smtcoll.model import Collective, Schedule, Send, Step, Topology
 
 PRESSURE_POWER = 4  # high enough that one hop on a resource twice as pressed outweighs 16 elsewhere
-# chunks x the busiest resource's load (about the waiting hops weighed over all rounds, a count, not a clock),
-# as the list order's: dgx2 x 6 Alltoall 9,120 x 193 = 1.8 M; ndv2 x 10 (3.6 M) is beyond
-MATCHED_WORK = 2_000_000
+# links x the busiest resource's load (one LP a round over at most every link's waiting chunks: a count, not a
+# clock): a100 x 12 Alltoall 4,896 x 88 = 0.43 M, dgx2 x 6 0.32 M, ndv2 x 10 0.24 M, each a few CPU s
+MATCHED_WORK = 1_000_000
 
 
 def matched_rounds(topo: Topology, coll: Collective, paths: list[tuple[int, tuple[int, ...]]],
                    max_steps: int, busiest: int) -> Schedule | None:
     """`paths`: (chunk, path) per chunk of `coll`; the schedule moving each chunk along its path, one hop a
     round, or None (no paths, more than `max_steps` rounds, or `busiest` (the most a resource carries over its
-    capacity, in rounds) times the chunks beyond MATCHED_WORK)."""
+    capacity, in rounds) times the links beyond MATCHED_WORK)."""
     import numpy as np
     from scipy.optimize import Bounds, LinearConstraint, linprog, milp
     from scipy.sparse import coo_matrix
 
-    if not paths or len(paths) * busiest > MATCHED_WORK:
+    if not paths or len(topo.links) * busiest > MATCHED_WORK:
         return None
     links = sorted((l.src, l.dst) for l in topo.links)
     index = {link: i for i, link in enumerate(links)}
