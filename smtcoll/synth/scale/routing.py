@@ -193,6 +193,9 @@ def _choose_paths(topo: Topology, links: list[tuple[int, int]], pairs: dict[tupl
             for g in groups_of[(a, b)]:
                 gload[g] += k
 
+    out_nb: dict[int, list[int]] = defaultdict(list)
+    for a, b in links:
+        out_nb[a].append(b)
     out: list[tuple[int, tuple[int, ...]]] = []
     cands_of: list[list[_Cand]] = []
     for s in sorted(flows):
@@ -204,7 +207,8 @@ def _choose_paths(topo: Topology, links: list[tuple[int, int]], pairs: dict[tupl
             extra: list[tuple[int, ...]] = [(s, d)] if (s, d) in linkset else []
             if topo.ranks <= RELAY_PATHS_UP_TO:
                 extra += [(s, r, d) for r in range(topo.ranks) if (s, r) in linkset and (r, d) in linkset]
-            cands += [_Cand(x, 0.0) for x in extra if x not in known]
+                extra += _shortest_paths(topo, out_nb, s, d, SHORTEST_PATHS)
+            cands += [_Cand(x, 0.0) for x in dict.fromkeys(extra) if x not in known]
             if not cands:
                 return []
             for chunk in pairs[(s, d)]:
@@ -229,6 +233,24 @@ def _choose_paths(topo: Topology, links: list[tuple[int, int]], pairs: dict[tupl
         if not changed:
             break
     return out
+
+
+SHORTEST_PATHS = 32  # per pair, up to RELAY_PATHS_UP_TO ranks: candidates the LP's vertex optimum may not use
+
+
+def _shortest_paths(topo: Topology, out_nb: dict[int, list[int]], s: int, d: int, most: int) -> list[tuple[int, ...]]:
+    """Up to `most` shortest paths from s to d, in sorted order (depth-first along links that get closer)."""
+    dist = topo.distances
+    found: list[tuple[int, ...]] = []
+    stack: list[tuple[int, ...]] = [(s,)]
+    while stack and len(found) < most:
+        path = stack.pop()
+        u = path[-1]
+        if u == d:
+            found.append(path)
+            continue
+        stack += [(*path, v) for v in reversed(out_nb[u]) if dist[v].get(d, -1) == dist[u][d] - 1]
+    return found
 
 
 def _store_and_forward(topo: Topology, coll: Collective, paths: list[tuple[int, tuple[int, ...]]],
