@@ -22,21 +22,24 @@ from collections import defaultdict
 from smtcoll.model import Collective, Schedule, Send, Step, Topology
 
 PRESSURE_POWER = 4  # high enough that one hop on a resource twice as pressed outweighs 16 elsewhere
-# links x the busiest resource's load (one LP a round over at most every link's waiting chunks: a count, not a
-# clock): a100 x 12 Alltoall 4,896 x 88 = 0.43 M, dgx2 x 6 0.32 M, ndv2 x 10 0.24 M, each a few CPU s
-MATCHED_WORK = 1_000_000
+# a round weighs each link's chunks by the way they still go, one weight per (link, way): their number at the
+# start times the busiest resource's load bounds the work (a count, not a clock): a100 x 8 Alltoall 0.23 M,
+# dgx2 x 6 1.8 M, ndv2 x 10 3.6 M (each a few CPU s); ring:100 12.4 M is beyond (minutes)
+MATCHED_WORK = 4_000_000
+MATCHED_SPENT = 1_500_000  # (link, way) pairs weighed over all rounds (ndv2 x 10: 0.54 M): a safety stop
 
 
 def matched_rounds(topo: Topology, coll: Collective, paths: list[tuple[int, tuple[int, ...]]],
                    max_steps: int, busiest: int) -> Schedule | None:
     """`paths`: (chunk, path) per chunk of `coll`; the schedule moving each chunk along its path, one hop a
-    round, or None (no paths, more than `max_steps` rounds, or `busiest` (the most a resource carries over its
-    capacity, in rounds) times the links beyond MATCHED_WORK)."""
+    round, or None (no paths, more than `max_steps` rounds, or beyond its work limits: `busiest`, the most a
+    resource carries over its capacity in rounds, times the (link, way) pairs at the start above MATCHED_WORK,
+    or more than MATCHED_SPENT weighed)."""
     import numpy as np
     from scipy.optimize import Bounds, LinearConstraint, linprog, milp
     from scipy.sparse import coo_matrix
 
-    if not paths or len(topo.links) * busiest > MATCHED_WORK:
+    if not paths or len({(path[:2], path[2:]) for _, path in paths}) * busiest > MATCHED_WORK:
         return None
     links = sorted((l.src, l.dst) for l in topo.links)
     index = {link: i for i, link in enumerate(links)}
@@ -56,6 +59,7 @@ def matched_rounds(topo: Topology, coll: Collective, paths: list[tuple[int, tupl
             waiting[(path[0], path[1])][path[2:]].append(i)
     left = sum(1 for _, path in paths if len(path) > 1)
     steps: list[Step] = []
+    spent = 0  # (link, way) groups weighed, over all rounds
     press: list[float] = []  # this round, per link and group
     weighed: dict[tuple[int, ...], float] = {}  # this round, per way
 
@@ -74,6 +78,7 @@ def matched_rounds(topo: Topology, coll: Collective, paths: list[tuple[int, tupl
 
         cands: list[tuple[tuple[int, int], int, float]] = []
         for link in sorted(waiting):
+            spent += len(waiting[link])
             here = sum(press[r] for r in uses[link])
             k = cap[index[link]]
             best = heapq.nlargest(k, ((w, -i) for way, queue in waiting[link].items()
@@ -98,7 +103,7 @@ def matched_rounds(topo: Topology, coll: Collective, paths: list[tuple[int, tupl
         if res.x is None or np.abs(res.x - np.rint(res.x)).max() > 1e-6:
             res = milp(weights, constraints=LinearConstraint(a, -np.inf, upper),
                        integrality=np.ones(len(cands), dtype=np.int64), bounds=Bounds(0, 1))
-        if res.x is None:
+        if res.x is None or spent > MATCHED_SPENT:
             return None
         sends = []
         for (link, i, _), x in zip(cands, np.rint(res.x), strict=True):
