@@ -21,7 +21,7 @@ the least t with L_v(t) >= N, for every v. Like the holdings bound it bounds the
 rounds moves a value one hop and takes k R_z values held when it began, which k one-round steps exceed).
 
 It binds where the links inside a node are few: MI250 (16 GCDs, 3 or 4 xGMI links each, one NIC each), GCD
-4 after rounds 0..3 at most 1, 5, 18, 68 where the holdings bound allows 1, 5, 27, 97: mi250 x 5 (80
+4 after rounds 0..3 at most 1, 5, 18, 68 where the holdings bound allows 1, 5, 28, 158: mi250 x 5 (80
 contributions) needs 4 rounds, where the holdings bound gives 3. On a switch (every rank one hop from every
 other) it proves little. Plain integers, no solver: `proof check` recomputes it with this same function.
 """
