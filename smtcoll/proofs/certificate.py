@@ -55,7 +55,8 @@ def certificate_name(claim: Claim, topo: Topology, coll: Collective) -> str:
 
 
 def refuting_bound(claim: Claim, topo: Topology, coll: Collective) -> tuple[str, bounds.Bound] | None:
-    """The first bound (steps, receive, cut, holdings, relay, cycle, reach) that rules the claim's budget out, if any."""
+    """The first bound (steps, receive, cut, holdings, relay, cycle, reach) that rules the claim's budget out, if
+    any."""
     from smtcoll import bounds  # networkx and scipy: imported when a bound is needed
 
     net = bounds.flow_network(topo)
