@@ -96,7 +96,8 @@ def _summed(topo: Topology, n: int, p: int, linked: set[tuple[int, int]]) -> _Pl
         _node_sums(plan, topo.ranks, p)
         plan.start_phase()
         return plan
-    trees = [t for t in (_tree(linked, p, [c]) for c in range(p)) if t is not None]
+    local = {(u, v) for u, v in linked if u < p and v < p}  # node 0's links: the NIC links are many
+    trees = [t for t in (_tree(local, p, [c]) for c in range(p)) if t is not None]
     if not trees:
         return None
     tree = min(trees, key=_depth)  # the first of the shallowest
@@ -315,8 +316,8 @@ def _xor_blocks(topo: Topology, p: int, linked: set[tuple[int, int]]) -> list[li
 
     both: nx.Graph = nx.Graph()
     both.add_nodes_from(range(p))
-    both.add_weighted_edges_from((u, v, topo.bandwidth(u, v)) for u, v in sorted(linked)
-                                 if u < v < p and (v, u) in linked)
+    inside = sorted((u, v) for u, v in linked if u < v < p)  # filtered first: the NIC links are many
+    both.add_weighted_edges_from((u, v, topo.bandwidth(u, v)) for u, v in inside if (v, u) in linked)
     pairs = sorted(tuple(sorted(e)) for e in nx.max_weight_matching(both, maxcardinality=True))
     if 2 * len(pairs) != p:
         return None
