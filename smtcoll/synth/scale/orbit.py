@@ -53,9 +53,10 @@ class _Group:
         return ((x // self.p - a // self.p) % self.n) * self.p + (x % self.p - a % self.p) % self.p
 
 
-def _group(topo: Topology) -> _Group | None:
-    """The translation group of the machine, when its links and switch groups are invariant under it."""
-    nodes = node_of(topo)
+def _group(topo: Topology, nodes: list[int] | None = None) -> _Group | None:
+    """The translation group of the machine, when its links and switch groups are invariant under it;
+    `nodes`: each rank's node where no NIC group tells them apart (`node_of` first)."""
+    nodes = node_of(topo) or nodes
     n = 1 if nodes is None else max(nodes) + 1
     p = topo.ranks // n
     if n * p != topo.ranks or (nodes is not None and nodes != [r // p for r in range(topo.ranks)]):

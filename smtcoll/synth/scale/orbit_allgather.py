@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from smtcoll.model import Collective, Schedule, Send, Step, Topology
+from smtcoll.synth.scale.nodes_allreduce import _named_nodes
 from smtcoll.synth.scale.orbit import _group, _representatives, _usage
 from smtcoll.synth.scale.translate import allgather_shape
 
@@ -30,7 +31,9 @@ def orbit_allgather(topo: Topology, coll: Collective, max_steps: int) -> Schedul
     own = allgather_shape(coll)
     if own is None or topo.ranks < 3:
         return None
-    grp = _group(topo)
+    # nodes whose NICs each join one GPU to its peers (h100: 8 rails) form no NIC group, so `node_of`
+    # finds one node; the nodes `compose` made are still there, and the group is checked on them
+    grp = _group(topo, _named_nodes(topo))
     if grp is None or grp.n < 2:
         return None
     members, caps_list = _representatives(topo, grp)
