@@ -96,8 +96,8 @@ def synth(
     timeout: TimeoutOpt = None,
     budget: Annotated[int | None, typer.Option(
         "--budget", metavar="UNITS", min=0, help="the exact search's work budget in z3 resource units, the same on "
-        "any machine (default: 10^7, a few CPU seconds; 0: none); --method auto answers with the best schedule "
-        "known when the default budget runs out")] = None,
+        "any machine (default: 10^7, a few CPU seconds, at most 4 x 10^6 per step count with --method auto; 0: "
+        "none); --method auto answers with the best schedule known when the default budget runs out")] = None,
     max_memory: Annotated[int | None, typer.Option(
         "--max-memory", metavar="MB", help="memory cap in MB (default: 3/4 of the memory, at most 4096); an encoding "
         "estimated not to fit is not tried (exit 3, or 2 for --strategy instance)", min=64)] = None,

@@ -33,7 +33,7 @@ import attrs
 from smtcoll import limits
 from smtcoll.model import Collective, Schedule, Topology
 from smtcoll.synth.reach import unreachable_result
-from smtcoll.synth.request import CONSTRUCTIONS, SynthRequest, check_inputs
+from smtcoll.synth.request import CONSTRUCTIONS, QUERY_WORK, SynthRequest, check_inputs
 from smtcoll.synth.result import Attempt, Gap, LowerBound, Optimality, Point, SynthResult
 
 if TYPE_CHECKING:
@@ -90,9 +90,10 @@ def _time_stopped(result: SynthResult, what: str) -> SynthResult:
 # --- the exact search ----------------------------------------------------------------------------
 
 @contextlib.contextmanager
-def _exact_search(request: SynthRequest) -> Iterator[Clock]:
+def _exact_search(request: SynthRequest, shared: bool = False) -> Iterator[Clock]:
     """The exact search's clock (its work budget, the safety time limit, the memory cap), with z3's own
-    memory cap set for the run and reset after (the cap is this request's, not the process's)."""
+    memory cap set for the run and reset after (the cap is this request's, not the process's). `shared`:
+    with `auto`'s default budget, each solver question gets at most QUERY_WORK of it (docs/synth.md)."""
     import z3  # the solver: imported only when the exact search runs
 
     from smtcoll.bounds.lp import deadline
@@ -105,7 +106,8 @@ def _exact_search(request: SynthRequest) -> Iterator[Clock]:
     left = d.left() if d is not None else None
     timeout = request.limits.timeout if left is None else max(0.001, left)
     try:
-        yield Clock(timeout, memory, request.limits.budget)
+        share = QUERY_WORK if shared and request.method == "auto" and request.limits.work is None else None
+        yield Clock(timeout, memory, request.limits.budget, share)
     finally:
         z3.set_param("memory_max_size", 0)
 
@@ -140,7 +142,7 @@ def _least_steps(topo: Topology, coll: Collective, request: SynthRequest, progre
             return from_engine
     from smtcoll.synth.exact import strategies
 
-    with _exact_search(request) as clock:
+    with _exact_search(request, shared=True) as clock:
         exact = strategies.least_steps(topo, coll, request.rounds, request.chunks, request.max_steps, None, progress,
                                        known=None if scaled is None else scaled.schedule, clock=clock)
     exact = attrs.evolve(exact, work=clock.spent)

@@ -30,6 +30,12 @@ METHODS: tuple[str, ...] = ("auto", "exact", "scale", *CONSTRUCTIONS)
 # machine: about 3 million units per CPU second of solving (mi250 Alltoall: 14.2 M units in 4.7 s; DGX-1
 # Allgather's whole Pareto frontier: 0.75 M).
 DEFAULT_WORK = 10_000_000
+# The most one solver question of `auto`'s least-steps search spends of that default budget; a question
+# that reaches it is left undecided and the next step count gets the rest. z3's units get dearer as a
+# question goes on (mixring6 Allgather --chunks 8 at 16 steps, loaded machine: 4 M units 1.9 CPU s, 6 M
+# 6.9 s, 10 M 19-21 s), so shares keep the default under 10 CPU s; and one hard count (pcie2s8
+# ReduceScatter at 4 steps, 7.1 M units to prove unsat) no longer leaves the next (5: 3.4 M) unanswered.
+QUERY_WORK = 4_000_000
 WORK_PER_SECOND = 3_000_000  # for callers that state their budget in seconds (the sweep's `--timeout`)
 MAX_WORK = 10**15
 MAX_STEPS_CHUNKS = 64  # --max-chunks: chunks per input the Pareto search considers

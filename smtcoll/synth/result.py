@@ -24,7 +24,9 @@ class Outcome:
     schedule: Schedule | None
     seconds: float
     rounds: int | None = None
-    reason: str = ""  # for unknown: "memory" (the memory cap), "budget" (the work budget), "" the time limit
+    # for unknown: "memory" (the memory cap), "budget" (the work budget), "share" (one question's share of
+    # the budget, Clock.share), "" the time limit
+    reason: str = ""
     work: int = 0  # z3 resource units spent (its rlimit counter): deterministic, unlike seconds
 
     @property

@@ -17,6 +17,8 @@ from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
 
+import attrs
+
 from smtcoll.bounds import SearchBounds as Bounds
 from smtcoll.bounds import search_bounds as bounds
 from smtcoll.errors import InternalError
@@ -61,17 +63,27 @@ def _checked(schedule: Schedule) -> Schedule:
 class Clock:
     """The limits of a run: its work budget in z3 resource units (deterministic: the same answers on an
     idle and a loaded machine), the wall-clock time limit (the safety stop of --timeout) and the memory
-    cap (MB) that refuses encodings too large; None: no such limit."""
+    cap (MB) that refuses encodings too large; None: no such limit. `share`: the most units one solver
+    question may spend (None: all that is left), also deterministic."""
 
-    def __init__(self, timeout: float | None, max_memory_mb: int | None = None, work: int | None = None) -> None:
+    def __init__(self, timeout: float | None, max_memory_mb: int | None = None, work: int | None = None,
+                 share: int | None = None) -> None:
         self.start = time.monotonic()
         self.deadline = None if timeout is None else self.start + timeout
         self.max_memory_mb = max_memory_mb
         self.work = work
+        self.share = share
         self.spent = 0
 
     def work_left(self) -> int | None:
         return None if self.work is None else max(0, self.work - self.spent)
+
+    def question_work(self) -> int | None:
+        """The units the next solver question may spend: what is left, at most its share."""
+        left = self.work_left()
+        if self.share is None:
+            return left
+        return self.share if left is None else min(left, self.share)
 
     def spend(self, units: int) -> None:
         self.spent += units
@@ -166,8 +178,10 @@ class InstanceSolver:
 
             try:
                 enc = self._encoding(kind, question, cap)
-                out = enc.check(rounds, deadline=self.clock.deadline, work=self.clock.work_left())
+                out = enc.check(rounds, deadline=self.clock.deadline, work=self.clock.question_work())
                 self.clock.spend(out.work)
+                if out.reason == "budget" and not self.clock.out_of_work():
+                    out = attrs.evolve(out, reason="share")  # its share spent, not the budget: others may answer
             except OutOfTime:
                 out = Outcome("unknown", None, time.process_time() - t0)
             except _TooLarge:
@@ -184,8 +198,8 @@ class InstanceSolver:
                 return Outcome("sat", sched, seconds, sched.rounds)
             if out.verdict == "unknown":
                 self.limit = out.reason or "time"
-                self.record(steps, rounds, chunks, {"memory": "memory-limit", "budget": "budget"}.get(
-                    self.limit, "timeout"), seconds, kind)
+                verdict = {"memory": "memory-limit", "budget": "budget", "share": "budget"}.get(self.limit, "timeout")
+                self.record(steps, rounds, chunks, verdict, seconds, kind)
                 return Outcome("unknown", None, seconds, reason=self.limit)
             # only the exact encoding may answer unsat; the others are shapes tried first
             self.record(steps, rounds, chunks, "unsat" if kind == "direct" else "no-shape", seconds, kind)
@@ -202,6 +216,8 @@ class InstanceSolver:
             raise _TooLarge()
 
     def limit_text(self) -> str:
+        if self.limit == "share":
+            return f"work budget: {self.clock.share} z3 resource units per step count, {self.clock.spent} spent in all"
         if self.limit == "budget":
             return (f"work budget: {self.clock.work} z3 resource units spent (raise it with --budget; the same "
                     "on any machine)")
@@ -326,12 +342,19 @@ def least_steps(topo: Topology, base: Collective, rounds: int | None = None, chu
             greedy = _checked(greedy)
             top = min(top, len(greedy.steps))
             solver.record(len(greedy.steps), len(greedy.steps), chunks, "sat", time.process_time() - t0, "greedy")
+    undecided: list[int] = []  # step counts whose question spent its share of the budget (clock.share)
     for S in range(start, top + 1):
         R = S if rounds is None else rounds
         if greedy is not None and len(greedy.steps) == S:
             out = Outcome("sat", greedy, 0.0, greedy.rounds)
         else:
             out = solver.solve(Instance(S, R, chunks))
+        if out.verdict == "sat" and undecided:
+            return SynthResult("found", out.found, "least-steps", lbj, solver.attempts,
+                               [Point(S, out.found.rounds, chunks, "found")], pruned,
+                               Optimality.between(undecided[0], S), seconds=_secs(clock), stopped_by="budget",
+                               message=f"{_counts(undecided)} step(s) undecided within {clock.share} z3 resource "
+                                       f"units each (the default budget's share per step count)")
         if out.verdict == "sat":
             sched = out.found
             if start == S:
@@ -344,17 +367,27 @@ def least_steps(topo: Topology, base: Collective, rounds: int | None = None, chu
             return SynthResult("found", sched, "least-steps", lbj, solver.attempts,
                                [Point(S, sched.rounds, chunks, "found")], pruned, optimal, variants,
                                seconds=_secs(clock))
+        if out.verdict == "unknown" and out.reason == "share":
+            undecided.append(S)
+            continue
         if out.verdict == "unknown":
-            best = f"; best known: {len(greedy.steps)} steps (greedy)" if greedy is not None else ""
-            return SynthResult("timeout", greedy, "least-steps", lbj, solver.attempts, [], pruned,
-                               Optimality.between(S, len(greedy.steps) if greedy else None),
-                               message=f"{solver.limit_text()}: no schedule with fewer than {S} steps; {S} "
-                                       f"undecided{best}",
-                               seconds=_secs(clock), stopped_by=solver.limit)
+            undecided.append(S)
+            break
         pruned.append(Point(S, R, chunks, "infeasible", "unsat", claim=(S, R)))
+    if undecided:  # the budget (or a share of it, or the time) ran out before a count answered sat
+        best = f"; best known: {len(greedy.steps)} steps (greedy)" if greedy is not None else ""
+        return SynthResult("timeout", greedy, "least-steps", lbj, solver.attempts, [], pruned,
+                           Optimality.between(undecided[0], len(greedy.steps) if greedy else None),
+                           message=f"{solver.limit_text()}: no schedule with fewer than {undecided[0]} steps; "
+                                   f"{_counts(undecided)} undecided{best}",
+                           seconds=_secs(clock), stopped_by="budget" if solver.limit == "share" else solver.limit)
     return SynthResult("infeasible", None, "least-steps", lbj, solver.attempts, [], pruned,
                        Optimality.none_below(top + 1),
                        message=f"proved: no schedule with at most {top} steps", seconds=_secs(clock))
+
+
+def _counts(steps: list[int]) -> str:
+    return ", ".join(map(str, steps))
 
 
 def _allreduce_variants(topo: Topology, base: Collective, chunks: int, direct: Schedule, clock: Clock,
