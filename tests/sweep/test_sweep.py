@@ -144,12 +144,13 @@ def test_predicted_pieces_are_the_run_at_every_size(protocol, instances):
     model = cost.Model.load()
     m = cost.machine(topo, 1, model)
     curve = cost.predict(prog, m, model, 1024, 1 << 30)
+    order = cost.serving_order(prog, m, model)
     assert curve is not None
     assert all(a.slope < b.slope for a, b in itertools.pairwise(curve.lines))
     for size in (1024, 5000, 1 << 16, 777777, 1 << 24, 1 << 30):
         occ = cost.occupancy(m, model, protocol, cost.Affine(Fraction(size, prog.nchunksperloop),
                                                              Fraction(1, prog.nchunksperloop)))
-        direct = program_makespan(prog, occ).v + model.call_latency_us[protocol]
+        direct = program_makespan(prog, occ, replay=order).v + model.call_latency_us[protocol]
         assert curve.at(size) == direct
 
 
