@@ -171,7 +171,8 @@ def _run(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity: i
     number type: an integer 0 keeps a run on integers exact). `order` maps such a time to the key the timed
     run serves departures by (`_StepOrder`); by default an `Affine`'s growth then value, any other number
     itself. A timed run appends the thread blocks it serves, in order, to `trace`; given `replay` (such a
-    trace) it serves them in that order instead of choosing (`_Replay`). `unordered` (the first run): collects the (tb, transmission) pairs whose order to a later
+    trace) it serves them in that order instead of choosing (`_Replay`). `unordered` (the first run):
+    collects the (tb, transmission) pairs whose order to a later
     access local knowledge does not decide; `glob`: a global bit for each such transmission (the second
     run)."""
     geo = geometry
@@ -582,7 +583,8 @@ class _StepOrder:
     port's speed when the order was the step alone. The sweep runs it once on times that compare by their
     growth with the buffer size first and then their value (a maximum takes its fastest growing term): the
     order of the largest sizes, the same for every size, which it then replays at each size (`_Replay`), so
-    that its times stay a maximum of lines in the size (smtcoll.sweep.cost). A key changes only when its thread block runs, a
+    that its times stay a maximum of lines in the size (smtcoll.sweep.cost). A key changes only when its
+    thread block runs, a
     resource its next send holds is claimed (`claimed`, for the senders an index per resource names), or a
     message reaches its empty FIFO (`refresh`), so every queued key is current (a heap of current keys;
     replaced entries are skipped when they surface), and a pop costs a logarithm, not a pass over the

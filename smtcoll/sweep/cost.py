@@ -314,7 +314,8 @@ def predict(program: Any, m: Machine, model: Model, low: int, high: int,
     [low, high] (module docstring); None when the program does not run to its end (deadlock), or when
     `dominated(first, last)` says the supporting lines at both ends already show it loses everywhere.
 
-    `memo` (one per machine and model) keeps the serving order and every supporting line by `timing_key`, so a program that runs
+    `memo` (one per machine and model) keeps the serving order and every supporting line by `timing_key`,
+    so a program that runs
     as an earlier one did (the in-place program of an Allgather is its out-of-place one without the copy
     thread blocks) is not run again. `packed` runs on integers (below); False runs on `Affine` numbers,
     the same result (the tests compare the two)."""
@@ -352,7 +353,7 @@ def predict(program: Any, m: Machine, model: Model, low: int, high: int,
 
     def served() -> list[int] | None:
         if known is not None and "order" in known:
-            return known["order"]  # type: ignore[no-any-return]
+            return known["order"]
         out = serving_order(program, m, model, tbs)
         if known is not None:
             known["order"] = out
@@ -460,7 +461,8 @@ def serving_order(program: Any, m: Machine, model: Model, tbs: Sequence[Any] | N
     # every time is a sum along one chain of events, each chunk's latency at most once
     top = sum(sent[c] * int(lat * a) for c, (lat, _) in table.items())
     bits = top.bit_length() + 1
-    ints = {c: (int(lat * a), tuple((k, int(grow[h] * g) << bits) for k, h in held)) for c, (lat, held) in table.items()}
+    ints = {c: (int(lat * a), tuple((k, int(grow[h] * g) << bits) for k, h in held))
+            for c, (lat, held) in table.items()}
     trace: list[int] = []
     return trace if program_makespan(program, ints.__getitem__, tbs, zero=0, trace=trace) is not None else None
 

@@ -136,8 +136,8 @@ def _lowered(topo_name: str, coll_name: str, protocol: str, instances: int):
 @pytest.mark.parametrize(("protocol", "instances"), [("LL", 1), ("Simple", 2)])
 def test_predicted_pieces_are_the_run_at_every_size(protocol, instances):
     """The pieces `predict` recovers give, at any size, exactly the time of running the program at that size
-    (a run with the chunk's bytes at that size; its growth with the size only orders the run's claims, as in
-    every run), and they are convex (slopes grow)."""
+    (a run with the chunk's bytes at that size, serving the thread blocks in the one order `serving_order`
+    gives for every size), and they are convex (slopes grow)."""
     from smtcoll.check.topology_cost import program_makespan
 
     topo, prog = _lowered("dgx1", "allgather", protocol, instances)
