@@ -316,8 +316,8 @@ def predict(program: Any, m: Machine, model: Model, low: int, high: int,
 
     `memo` (one per machine and model) keeps the serving order and every supporting line by `timing_key`,
     so a program that runs as an earlier one did (the in-place program of an Allgather is its out-of-place
-    one without the copy thread blocks) is not run again. `packed` runs on integers (below); False runs on `Affine` numbers,
-    the same result (the tests compare the two)."""
+    one without the copy thread blocks) is not run again. `packed` runs on integers (below); False runs on
+    `Affine` numbers, the same result (the tests compare the two)."""
     from smtcoll.check.topology_cost import program_makespan, program_thread_blocks
 
     tbs = program_thread_blocks(program)
