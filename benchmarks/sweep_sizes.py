@@ -58,9 +58,11 @@ def main() -> None:
     start = time.process_time()
     slower = 0
     files = [f for f in manifest["files"] if f.get("mode", "outofplace") == args.mode]
+    # a file's topology is its name; the request holds what the user gave (a built-in or a .toml path)
+    given = {specs.resolve_topology(t).name: t for t in manifest["request"]["topologies"]}
     for key in sorted({(f["topology"], f["nodes"], f["collective"]) for f in files}):
         label, nodes, kind = key
-        topo = specs.resolve_topology(label, nodes)
+        topo = specs.resolve_topology(given.get(label, label), nodes)
         coll = library.collective(kind, topo.ranks)
         m = cost.machine(topo, nodes, model)
         for size in sizes:

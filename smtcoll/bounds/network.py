@@ -32,7 +32,7 @@ def flow_network(topo: Topology, link_cap: Callable[[Link], float] | None = None
         g.add_edge(("group", i, "in"), ("group", i, "out"), capacity=group_cap(grp), group=i)
     for link in topo.links:
         chain: list[Any] = [link.src]
-        for i in topo.switches_of(link.src, link.dst):
+        for i in sorted(topo.switches_of(link.src, link.dst), key=lambda i: _chain_order(topo.switches[i], i)):
             chain += [("group", i, "in"), ("group", i, "out")]
         chain.append(link.dst)
         cap = link_cap(link)
@@ -43,6 +43,14 @@ def flow_network(topo: Topology, link_cap: Callable[[Link], float] | None = None
             else:
                 g.add_edge(a, b, capacity=cap, links=[(link.src, link.dst)])
     return g
+
+
+def _chain_order(group: SwitchGroup, index: int) -> tuple[int, int, int]:
+    # A link's groups are chained from the sender's side to the receiver's: wide fan-out first (a rank's
+    # out-port), narrow fan-in last (a rank's in-port). Flow merged in a group node may leave toward any
+    # destination of that group, so a per-destination group placed before a shared one (a PCIe box's
+    # socket link) would let the shared group feed ranks past their in-port: a valid but weak capacity.
+    return (-len(group.dsts), len(group.srcs), index)
 
 
 def cut_capacity(topo: Topology, inside: Iterable[int], net: nx.DiGraph | None = None) -> tuple[Any, dict]:

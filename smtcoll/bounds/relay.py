@@ -77,7 +77,10 @@ def relay_bound(topo: Topology, coll: Collective) -> Bound:
         exits = sorted({l.src for l in leaving})
         to_exit = _from(topo, exits, reverse=True)  # hops from each rank to the nearest exit rank
         from_entry = _from(topo, entries)
-        fs.append(max(to_exit.get(w, 0) for w in sorted(inside) if own.get(w)))
+        owners = [w for w in sorted(inside) if own.get(w)]
+        if not owners:  # a Broadcast's other nodes: the recursion counts each node's own chunk (n_0 = 1)
+            return Bound("relay", None, "rounds", {}, f"node {b} starts with no chunk")
+        fs.append(max(to_exit.get(w, 0) for w in owners))
         es.append(min(to_exit.get(y, 0) for y in entries))
         gs.append(max(from_entry.get(x, 0) for x in sorted(inside)))
     k, f, e, g = max(ks), min(fs), min(es), max(gs)

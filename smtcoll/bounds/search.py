@@ -16,6 +16,7 @@ from smtcoll.bounds.forest import throughput_bound
 from smtcoll.bounds.holdings import holdings_bound
 from smtcoll.bounds.lp import lp_bound
 from smtcoll.bounds.network import flow_network
+from smtcoll.bounds.reach import reach_bound
 from smtcoll.bounds.receive import receive_bound
 from smtcoll.bounds.relay import relay_bound
 from smtcoll.bounds.results import Bound, Bounds, fraction_json
@@ -40,9 +41,11 @@ def lower_bounds(topo: Topology, coll: Collective, size: int | None = None, gbps
     entry = entry_bound(topo, coll)  # multi-node machines: the node's imports, then the last hop inside it
     relay = relay_bound(topo, coll)  # multi-node machines: what a node knows of the others, relayed
     cycle = cycle_bound(topo, coll)  # one-address sums on an odd cycle: one more than the distance
+    reach = reach_bound(topo, coll)  # one-address sums on nodes with few links inside: what a rank reaches
     held = holdings_bound(topo, coll)  # the ramp: what each rank can hold round by round
     others = [steps, receive, cut, lpb, hops, *([entry] if entry.value is not None else []),
-              *([relay] if relay.value is not None else []), *([cycle] if cycle.value is not None else [])]
+              *([relay] if relay.value is not None else []), *([cycle] if cycle.value is not None else []),
+              *([reach] if reach.value is not None else [])]
     # the holdings bound is named only where it is stronger than all the others (or proves no schedule)
     top = max((b.value for b in others if b.value is not None), default=None)
     if held.value is None or top is None or held.value > top:
@@ -54,6 +57,8 @@ def lower_bounds(topo: Topology, coll: Collective, size: int | None = None, gbps
         rounds = attrs.evolve(rounds, witness={"from": "relay", "relay": relay.witness}, note=explain(relay))
     if rounds.witness.get("from") == "cycle":  # nor the odd-cycle bound
         rounds = attrs.evolve(rounds, witness={"from": "cycle", "cycle": cycle.witness}, note=explain(cycle))
+    if rounds.witness.get("from") == "reach":  # nor the reach bound
+        rounds = attrs.evolve(rounds, witness={"from": "reach", "reach": reach.witness}, note=explain(reach))
     rpc = _rounds_per_chunk(cut, lpb, coll, hops)
     thr = throughput_bound(topo, coll, gbps_per_unit)
     t = time_bound(topo, coll, steps, rounds, size, gbps_per_unit, alpha_us)
@@ -97,6 +102,7 @@ class SearchBounds:
     holdings: Bound | None = None
     relay: Bound | None = None  # bounds.relay: what a node knows of the others, relayed through it
     cycle: Bound | None = None  # bounds.cycle: one-address sums on an odd cycle
+    reach: Bound | None = None  # bounds.reach: one-address sums on nodes with few links inside
 
     @property
     def steps_value(self) -> int:
@@ -113,7 +119,7 @@ class SearchBounds:
         computed for (a finer split lowers them: their ramps are counted in chunks of that size)."""
         best: tuple[int, Bound | None] = (0, None)
         # the entry bound's reason on ties: it names the node
-        for e in (self.cycle, self.holdings, self.relay, self.entry):
+        for e in (self.reach, self.cycle, self.holdings, self.relay, self.entry):
             if e is None or e.value is None or chunks != e.witness.get("chunks"):
                 continue
             if int(e.value) >= best[0]:
@@ -175,7 +181,7 @@ def search_bounds(topo: Topology, coll: Collective) -> SearchBounds:
         return SearchBounds(steps, Fraction(0), "nothing must cross any cut")
     q, why = max(cands, key=lambda x: x[0])
     return SearchBounds(steps, q, why, entry_bound(topo, coll), _with_chunks(holdings_bound(topo, coll), coll),
-                        relay_bound(topo, coll), cycle_bound(topo, coll))
+                        relay_bound(topo, coll), cycle_bound(topo, coll), reach_bound(topo, coll))
 
 
 def _with_chunks(b: Bound, coll: Collective) -> Bound:
@@ -211,6 +217,10 @@ def explain(b: Bound) -> str:
     if b.name == "cycle" and w:
         return (f"cycle: on a cycle of {w['cycle']} ranks no rank can add both of its antipodes "
                 f"({count(w['distance'], 'hop')} away) in the last step, so one more than {w['distance']}")
+    if b.name == "reach" and w:
+        return (f"reach: rank {w['rank']} must hold {w['must_hold']} contributions and can hold at most "
+                f"{', '.join(map(str, w['reach']))} after rounds 0..{len(w['reach']) - 1} (only what its node's "
+                f"links reach, plus what its NIC brings each round)")
     if b.name == "lp" and w:
         return f"flow LP optimum {w['lp_optimum']}"
     if b.name == "holdings" and w:

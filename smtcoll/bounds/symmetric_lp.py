@@ -72,11 +72,27 @@ def node_group(topo: Topology) -> list[tuple[int, ...]] | None:
     return elements
 
 
+# the last LP solved (its topology, its other arguments, its answer): synth's bound and routing share it
+_LAST: list[tuple[Topology, object, FlowSolution | None]] = []
+
+
 def symmetric_flow(topo: Topology, commodities: Sequence[Commodity], link_cap: Sequence[Fraction],
                    group_cap: Sequence[Fraction], method: Method = "highs") -> FlowSolution | None:
     """`concurrent_flow`'s optimum, lengths and flows from the reduced LP (module docstring): commodity
     p(rep)'s flow on link p(e) is rep's on e, for every element p. None when the topology has no such group
-    or the commodities are not single-source ones the group permutes (the caller then solves the full LP)."""
+    or the commodities are not single-source ones the group permutes (the caller then solves the full LP).
+    The same arguments (the same topology object, commodities in the same order) as the last call give its
+    answer again without solving: `synth` proves its bound with the LP its routing then uses."""
+    key = ([(c.sources, tuple(c.demand.items())) for c in commodities], list(link_cap), list(group_cap), method)
+    if _LAST and _LAST[0][0] is topo and _LAST[0][1] == key:
+        return _LAST[0][2]
+    sol = _symmetric_flow(topo, commodities, link_cap, group_cap, method)
+    _LAST[:] = [(topo, key, sol)]
+    return sol
+
+
+def _symmetric_flow(topo: Topology, commodities: Sequence[Commodity], link_cap: Sequence[Fraction],
+                    group_cap: Sequence[Fraction], method: Method) -> FlowSolution | None:
     import numpy as np
 
     from smtcoll.bounds.lp import FlowSolution, _put, _sparse, group_members, link_ends, solve

@@ -13,6 +13,7 @@ from smtcoll.bounds.demand import must_enter, must_receive
 from smtcoll.bounds.distance import bfs
 from smtcoll.bounds.holdings import holdings_bound
 from smtcoll.bounds.network import cut_capacity
+from smtcoll.bounds.reach import reach_bound
 from smtcoll.bounds.relay import relay_bound
 from smtcoll.bounds.results import Bound
 from smtcoll.errors import ModelError
@@ -22,6 +23,7 @@ from smtcoll.model import Collective, Topology
 RECOMPUTED: dict[str, tuple[Callable[[Topology, Collective], Bound], tuple[str, ...]]] = {
     "relay": (relay_bound, ("nodes", "capacity", "far", "relay", "last", "known")),
     "cycle": (cycle_bound, ("cycle", "distance")),
+    "reach": (reach_bound, ("rank", "must_hold", "reach", "ramp")),
 }
 
 
@@ -69,8 +71,8 @@ def check_witness(kind: str, witness: dict[str, Any], topo: Topology, coll: Coll
             return int(b.value)
     except (KeyError, TypeError, ValueError) as e:
         raise ModelError("witness", f"malformed {kind} witness: {e}") from None
-    raise ModelError("witness", f"unknown bound kind {kind!r} (expected steps, receive, cut, hops, holdings, relay "
-                                f"or cycle)")
+    raise ModelError("witness", f"unknown bound kind {kind!r} (expected steps, receive, cut, hops, holdings, relay, "
+                                f"cycle or reach)")
 
 
 def _fraction(x: Any, what: str) -> Fraction:

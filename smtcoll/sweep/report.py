@@ -72,6 +72,8 @@ def tables(manifest: dict[str, Any], width: int = 120) -> str:
     console.print("out-of-place files (what nccl-tests times by default; the in-place ones are in the manifest); "
                   "time, busbw, NCCL and bound at the largest size of each range; vs NCCL: NCCL's best (ring or "
                   "tree) time / ours, NCCL lowered out of place too; of bound: the bound's time / ours (docs/sweep.md)")
+    for line in below_bound(manifest):
+        console.print(line, soft_wrap=True)
     failed = [t for t in manifest["tasks"] if t["status"] != "ok"]
     for t in failed:
         console.print(f"FAILED {t['collective']} on {t['topology']} x{t['nodes']}: {t['why']}")
@@ -84,6 +86,20 @@ def tables(manifest: dict[str, Any], width: int = 120) -> str:
     s = manifest["summary"]
     console.print(f"{s['files']} file(s) from {s['tasks']} task(s), {s['failed']} failed")
     return buf.getvalue()
+
+
+def below_bound(manifest: dict[str, Any]) -> list[str]:
+    """A warning per file predicted faster than the proved bound at some size: no program runs below it, so
+    the prediction, not the program, is wrong there (its time and ratio to NCCL are too good to trust)."""
+    out = []
+    for f in manifest["files"]:
+        under = [p for p in f["predicted"] if p.get("bound_us") and p["time_us"] < p["bound_us"] * (1 - 1e-9)]
+        if under:
+            worst = max(under, key=lambda p: p["bound_us"] / p["time_us"])
+            out.append(f"WARNING: {f['file']}: predicted below the proved bound ({_time(worst['time_us'])} against "
+                       f"{_time(worst['bound_us'])} at {_size(worst['bytes'])}): the prediction undercuts how the "
+                       f"program runs there, so its time and its ratio to NCCL are not to be trusted")
+    return out
 
 
 def _nccl_best_us(point: dict[str, Any]) -> float | None:

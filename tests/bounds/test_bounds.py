@@ -214,3 +214,20 @@ def test_the_multicast_lp_is_skipped_where_it_would_take_a_minute():
     b = lower_bounds(t, library.collective("allgather", t.ranks))
     assert b.lp.value is None and "207360 variables (limit 60000)" in b.lp.note
     assert b.rounds.value == 12  # the receive bound, which the engine's schedule meets
+
+
+def test_a_port_group_listed_before_a_shared_group_still_bounds_its_rank():
+    """Held-out PCIe box: per-GPU in-ports (listed first) and a socket link shared by two GPUs. Chaining a
+    link's groups in file order let flow merged in the socket group reach rank 3 past its in-port: the
+    receive and cut bounds said 2 rounds where 3 chunks must enter rank 3 through a port of 1."""
+    from smtcoll.model import Link, SwitchGroup, Topology
+
+    links = [Link(s, d, 1) for s in range(4) for d in range(4) if s != d]
+    ports = [SwitchGroup([s for s in range(4) if s != r], [r], 1, f"in{r}") for r in range(4)]
+    sockets = [SwitchGroup([0, 1], [2, 3], 1, "upi01"), SwitchGroup([2, 3], [0, 1], 1, "upi10")]
+    topo = Topology("pcie-box", 4, links, ports + sockets)
+    coll = library.collective("allgather", 4)
+    b = lower_bounds(topo, coll)
+    assert b.receive.value == 3 and b.receive.witness["capacity"] == 1
+    assert b.cut.value == 3 and b.rounds.value == 3
+    assert check_witness("cut", b.cut.witness, topo, coll) == 3

@@ -110,3 +110,35 @@ def test_the_lp_reduced_by_the_machines_symmetries_proves_what_the_full_lp_prove
     assert node_group(library.topology("mi250")) is None and len(node_group(library.topology("a100", 2)) or []) == 2
     assert symmetric_flow(library.topology("ring:4"), unicast_commodities(library.collective("alltoall", 4)) or [],
                           [Fraction(1)] * 8, []) is None
+
+
+def test_the_reduced_lp_is_solved_once_for_the_bound_and_the_routing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`synth` proves its bound with the reduced flow LP and routes with the same LP: one solve, the same
+    answer; other arguments (another capacity) solve again."""
+    from smtcoll.bounds import symmetric_lp
+    from smtcoll.synth.scale import routing
+    from smtcoll.synth.scale.translate import alltoall_shape
+
+    solves: list[int] = []
+    real = symmetric_lp._symmetric_flow
+
+    def counted(*a: object) -> object:
+        solves.append(1)
+        return real(*a)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(symmetric_lp, "_symmetric_flow", counted)
+    monkeypatch.setattr(symmetric_lp, "_LAST", [])
+    t = library.topology("a100", 2)
+    # the routing solves the reduced LP, as beyond 40,000 variables
+    monkeypatch.setattr(routing, "LP_MAX_VARIABLES", t.ranks * len(t.links) - 1)
+    coll = library.collective("alltoall", t.ranks)
+    bound = lp_bound(t, coll)
+    pairs = alltoall_shape(coll)
+    assert pairs is not None
+    flows = routing._lp_flows(t, sorted((l.src, l.dst) for l in t.links), pairs)
+    assert bound.value == 10 and flows is not None and len(solves) == 1
+    coms = unicast_commodities(coll)
+    assert coms is not None
+    caps = [Fraction(2 * l.bandwidth) for l in t.links], [Fraction(g.bandwidth) for g in t.switches]
+    other = symmetric_lp.symmetric_flow(t, coms, *caps)
+    assert other is not None and len(solves) == 2

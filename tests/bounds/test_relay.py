@@ -70,3 +70,13 @@ def test_bounds_writes_a_certificate_proof_check_accepts_and_catches_a_changed_o
     cert.write_text(json.dumps(doc))
     bad = check_certificate(cert)
     assert bad.verdict == "error" and "last" in " ".join(bad.messages)
+
+
+def test_a_broadcast_across_nodes_gets_no_relay_bound_instead_of_a_crash():
+    """Held-out check: `smtcoll bounds -t a100 --nodes 2 -c broadcast` exited 70 (max() of no chunk: the
+    other node starts with none). The relay bound does not apply there; the others still answer."""
+    topo = library.topology("a100", 2)
+    coll = library.collective("broadcast", topo.ranks, 0)
+    b = relay_bound(topo, coll)
+    assert b.value is None and "starts with no chunk" in b.note
+    assert lower_bounds(topo, coll).rounds.value >= 2

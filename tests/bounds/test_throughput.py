@@ -265,3 +265,18 @@ def test_the_bound_is_tight_on_ndv2_a_synthesized_schedule_reaches_it(cli, tmp_p
     s = load_schedule(out)
     b = time_bound(s.topology, s.collective)
     assert physical_time(s, GIB) == b.at(GIB) and b.busbw_gbps(GIB) == 150
+
+
+def test_rooted_cuts_sink_sides_match_networkx_minimum_cut():
+    """The rooted cuts' max-flows moved to scipy (a 72-GPU switch: 11 -> 2 CPU s); the rank sets they pick
+    are those of networkx's minimum cut (both: what the source cannot reach in the residual network)."""
+    import networkx as nx
+
+    from smtcoll.bounds.network import flow_network
+    from smtcoll.bounds.throughput import _sink_side
+
+    topo = library.topology("dgx2", 2)
+    net = flow_network(topo, lambda l: float(l.gbps or l.bandwidth), lambda g: 125.0 * g.bandwidth)
+    for s, t in ((0, 1), (0, 17), (20, 0), (5, 30)):
+        _, (_, theirs) = nx.minimum_cut(net, s, t)
+        assert _sink_side(net, s, t) == set(theirs)

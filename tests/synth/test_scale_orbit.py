@@ -17,7 +17,8 @@ def test_a100_alltoall_at_the_lp_bound(nodes: int, chunks: int, rounds: int) -> 
     t = library.topology("a100", nodes)
     r = engine.synthesize(t, library.collective("alltoall", t.ranks, None, chunks))
     assert check_schedule(r.schedule).verdict == "ok"
-    assert r.method.startswith("one rank's routes")
+    # from 4 nodes the LP-routed paths, their rounds chosen by an integer program, reach the bound first
+    assert r.method.startswith("one rank's routes" if nodes < 4 else ("one rank's routes", "LP-routed"))
     assert len(r.schedule.steps) == r.schedule.rounds == rounds == r.bounds.rounds(chunks)
 
 

@@ -3,11 +3,15 @@ proved bound where the link-by-link greedy and the translate did not; every sche
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from smtcoll import library
+from smtcoll import library, specs
 from smtcoll.check.schedule import check_schedule
 from smtcoll.synth.scale import engine, routing
+from smtcoll.synth.scale.matched_rounds import matched_rounds
+from smtcoll.synth.scale.translate import alltoall_shape
 
 
 def _run(topo: str, nodes: int = 1, chunks: int = 1) -> engine.Scaled:
@@ -59,6 +63,41 @@ def test_routed_alltoall_beyond_the_full_lp_solves_one_commodity_per_orbit(monke
     monkeypatch.setattr(routing, "LP_MAX_VARIABLES", t.ranks * len(t.links) // 2)
     reduced = routing.routed_alltoall(t, coll, 1000)
     assert full is not None and reduced is not None and check_schedule(reduced).verdict == "ok"
-    assert reduced.rounds == full.rounds == 89  # the flow LP proves 86
+    # the flow LP proves 86; each rounding's rounds chosen by the integer program (the list order alone: 89)
+    assert reduced.rounds <= 87 and full.rounds <= 87
     monkeypatch.setattr(routing, "LP_MAX_VARIABLES", t.ranks * len(t.links) // 4)  # too large even reduced
     assert routing.routed_alltoall(t, coll, 1000) is None
+
+
+def test_rounds_chosen_by_integer_program_reach_the_paths_load() -> None:
+    """Where the list order of the store and forward loses rounds, each round is chosen by an integer program
+    over the waiting hops (`matched_rounds`): the schedule takes exactly as many rounds as its busiest link or
+    switch group carries. A switch machine with NICs shared by GPU pairs, 3 nodes (not tuned on: the method was
+    built on a100 x 8); the list order alone needs 44 rounds for the paths' 43 (the LP proves 42)."""
+    t = specs.resolve_topology(str(Path(__file__).parents[2] / "benchmarks/topologies/switch8-4nic.toml"), 3)
+    coll = library.collective("alltoall", t.ranks)
+    pairs = alltoall_shape(coll)
+    assert pairs is not None
+    links = sorted((l.src, l.dst) for l in t.links)
+    flows = routing._lp_flows(t, links, pairs)
+    assert flows is not None
+    paths = routing._choose_paths(t, links, pairs, flows)
+    listed = min(len(s.steps) for c in (False, True) if (s := routing._store_and_forward(t, coll, paths, 100, c)))
+    load = routing.busiest_load(t, paths)
+    m = matched_rounds(t, coll, paths, 100, load)
+    assert m is not None and check_schedule(m).verdict == "ok"
+    assert m.rounds == load < listed
+    assert m.steps == matched_rounds(t, coll, paths, 100, load).steps  # type: ignore[union-attr]
+    assert matched_rounds(t, coll, paths, m.rounds - 1, load) is None  # the step cap is kept
+
+
+@pytest.mark.parametrize("topo", ["torus2d:4x5", "torus3d:2x2x6"])
+def test_shortest_paths_let_the_rounding_split_half_way_chunks(topo: str) -> None:
+    """A chunk half-way round an even cycle may go either way; the LP's vertex optimum may send a pair's flow
+    one way only, so its shortest paths are candidates too and the rounding reaches the LP's rounds (13 / 19
+    without them, for 12 / 18; tuned on torus3d:3x3x4, not on these)."""
+    t = library.topology(topo)
+    coll = library.collective("alltoall", t.ranks)
+    s = routing.routed_alltoall(t, coll, 100)
+    assert s is not None and check_schedule(s).verdict == "ok"
+    assert s.rounds == engine.search_bounds(t, coll).rounds(1)

@@ -198,9 +198,8 @@ def _tree(linked: set[tuple[int, int]], p: int, sources: list[int]) -> list[tupl
     """(child, parent) in breadth-first order over node 0's links from `sources`; None if some GPU is
     not reached."""
     out: dict[int, list[int]] = {}
-    for u, v in sorted(linked):
-        if u < p and v < p:
-            out.setdefault(u, []).append(v)
+    for u, v in sorted((u, v) for u, v in linked if u < p and v < p):  # filtered first: the NIC links are many
+        out.setdefault(u, []).append(v)
     seen = set(sources)
     frontier = list(sources)
     order: list[tuple[int, int]] = []

@@ -11,12 +11,14 @@ groups, its flows are rounded into one path per chunk, and the paths into steps.
    goes one way for half of the sources and the other way for the rest: what the translate cannot do).
 3. **Steps**: store and forward, one round per step: every step each link (in a rotated order) moves
    the chunks waiting at its source whose next hop it is, the most hops to go first, within its
-   bandwidth and its switch groups'.
+   bandwidth and its switch groups'. Where that order needs more rounds than the busiest link or group
+   carries, the rounds are chosen one at a time by an integer program (`matched_rounds`).
 Nothing here is trusted: the engine checks the schedule, and keeps it only when it is the best.
 """
 
 from __future__ import annotations
 
+import heapq
 import itertools
 from collections import defaultdict
 from fractions import Fraction
@@ -24,6 +26,7 @@ from fractions import Fraction
 import attrs
 
 from smtcoll.model import Collective, Schedule, Send, Step, Topology
+from smtcoll.synth.scale.matched_rounds import matched_rounds
 from smtcoll.synth.scale.translate import alltoall_shape
 
 STORE_AND_FORWARD_WORK = 2_000_000  # chunks x steps (at least): a few seconds of scheduling
@@ -41,10 +44,34 @@ def routed_alltoall(topo: Topology, coll: Collective, max_steps: int) -> Schedul
     if flows is None:
         return None
     paths = _choose_paths(topo, links, pairs, flows)
-    # two priorities for the store and forward (each a few milliseconds): the fewer steps, the first on ties
-    found = [x for x in (_store_and_forward(topo, coll, paths, max_steps, critical) for critical in (False, True))
-             if x is not None]
+    # the store and forward with the critical resources first (milliseconds to seconds); above the busiest
+    # resource's load, the rounds chosen one by one by an integer program (seconds: only where the list order
+    # lost rounds), and where that does not answer, the list order with the longest ways first
+    load = busiest_load(topo, paths)
+    first = _store_and_forward(topo, coll, paths, max_steps, True)
+    found = [first] if first is not None else []
+    if first is None or len(first.steps) > load:
+        m = matched_rounds(topo, coll, paths, max_steps if first is None else len(first.steps) - 1, load)
+        if m is not None:
+            found.append(m)
+        else:
+            x = _store_and_forward(topo, coll, paths, max_steps, False)
+            found += [x] if x is not None else []
     return min(found, key=lambda x: len(x.steps)) if found else None
+
+
+def busiest_load(topo: Topology, paths: list[tuple[int, tuple[int, ...]]]) -> int:
+    """The rounds the paths need at least: the most chunks a link or switch group carries over its bandwidth."""
+    load: dict[tuple[int, int], int] = defaultdict(int)
+    for _, path in paths:
+        for hop in itertools.pairwise(path):
+            load[hop] += 1
+    group: dict[int, int] = defaultdict(int)
+    for hop, k in load.items():
+        for g in topo.switches_of(*hop):
+            group[g] += k
+    return max([-(-k // topo.bandwidth(*hop)) for hop, k in load.items()]
+               + [-(-k // topo.switches[g].bandwidth) for g, k in group.items()], default=0)
 
 
 def full_lp_fits(topo: Topology) -> bool:
@@ -166,6 +193,9 @@ def _choose_paths(topo: Topology, links: list[tuple[int, int]], pairs: dict[tupl
             for g in groups_of[(a, b)]:
                 gload[g] += k
 
+    out_nb: dict[int, list[int]] = defaultdict(list)
+    for a, b in links:
+        out_nb[a].append(b)
     out: list[tuple[int, tuple[int, ...]]] = []
     cands_of: list[list[_Cand]] = []
     for s in sorted(flows):
@@ -177,7 +207,8 @@ def _choose_paths(topo: Topology, links: list[tuple[int, int]], pairs: dict[tupl
             extra: list[tuple[int, ...]] = [(s, d)] if (s, d) in linkset else []
             if topo.ranks <= RELAY_PATHS_UP_TO:
                 extra += [(s, r, d) for r in range(topo.ranks) if (s, r) in linkset and (r, d) in linkset]
-            cands += [_Cand(x, 0.0) for x in extra if x not in known]
+                extra += _shortest_paths(topo, out_nb, s, d, SHORTEST_PATHS)
+            cands += [_Cand(x, 0.0) for x in dict.fromkeys(extra) if x not in known]
             if not cands:
                 return []
             for chunk in pairs[(s, d)]:
@@ -202,6 +233,24 @@ def _choose_paths(topo: Topology, links: list[tuple[int, int]], pairs: dict[tupl
         if not changed:
             break
     return out
+
+
+SHORTEST_PATHS = 32  # per pair, up to RELAY_PATHS_UP_TO ranks: candidates the LP's vertex optimum may not use
+
+
+def _shortest_paths(topo: Topology, out_nb: dict[int, list[int]], s: int, d: int, most: int) -> list[tuple[int, ...]]:
+    """Up to `most` shortest paths from s to d, in sorted order (depth-first along links that get closer)."""
+    dist = topo.distances
+    found: list[tuple[int, ...]] = []
+    stack: list[tuple[int, ...]] = [(s,)]
+    while stack and len(found) < most:
+        path = stack.pop()
+        u = path[-1]
+        if u == d:
+            found.append(path)
+            continue
+        stack += [(*path, v) for v in reversed(out_nb[u]) if dist[v].get(d, -1) == dist[u][d] - 1]
+    return found
 
 
 def _store_and_forward(topo: Topology, coll: Collective, paths: list[tuple[int, tuple[int, ...]]],
@@ -236,11 +285,13 @@ def _store_and_forward(topo: Topology, coll: Collective, paths: list[tuple[int, 
             x = pressure[link] = max([work[link] / bw[link], *(work[g] / gbw[g] for g in groups_of[link])])
         return x
 
+    urgent: dict[tuple[int, ...], float] = {}  # this step, per way still to go
+
     def urgency(i: int) -> float:
-        path = paths[i][1]
-        worst = 0.0
-        for a, b in zip(path[at[i]:], path[at[i] + 1:], strict=False):
-            worst = max(worst, load((a, b)))
+        path = paths[i][1][at[i]:]
+        worst = urgent.get(path)
+        if worst is None:
+            worst = urgent[path] = max(load(hop) for hop in itertools.pairwise(path))
         return worst
     at = [0] * len(paths)  # position along the path
     waiting: dict[tuple[int, int], list[int]] = defaultdict(list)  # link -> packets whose next hop it is
@@ -256,10 +307,14 @@ def _store_and_forward(topo: Topology, coll: Collective, paths: list[tuple[int, 
         group_left = list(gbw)
         link_left = {link: bw[link] for link in waiting}
         pressure.clear()  # the work left changed last step
+        urgent.clear()
         # every waiting chunk in one order, the most hops to go first (then a rotation by step): the
         # chunks on the long paths are the ones that can make the schedule longer
-        cand = sorted(((-urgency(i) if critical else 0.0, -(len(paths[i][1]) - 1 - at[i]), (i + t) % len(paths), i,
-                        link) for link, queue in waiting.items() for i in queue))
+        # (only a link's first `bandwidth` chunks in that order can move: a group that stops one stops the rest)
+        cand = sorted(itertools.chain.from_iterable(
+            heapq.nsmallest(bw[link], ((-urgency(i) if critical else 0.0, -(len(paths[i][1]) - 1 - at[i]),
+                                        (i + t) % len(paths), i, link) for i in queue))
+            for link, queue in waiting.items()))
         moved: list[int] = []
         for _, _, _, i, link in cand:
             if link_left[link] <= 0 or any(group_left[g] <= 0 for g in groups_of[link]):

@@ -52,7 +52,8 @@ def windows_allreduce(topo: Topology, coll: Collective) -> Schedule | None:
     if shape is None:
         return None
     best: list[list[tuple[int, int]]] | None = None
-    for plan in (_direct(topo, *shape), _relayed(topo, *shape), _blocks(topo, *shape), _halves_plan(topo, *shape)):
+    for plan in (_direct(topo, *shape), _relayed(topo, *shape), _blocks(topo, *shape), _halves_plan(topo, *shape),
+                 _block_halves(topo, *shape)):
         steps = None if plan is None else _asap(topo, plan)
         if steps is not None and (best is None or len(steps) < len(best)):
             best = steps
@@ -95,7 +96,8 @@ def _summed(topo: Topology, n: int, p: int, linked: set[tuple[int, int]]) -> _Pl
         _node_sums(plan, topo.ranks, p)
         plan.start_phase()
         return plan
-    trees = [t for t in (_tree(linked, p, [c]) for c in range(p)) if t is not None]
+    local = {(u, v) for u, v in linked if u < p and v < p}  # node 0's links: the NIC links are many
+    trees = [t for t in (_tree(local, p, [c]) for c in range(p)) if t is not None]
     if not trees:
         return None
     tree = min(trees, key=_depth)  # the first of the shallowest
@@ -314,8 +316,8 @@ def _xor_blocks(topo: Topology, p: int, linked: set[tuple[int, int]]) -> list[li
 
     both: nx.Graph = nx.Graph()
     both.add_nodes_from(range(p))
-    both.add_weighted_edges_from((u, v, topo.bandwidth(u, v)) for u, v in sorted(linked)
-                                 if u < v < p and (v, u) in linked)
+    inside = sorted((u, v) for u, v in linked if u < v < p)  # filtered first: the NIC links are many
+    both.add_weighted_edges_from((u, v, topo.bandwidth(u, v)) for u, v in inside if (v, u) in linked)
     pairs = sorted(tuple(sorted(e)) for e in nx.max_weight_matching(both, maxcardinality=True))
     if 2 * len(pairs) != p:
         return None
@@ -379,11 +381,18 @@ def _order(n: int, m: int, offsets: list[int]) -> list[tuple[int, int]] | None:
     return out
 
 
+At = Callable[[int, int], int]  # (node or block a, label g) -> rank
+
+
+def _plain(p: int) -> At:
+    return lambda a, g: a * p + g
+
+
 Slot = tuple[int, int]  # a GPU's interval of half-nodes relative to its node a: (first - 2a, length)
 
 
 def _halves_plan(topo: Topology, n: int, p: int, linked: set[tuple[int, int]],
-                 into: dict[int, list[int]]) -> _Plan | None:
+                 into: dict[int, list[int]], at: At | None = None) -> _Plan | None:
     """Intervals of half-nodes: the NICs start one step earlier, in the node sums' last step.
 
     Half-node 2a + h is the sum of node a's GPUs with top bit h, which every GPU of that half holds before
@@ -393,9 +402,11 @@ def _halves_plan(topo: Topology, n: int, p: int, linked: set[tuple[int, int]],
     ends: 2n half-nodes = 3 x 2^j take L + j steps (a100 x 6: 5, x 12: 6; by whole nodes 6 and 7); or,
     with half of the GPUs adding nothing first and the intervals of 3 and 2 half-nodes joined to 5 in the
     next step, 5 x 2^j take L + 1 + j (a100 x 10: 6, was 7)."""
-    if p < 4 or p & (p - 1) or any((r, r ^ bit) not in linked for bit in _bits(p) for r in range(p)):
-        return None
-    if sorted(into) != list(range(p)):
+    if at is None:  # whole nodes; `_block_halves` passes blocks of the nodes instead
+        if any((r, r ^ bit) not in linked for bit in _bits(p) for r in range(p)):
+            return None
+        at = _plain(p)
+    if p < 4 or p & (p - 1) or sorted(into) != list(range(p)):
         return None
     u = 2 * n
     base = next((b for b in (3, 5) if u % b == 0 and (u // b) & (u // b - 1) == 0), 0)
@@ -406,10 +417,10 @@ def _halves_plan(topo: Topology, n: int, p: int, linked: set[tuple[int, int]],
     plan = _Plan(topo.ranks)
     bits = _bits(p)
     for bit in bits[:-1]:  # every GPU holds its half-node
-        for b in range(0, topo.ranks, p):
+        for b in range(n):
             for r in range(p):
                 if r < r ^ bit:
-                    plan.exchange(b + r, b + (r ^ bit))
+                    plan.exchange(at(b, r), at(b, r ^ bit))
     plan.start_phase()
     slot: dict[int, Slot] = dict.fromkeys(range(p), (0, 2))
     # the last step of the node sums, and over the NICs the half-node next to the node: (receiver, sender,
@@ -421,11 +432,11 @@ def _halves_plan(topo: Topology, n: int, p: int, linked: set[tuple[int, int]],
         q = half // 2
         pre = [(g, g + half, (1, 1), True) for g in low[:q]] + [(g, g - half, (0, 1), False) for g in high[:q]]
     held = {r: tuple(plan.into[r]) for r in range(topo.ranks)}
-    for b in range(0, topo.ranks, p):
+    for b in range(n):
         for r in range(p):
-            _raw(plan, b + (r ^ half), b + r, held[b + (r ^ half)], held[b + r])
+            _raw(plan, at(b, r ^ half), at(b, r), held[at(b, r ^ half)], held[at(b, r)])
     rnd = [(g, h, left, sent) for g, h, sent, left in pre]
-    if not _intervals(plan, topo, n, p, into, slot, rnd, held):
+    if not _intervals(plan, at, n, into, slot, rnd, held):
         return None
     if base == 5:  # the intervals of 3 and the node sums of 2 joined: 5 half-nodes everywhere
         q = half // 2
@@ -438,7 +449,7 @@ def _halves_plan(topo: Topology, n: int, p: int, linked: set[tuple[int, int]],
             leftward = slot[g][0] == 0  # took 2a + 2: its open side is the left
             rnd5 += [(g, h, leftward, slot[h]), (h, g, not leftward, slot[g])]
         held = {r: tuple(plan.into[r]) for r in range(topo.ranks)}
-        if not _intervals(plan, topo, n, p, into, slot, rnd5, held):
+        if not _intervals(plan, at, n, into, slot, rnd5, held):
             return None
     while slot[0][1] < u:  # double: each GPU takes the interval that starts where its own ends
         m = slot[0][1]
@@ -448,16 +459,41 @@ def _halves_plan(topo: Topology, n: int, p: int, linked: set[tuple[int, int]],
         if pairs is None:
             return None
         held = {r: tuple(plan.into[r]) for r in range(topo.ranks)}
-        if not _intervals(plan, topo, n, p, into, slot, [(g, h, False, slot[h]) for g, h in pairs], held):
+        if not _intervals(plan, at, n, into, slot, [(g, h, False, slot[h]) for g, h in pairs], held):
             return None
     return plan if all(v[1] == u for v in slot.values()) else None
+
+
+def _block_halves(topo: Topology, n: int, p: int, linked: set[tuple[int, int]],
+                  into: dict[int, list[int]]) -> _Plan | None:
+    """The half-node plan over the blocks of `_blocks` (mi250: GCD squares; a half-block is a GCD pair)
+    instead of whole nodes: square sums with the NICs carrying pair sums in their last step, then intervals
+    of pairs; the blocks in a cyclic order (`_order`) in which the offsets the plan uses never join two
+    blocks of one node. 8n pairs = 3 or 5 x 2^j (mi250 x 5 / x 6: 6 steps, 7 by whole blocks)."""
+    if set(into) != set(range(p)) or any(set(v) != set(range(p)) for v in into.values()):
+        return None
+    blocks = _xor_blocks(topo, p, linked)
+    if blocks is None or len(blocks[0]) < 4:
+        return None
+    size, m = len(blocks[0]), len(blocks)
+    full = {g: list(range(size)) for g in range(size)}
+    v = n * m
+    trial = _halves_plan(topo, v, size, linked, full, _plain(size))  # the offsets it uses, on any order
+    if trial is None:
+        return None
+    offsets = sorted({(b // size - a // size) % v for a, b in trial.sends if a // size != b // size})
+    order = _order(n, m, offsets)
+    if order is None:
+        return None
+    ranks = [a * p + b for a, q in order for b in blocks[q]]  # position i, label g -> ranks[i * size + g]
+    return _halves_plan(topo, v, size, linked, full, lambda i, g: ranks[i * size + g])
 
 
 def _bits(p: int) -> list[int]:
     return [1 << k for k in range(p.bit_length() - 1)]
 
 
-def _intervals(plan: _Plan, topo: Topology, n: int, p: int, into: dict[int, list[int]], slot: dict[int, Slot],
+def _intervals(plan: _Plan, at: At, n: int, into: dict[int, list[int]], slot: dict[int, Slot],
                rnd: list[tuple[int, int, bool, Slot]], held: dict[int, tuple[int, ...]]) -> bool:
     """One round: receiver g adds sender h's interval `sent` (its slot in its own node c) on the left or
     the right of its own; c follows from where the intervals meet. False where they cannot meet in another
@@ -470,7 +506,7 @@ def _intervals(plan: _Plan, topo: Topology, n: int, p: int, into: dict[int, list
             return False
         for a in range(n):
             c = (a + gap // 2) % n
-            _raw(plan, c * p + h, a * p + g, held[c * p + h], held[a * p + g])
+            _raw(plan, at(c, h), at(a, g), held[at(c, h)], held[at(a, g)])
         new[g] = (off - sent[1], size + sent[1]) if left else (off, size + sent[1])
     slot.update(new)
     return True

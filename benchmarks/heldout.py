@@ -1,0 +1,125 @@
+"""The held-out survey: every command a user runs, with defaults, on machines the project was not tuned on.
+
+    python benchmarks/heldout.py [--machines h100:1,h100:2,...] [--collectives allgather,...] [--chunks 1,8]
+                                 [--cpu-limit 180] [--json out.jsonl] [--work DIR]
+
+For each machine (a file of benchmarks/topologies/heldout/ or a built-in name, with a node count) and
+collective: `smtcoll bounds`, `smtcoll synth -o s.json --xml s.xml` with the defaults (and with each
+`--chunks C` given), then `smtcoll verify` of both files; a second default synth compares bytes
+(determinism). Each command runs under a CPU limit (`ulimit -t`) and `/usr/bin/time`; a row records the exit
+code, CPU s, peak MB, the schedule's steps / rounds / chunks, and the bound's least steps and rounds per chunk.
+A finding is flagged: a traceback or exit 70, an exit code other than 0 (or 4 for --xml), a schedule
+below its bound, a file that does not verify, output that differs between two runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+TOPOS = HERE / "topologies" / "heldout"
+DEFAULT_MACHINES = ("h100:1,h100:2,nvbridge4:1,nvbridge4:2,pcie2s8:1,pcie2s8:2,shared2nic8:1,shared2nic8:2,"
+                    "mixring6:1,mixring6:3,nvl72:1")
+COLLECTIVES = "allgather,reducescatter,allreduce,alltoall,broadcast"
+
+
+def run(args: list[str], cwd: Path, cpu: int) -> dict:
+    """One smtcoll command under a CPU limit; exit code, CPU s, peak MB, stdout (JSON when asked), stderr tail."""
+    cmd = " ".join(["ulimit -t", str(cpu), ";", "/usr/bin/time", "-f", "'TIME %U %S %M'", sys.executable, "-m",
+                    "smtcoll", *[f"'{a}'" for a in args]])
+    p = subprocess.run(["bash", "-c", cmd], cwd=cwd, capture_output=True, text=True,
+                       env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
+    m = re.search(r"TIME ([\d.]+) ([\d.]+) (\d+)", p.stderr)
+    err = [l for l in p.stderr.splitlines() if not l.startswith(("TIME", "Command "))]
+    rc = p.returncode
+    return {"rc": rc, "cpu": round(float(m.group(1)) + float(m.group(2)), 2) if m else None,
+            "mb": round(int(m.group(3)) / 1024) if m else None, "out": p.stdout,
+            "err": err[-3:], "traceback": "Traceback" in p.stderr}
+
+
+def _untimed(out: str) -> str:
+    """The output without its timings (the only lines allowed to differ between runs)."""
+    return "\n".join(l for l in out.splitlines() if '"seconds"' not in l)
+
+
+def survey(machine: str, nodes: int, coll: str, chunks: list[int], cpu: int, work: Path) -> list[dict]:
+    topo = str(TOPOS / f"{machine}.toml") if (TOPOS / f"{machine}.toml").exists() else machine
+    base = ["-t", topo, "--nodes", str(nodes)] if nodes > 1 else ["-t", topo]
+    rows: list[dict] = []
+    b = run(["bounds", *base, "-c", coll, "--format", "json"], work, cpu)
+    bound: dict = {}
+    try:
+        bj = json.loads(b["out"])
+        bound = {"steps": bj.get("steps", {}).get("value"), "rounds": bj.get("rounds", {}).get("value")}
+    except ValueError:
+        pass
+    rows.append({"cmd": "bounds", "rc": b["rc"], "cpu": b["cpu"], "mb": b["mb"], "err": b["err"],
+                 "traceback": b["traceback"], **bound})
+    for c in [None, *chunks]:
+        extra = [] if c is None else ["--chunks", str(c)]
+        tag = "default" if c is None else f"c{c}"
+        s = run(["synth", *base, "-c", coll, *extra, "--format", "json", "-o", f"{tag}.json", "--xml",
+                 f"{tag}.xml", "-f"], work, cpu)
+        row = {"cmd": f"synth {tag}", "rc": s["rc"], "cpu": s["cpu"], "mb": s["mb"], "err": s["err"],
+               "traceback": s["traceback"]}
+        try:
+            sj = json.loads(s["out"])
+            lb = sj.get("lower_bound") or {}
+            row.update(steps=sj.get("steps"), rounds=sj.get("rounds"), chunks=sj.get("chunks"),
+                       method=sj.get("method"), lb_steps=lb.get("least_steps"),
+                       lb_rpc=lb.get("rounds_per_chunk_exact"))
+        except ValueError:
+            pass
+        for f in (f"{tag}.json", f"{tag}.xml"):
+            if (work / f).exists():
+                v = run(["verify", f], work, cpu)
+                row[f"verify_{f.split('.')[-1]}"] = v["rc"]
+                if v["rc"] != 0:
+                    row.setdefault("verify_err", []).extend(v["err"] + v["out"].splitlines()[-3:])
+                (work / f).rename(work / f"{f}.kept")
+        if c is None and s["rc"] == 0:
+            (work / "again").mkdir(exist_ok=True)
+            again = run(["synth", *base, "-c", coll, "--format", "json", "-o", f"{tag}.json", "--xml",
+                         f"{tag}.xml", "-f"], work / "again", cpu)
+            row["same_bytes"] = (_untimed(again["out"]) == _untimed(s["out"]) and all(
+                (work / "again" / f).exists() and (work / f"{f}.kept").exists()
+                and (work / "again" / f).read_bytes() == (work / f"{f}.kept").read_bytes()
+                for f in (f"{tag}.json", f"{tag}.xml")))
+        rows.append(row)
+    for r in rows:
+        r.update(machine=machine, nodes=nodes, collective=coll)
+    return rows
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--machines", default=DEFAULT_MACHINES)
+    ap.add_argument("--collectives", default=COLLECTIVES)
+    ap.add_argument("--chunks", default="1,8", help="extra --chunks values per synth ('' for none)")
+    ap.add_argument("--cpu-limit", type=int, default=180)
+    ap.add_argument("--json", type=Path, help="append one JSON line per row")
+    args = ap.parse_args()
+    chunks = [int(c) for c in args.chunks.split(",") if c]
+    for spec in args.machines.split(","):
+        machine, _, n = spec.partition(":")
+        for coll in args.collectives.split(","):
+            with tempfile.TemporaryDirectory() as d:
+                rows = survey(machine, int(n or 1), coll, chunks, args.cpu_limit, Path(d))
+            for r in rows:
+                line = json.dumps(r, sort_keys=True)
+                print(line, flush=True)
+                if args.json:
+                    with args.json.open("a") as f:
+                        f.write(line + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

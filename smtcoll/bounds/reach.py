@@ -1,0 +1,112 @@
+"""The reach bound: one-address Allreduce on a machine of nodes whose ranks have few links inside the node.
+
+The model is the checker's (check/arrival.py): a rank holds one set of contributions; a send carries the
+sender's set as the step begins; the receiver adds it (disjoint from what it holds) or takes it (it contains
+what it holds). So a rank's set only grows and always holds its own contribution, and the set v holds after
+round t is the disjoint union of a base (what v held, or a copy that contains it) and of what arrived at v in
+round t, each the set of a sender after round t - 1: a tree of (rank, round) values. Two values of one rank
+z in that tree overlap (both hold z's own contribution), so every occurrence of z lies on one path to the
+root, at rounds that differ: z's occurrences are a chain, the top one at round t - d(z, v) at the latest,
+where d is the hops from z to v over the links inside their node (a value moves one hop per round).
+
+An occurrence of z at round s + 1 takes at most R_z values from other nodes (R_z: what the links into z
+from other nodes carry in one round, a NIC's switch group counting once for all its links, one value per
+link), each a set some rank held after round s, at most L(s) contributions. What arrives only over links
+inside the node holds only contributions of ranks within reach, each at most once. So
+
+    L_v(t) <= sum over ranks z of v's node with d(z, v) <= t of (1 + R_z * (L(0) + ... + L(t - d(z, v) - 1))),
+
+L(t) the most of these over all ranks (at most N), L(0) = 1. A rank needs all N contributions: rounds >=
+the least t with L_v(t) >= N, for every v. Like the holdings bound it bounds the total rounds (a step of k
+rounds moves a value one hop and takes k R_z values held when it began, which k one-round steps exceed).
+
+It binds where the links inside a node are few: MI250 (16 GCDs, 3 or 4 xGMI links each, one NIC each), GCD
+4 after rounds 0..3 at most 1, 5, 18, 68 where the holdings bound allows 1, 5, 28, 158: mi250 x 5 (80
+contributions) needs 4 rounds, where the holdings bound gives 3. On a switch (every rank one hop from every
+other) it proves little. Plain integers, no solver: `proof check` recomputes it with this same function.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Any
+
+import attrs
+
+from smtcoll.bounds.cycle import _one_address_sum
+from smtcoll.bounds.entry import _capacity, node_of
+from smtcoll.bounds.results import Bound
+from smtcoll.model import Collective, Topology
+
+MAX_ROUNDS = 1 << 12  # the ramp stops earlier: it grows by at least one contribution a round or not at all
+
+
+def reach_bound(topo: Topology, coll: Collective) -> Bound:
+    """The reach bound (module docstring), in rounds; value None where it does not apply."""
+    if topo.ranks != coll.ranks:
+        return Bound("reach", None, "rounds", {}, "the topology and collective differ in ranks")
+    nodes = node_of(topo)
+    if nodes is None:
+        return Bound("reach", None, "rounds", {}, "one node")
+    if not _one_address_sum(coll):
+        return Bound("reach", None, "rounds", {}, "not a sum of one contribution per rank at one address, "
+                                                  "needed everywhere")
+    n = topo.ranks
+    inner: dict[int, list[int]] = {}  # rank -> ranks of its node with a link into it
+    remote: dict[int, list] = {}
+    for l in topo.links:
+        if l.bandwidth <= 0 or l.src == l.dst:
+            continue
+        if nodes[l.src] == nodes[l.dst]:
+            inner.setdefault(l.dst, []).append(l.src)
+        else:
+            remote.setdefault(l.dst, []).append(attrs.evolve(l, bandwidth=1))  # one value per link
+    cap = [_capacity(topo, remote.get(v, []), {v}) if remote.get(v) else 0 for v in range(n)]
+    # per rank v: for each hop count d, (ranks z within d of v, the sum of their R_z)
+    rings = [_rings(v, inner, cap) for v in range(n)]
+    ramp = [1]  # L(0..t)
+    prefix = [0, 1]  # prefix[k] = L(0) + ... + L(k - 1)
+    last = [1] * n
+    while True:
+        t = len(ramp)
+        if t > MAX_ROUNDS:
+            return Bound("reach", None, "rounds", {}, "the recursion did not converge")
+        now = [min(n, sum(cnt + r * prefix[max(0, t - d)] for d, (cnt, r) in enumerate(rings[v]) if d <= t))
+               for v in range(n)]
+        if now == last:
+            return Bound("reach", None, "rounds", {}, "the ramp stops growing short of every contribution")
+        ramp.append(max(now))
+        prefix.append(prefix[-1] + ramp[-1])
+        last = now
+        if min(now) >= n:
+            break
+    t = len(ramp) - 1
+    short = [v for v in range(n) if _at(rings[v], prefix, t - 1, n) < n]
+    v = short[0]
+    row = [_at(rings[v], prefix, s, n) for s in range(t + 1)]
+    w: dict[str, Any] = {"rank": v, "must_hold": n, "reach": row, "ramp": ramp[:-1], "chunks": coll.chunk_factor}
+    return Bound("reach", t, "rounds", w,
+                 "rounds: a rank gathers only what its node's links reach, plus what its NIC brings each round")
+
+
+def _at(ring: list[tuple[int, int]], prefix: list[int], t: int, n: int) -> int:
+    """L_v(t) from v's rings (module docstring)."""
+    return min(n, sum(cnt + r * prefix[max(0, t - d)] for d, (cnt, r) in enumerate(ring) if d <= t))
+
+
+def _rings(v: int, inner: dict[int, list[int]], cap: list[int]) -> list[tuple[int, int]]:
+    """(ranks exactly d hops from v inside its node, the sum of their R_z), for d = 0, 1, ...: a
+    breadth-first search backwards over the links inside the node."""
+    dist = {v: 0}
+    queue = deque([v])
+    while queue:
+        x = queue.popleft()
+        for y in inner.get(x, []):
+            if y not in dist:
+                dist[y] = dist[x] + 1
+                queue.append(y)
+    out = [(0, 0)] * (max(dist.values()) + 1)
+    for z, d in dist.items():
+        cnt, r = out[d]
+        out[d] = (cnt + 1, r + cap[z])
+    return out
