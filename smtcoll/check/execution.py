@@ -128,14 +128,15 @@ def execute(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity
             rng: random.Random | None = None, seeds: dict[tuple[int, int], int] | None = None,
             outputs: frozenset[int] = frozenset(),
             occupy: Mapping[tuple[int, int, int], tuple[Any, tuple[tuple[Hashable, Any], ...]]] | None = None,
-            zero: Any = 0.0, order: Callable[[Any], Any] | None = None) -> ExecutionResult:
+            zero: Any = 0.0, order: Callable[[Any], Any] | None = None, trace: list[int] | None = None,
+            replay: Sequence[int] | None = None) -> ExecutionResult:
     """Run the program (see `_run`). Races are first decided with local knowledge; the pairs it leaves
     unordered make a second, identical run that also carries their global bits (module docstring). A
     run given `seeds` (the taint analysis) uses only values, never its race findings."""
     state = rng.getstate() if rng is not None else None
     unordered: set[tuple[int, int]] = set()
     run = _run(tbs, geometry, nchannels, capacity, initial, data, split, timing, rng, seeds, outputs, occupy,
-               zero, order, None if seeds is not None else unordered, {})
+               zero, order, trace, replay, None if seeds is not None else unordered, {})
     if not unordered:
         return run
     glob = {key: n for n, key in enumerate(sorted(unordered))}
@@ -144,7 +145,7 @@ def execute(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity
         again = random.Random()
         again.setstate(state)
     return _run(tbs, geometry, nchannels, capacity, initial, data, split, timing, again, seeds, outputs, occupy,
-                zero, order, None, glob)
+                zero, order, trace, replay, None, glob)
 
 
 def _run(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity: int | None,
@@ -152,7 +153,8 @@ def _run(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity: i
          timing: dict[tuple[int, int], tuple[float, float]] | None, rng: random.Random | None,
          seeds: dict[tuple[int, int], int] | None, outputs: frozenset[int],
          occupy: Mapping[tuple[int, int, int], tuple[Any, tuple[tuple[Hashable, Any], ...]]] | None,
-         zero: Any, order: Callable[[Any], Any] | None, unordered: set[tuple[int, int]] | None,
+         zero: Any, order: Callable[[Any], Any] | None, trace: list[int] | None, replay: Sequence[int] | None,
+         unordered: set[tuple[int, int]] | None,
          glob: dict[tuple[int, int], int]) -> ExecutionResult:
     """Run the program; `capacity` is the FIFO size in messages (None: unbounded), a message being one
     step's transfer, or with `split` (the runtime's maxAllowedCount at some buffer size, `messages.py`) each
@@ -168,7 +170,9 @@ def _run(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity: i
     (the sweep passes exact affine ones, `smtcoll.sweep.model`); every clock starts at `zero` (0 of that
     number type: an integer 0 keeps a run on integers exact). `order` maps such a time to the key the timed
     run serves departures by (`_StepOrder`); by default an `Affine`'s growth then value, any other number
-    itself. `unordered` (the first run): collects the (tb, transmission) pairs whose order to a later
+    itself. A timed run appends the thread blocks it serves, in order, to `trace`; given `replay` (such a
+    trace) it serves them in that order instead of choosing (`_Replay`). `unordered` (the first run):
+    collects the (tb, transmission) pairs whose order to a later
     access local knowledge does not decide; `glob`: a global bit for each such transmission (the second
     run)."""
     geo = geometry
@@ -269,7 +273,13 @@ def _run(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity: i
                 holds[st.uid] = tuple(res for res, _ in occupy[st.send_conn][1])
             if st.recv_conn is not None:
                 receivers.setdefault(st.recv_conn, []).append(st)
-    ready: deque[_Tb] | _StepOrder = deque(states) if occupy is None else _StepOrder(states, departure, order, holds)
+    ready: deque[_Tb] | _StepOrder | _Replay
+    if occupy is None:
+        ready = deque(states)
+    elif replay is not None:
+        ready = _Replay(states, replay)
+    else:
+        ready = _StepOrder(states, departure, order, holds)
     for st in states:
         st.queued = True
     done_trans = 0
@@ -513,6 +523,8 @@ def _run(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity: i
         if rng is not None and isinstance(ready, deque):
             ready.rotate(-rng.randrange(len(ready)))
         st = ready.popleft()
+        if trace is not None:
+            trace.append(st.uid)
         st.queued = False
         run(st)
 
@@ -529,6 +541,31 @@ def _run(tbs: Sequence[TbInput], geometry: Geometry, nchannels: int, capacity: i
 _KNOWN = frozenset({"s", "r", "rcs", "rrs", "rrc", "rrcs", "cpy", "re"})
 
 
+class _Replay:
+    """The ready thread blocks of a timed run served in the order an earlier run of the same program served
+    them (its `trace`). What a thread block does when served (wait, send, receive) never depends on the
+    times, so the same order makes the same run on other numbers: the sweep records the order once and
+    replays it at each buffer size (`smtcoll.sweep.cost.predict`)."""
+
+    def __init__(self, states: Sequence[_Tb], order: Sequence[int]) -> None:
+        self.states = states
+        self.order = order
+        self.pos = 0
+
+    def append(self, st: _Tb) -> None:
+        pass
+
+    def popleft(self) -> _Tb:
+        st = self.states[self.order[self.pos]]
+        self.pos += 1
+        if not st.queued:  # the recorded run differed from this one: a caller's error, not the program's
+            raise AssertionError(f"replayed order serves thread block {st.uid}, which is not ready")
+        return st
+
+    def __len__(self) -> int:
+        return len(self.order) - self.pos
+
+
 @attrs.define
 class _Raised:
     """Thread blocks one claim held back (`_StepOrder.claimed`): their keys in order, the next to serve."""
@@ -543,9 +580,11 @@ class _StepOrder:
     (then the step of their next transmission, then their place): a resource is claimed in the order its
     chunks come, as the hardware serves them. A claim never goes back in time (no backfilling), so an
     order far from time order serializes: NCCL's all-pairs Alltoall on an NVSwitch ran at a third of the
-    port's speed when the order was the step alone. Times compare by their growth with the buffer size
-    first (`Affine.s`), then their value: one order for every size, so that the sweep's times stay a
-    maximum of lines in the size (smtcoll.sweep.cost). A key changes only when its thread block runs, a
+    port's speed when the order was the step alone. The sweep runs it once on times that compare by their
+    growth with the buffer size first and then their value (a maximum takes its fastest growing term): the
+    order of the largest sizes, the same for every size, which it then replays at each size (`_Replay`), so
+    that its times stay a maximum of lines in the size (smtcoll.sweep.cost). A key changes only when its
+    thread block runs, a
     resource its next send holds is claimed (`claimed`, for the senders an index per resource names), or a
     message reaches its empty FIFO (`refresh`), so every queued key is current (a heap of current keys;
     replaced entries are skipped when they surface), and a pop costs a logarithm, not a pass over the

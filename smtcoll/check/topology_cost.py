@@ -138,10 +138,12 @@ def program_thread_blocks(p: Program) -> list[TbInput]:
 
 def program_makespan(p: Program, occupy: Callable[[tuple[int, int, int]], tuple[Any, tuple[tuple[Hashable, Any], ...]]],
                      tbs: Sequence[TbInput] | None = None, zero: Any = 0.0,
-                     order: Callable[[Any], Any] | None = None) -> Any:
+                     order: Callable[[Any], Any] | None = None, trace: list[int] | None = None,
+                     replay: Sequence[int] | None = None) -> Any:
     """When the last thread block of `p` finishes, each chunk it sends holding the resources `occupy` gives
     for its connection (src, dst, channel) as `execution.execute` describes; the same run as the checker's
-    estimate, with the caller's numbers and their serving `order` (None when the program deadlocks)."""
+    estimate, with the caller's numbers and their serving `order`, recording the order it serves thread
+    blocks in `trace` or serving them in the order `replay` gives (`execute`); None when it deadlocks."""
     assert p.ngpus is not None and p.nchunksperloop is not None and p.nchannels is not None
     tbs = program_thread_blocks(p) if tbs is None else tbs
     conns = {(t.rank, t.send, t.chan) for t in tbs if t.send >= 0}
@@ -150,5 +152,5 @@ def program_makespan(p: Program, occupy: Callable[[tuple[int, int, int]], tuple[
     geo = buffers.Geometry(kind, p.ngpus, p.nchunksperloop, False,
                            {g.id: (g.s_chunks or 0) for g in p.gpus if g.id is not None})
     run = execute(tbs, geo, p.nchannels, FIFO_MESSAGES.get(p.proto or "", 2), None, data=False, occupy=table,
-                  zero=zero, order=order)
+                  zero=zero, order=order, trace=trace, replay=replay)
     return None if run.deadlock else run.makespan

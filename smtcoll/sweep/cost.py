@@ -8,8 +8,12 @@ latency later; a thread block waits for the chunks it receives and for its depen
 traffic thus overlap as on the machine. The call adds NCCL's base latency once.
 
 With `B` the buffer size (the runtime's nBytes), a chunk is `B / nchunksperloop` bytes, so every time in the
-run is `a + b * B` and the program's time `T(B)` is a maximum of such lines (the order of the run does not
-depend on the times): convex and piecewise linear. `predict` recovers its pieces exactly: it runs the
+run is `a + b * B`. The order in which the run serves its thread blocks is chosen once, the same for every
+size (`serving_order`: the queue's choices as at the largest sizes), and replayed at each size: every time
+is then built by sums and maxima of such lines in a fixed order, and the program's time `T(B)` is a maximum
+of lines: convex and piecewise linear. (A queue that chose by the times at each size, as this one did until
+session 10, picks a maximum's term by its value at that size; T is then only piecewise convex, and the
+pieces below undercut the run by up to 6%.) `predict` recovers its pieces exactly: it runs the
 program with affine numbers (`Affine`: the value at one size and the slope there, compared as the value
 just above that size), takes the supporting line at both ends of the range and, where two supporting
 lines cross above T, the supporting line at the crossing, until every crossing lies on T (convexity makes
@@ -305,15 +309,15 @@ MAX_PIECES = 64
 
 def predict(program: Any, m: Machine, model: Model, low: int, high: int,
             dominated: Callable[[Line, Line], bool] | None = None,
-            memo: dict[Hashable, dict[Fraction, Line | None]] | None = None, packed: bool = True) -> Piecewise | None:
+            memo: dict[Hashable, dict[Any, Any]] | None = None, packed: bool = True) -> Piecewise | None:
     """The exact time of the lowered `program` (an `msccl.program.Program`) for every buffer size in
     [low, high] (module docstring); None when the program does not run to its end (deadlock), or when
     `dominated(first, last)` says the supporting lines at both ends already show it loses everywhere.
 
-    `memo` (one per machine and model) keeps every supporting line by `timing_key`, so a program that runs
-    as an earlier one did (the in-place program of an Allgather is its out-of-place one without the copy
-    thread blocks) is not run again. `packed` runs on integers (below); False runs on `Affine` numbers,
-    the same result (the tests compare the two)."""
+    `memo` (one per machine and model) keeps the serving order and every supporting line by `timing_key`,
+    so a program that runs as an earlier one did (the in-place program of an Allgather is its out-of-place
+    one without the copy thread blocks) is not run again. `packed` runs on integers (below); False runs on
+    `Affine` numbers, the same result (the tests compare the two)."""
     from smtcoll.check.topology_cost import program_makespan, program_thread_blocks
 
     tbs = program_thread_blocks(program)
@@ -346,7 +350,18 @@ def predict(program: Any, m: Machine, model: Model, low: int, high: int,
     lats = sorted({lat for lat, _ in table.values()})
     coefs = sorted({h for _, held in table.values() for _, h in held})
 
+    def served() -> list[int] | None:
+        if known is not None and "order" in known:
+            return known["order"]
+        out = serving_order(program, m, model, tbs)
+        if known is not None:
+            known["order"] = out
+        return out
+
     def _tangent(size: Fraction) -> Line | None:
+        order = served()
+        if order is None:
+            return None
         # the chunk is Affine(size / n, 1 / n): a hold h is h * size / n at this size, growing by h / n
         scaled = {h: (h * size / n, h / n) for h in coefs}
         # every number of the run is a sum of these: in units of 1/d they are whole numbers, which add and
@@ -367,17 +382,14 @@ def predict(program: Any, m: Machine, model: Model, low: int, high: int,
             bits = top.bit_length() + 1
             ints = {c: (lat_d[lat] << bits, tuple((k, (v_d[h] << bits) + s_d[h]) for k, h in held))
                     for c, (lat, held) in table.items()}
-            low_bits = (1 << bits) - 1
-            # served by growth, then value, as the Affine run is (smtcoll.check.execution._StepOrder)
-            t = program_makespan(program, ints.__getitem__, tbs, zero=0,
-                                 order=lambda x: (x & low_bits, x >> bits))
+            t = program_makespan(program, ints.__getitem__, tbs, zero=0, replay=order)
             if t is None:
                 return None
             v, sl = Fraction(t >> bits, d), Fraction(t & ((1 << bits) - 1), d)
         else:
             affine = {c: (Affine(lat_d[lat], 0), tuple((k, Affine(v_d[h], s_d[h])) for k, h in held))
                       for c, (lat, held) in table.items()}
-            t = program_makespan(program, affine.__getitem__, tbs)
+            t = program_makespan(program, affine.__getitem__, tbs, replay=order)
             if t is None:
                 return None
             if not isinstance(t, Affine):  # nothing is sent (one rank)
@@ -401,10 +413,7 @@ def predict(program: Any, m: Machine, model: Model, low: int, high: int,
         if la == lb or la.slope == lb.slope or len(found) > MAX_PIECES:
             continue
         x = (lb.fixed - la.fixed) / (la.slope - lb.slope)
-        if not a < x < b or x in found:
-            # the run serves chunks earliest departure first, and which of two departures is earlier can
-            # change with the size: the time is then convex only piecewise, and this split would not end.
-            # Keep the lines found (each exact at its own size)
+        if not a < x < b or x in found:  # cannot happen for a convex T: a guard, not a case
             continue
         lx = tangent(x)
         if lx is None:
@@ -422,6 +431,39 @@ def predict(program: Any, m: Machine, model: Model, low: int, high: int,
             starts.append(s)
             lines.append(found[s])
     return Piecewise(tuple(starts), tuple(lines))
+
+
+def serving_order(program: Any, m: Machine, model: Model, tbs: Sequence[Any] | None = None) -> list[int] | None:
+    """The order the timed run serves `program`'s thread blocks in (their indices in `tbs`), the same at
+    every buffer size; None when it deadlocks. It is the run on times that compare by their growth with the
+    size first, then by their value at size 0: every maximum takes its fastest growing term, every choice
+    of the queue is the one of the largest sizes (`check.execution._StepOrder`). Replayed at a size, the
+    order gives that size's time, a maximum of lines in the size (module docstring). The pairs are packed
+    into one integer, growth in the high bits: plain ints that add like the pairs and compare growth first."""
+    from smtcoll.check.topology_cost import program_makespan, program_thread_blocks
+
+    tbs = program_thread_blocks(program) if tbs is None else tbs
+    n = Fraction(program.nchunksperloop)
+    per_byte = holds(m, model, program.proto)
+    table = {c: per_byte(c) for c in sorted({(t.rank, t.send, t.chan) for t in tbs if t.send >= 0})}
+    sent: dict[tuple[int, int, int], int] = {}
+    for t in tbs:
+        if t.send >= 0:
+            c = (t.rank, t.send, t.chan)
+            sent[c] = sent.get(c, 0) + sum(tr.cnt for tr in t.trans if tr.sends)
+    grow = {h: h / n for _, held in table.values() for _, h in held}
+    g = a = 1
+    for x in grow.values():
+        g = math.lcm(g, x.denominator)
+    for lat, _ in table.values():
+        a = math.lcm(a, lat.denominator)
+    # every time is a sum along one chain of events, each chunk's latency at most once
+    top = sum(sent[c] * int(lat * a) for c, (lat, _) in table.items())
+    bits = top.bit_length() + 1
+    ints = {c: (int(lat * a), tuple((k, int(grow[h] * g) << bits) for k, h in held))
+            for c, (lat, held) in table.items()}
+    trace: list[int] = []
+    return trace if program_makespan(program, ints.__getitem__, tbs, zero=0, trace=trace) is not None else None
 
 
 def timing_key(program: Any, tbs: Sequence[Any]) -> Hashable:

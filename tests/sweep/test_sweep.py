@@ -136,20 +136,21 @@ def _lowered(topo_name: str, coll_name: str, protocol: str, instances: int):
 @pytest.mark.parametrize(("protocol", "instances"), [("LL", 1), ("Simple", 2)])
 def test_predicted_pieces_are_the_run_at_every_size(protocol, instances):
     """The pieces `predict` recovers give, at any size, exactly the time of running the program at that size
-    (a run with the chunk's bytes at that size; its growth with the size only orders the run's claims, as in
-    every run), and they are convex (slopes grow)."""
+    (a run with the chunk's bytes at that size, serving the thread blocks in the one order `serving_order`
+    gives for every size), and they are convex (slopes grow)."""
     from smtcoll.check.topology_cost import program_makespan
 
     topo, prog = _lowered("dgx1", "allgather", protocol, instances)
     model = cost.Model.load()
     m = cost.machine(topo, 1, model)
     curve = cost.predict(prog, m, model, 1024, 1 << 30)
+    order = cost.serving_order(prog, m, model)
     assert curve is not None
     assert all(a.slope < b.slope for a, b in itertools.pairwise(curve.lines))
     for size in (1024, 5000, 1 << 16, 777777, 1 << 24, 1 << 30):
         occ = cost.occupancy(m, model, protocol, cost.Affine(Fraction(size, prog.nchunksperloop),
                                                              Fraction(1, prog.nchunksperloop)))
-        direct = program_makespan(prog, occ).v + model.call_latency_us[protocol]
+        direct = program_makespan(prog, occ, replay=order).v + model.call_latency_us[protocol]
         assert curve.at(size) == direct
 
 
