@@ -20,6 +20,7 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,7 +31,7 @@ import smtcoll
 from smtcoll import specs
 from smtcoll.errors import SmtcollError
 from smtcoll.model import Collective, Schedule, Topology
-from smtcoll.sweep import cost
+from smtcoll.sweep import cost, prune
 from smtcoll.sweep.selection import envelope, tiles
 from smtcoll.sweep.sizes import SizeRange, file_bounds
 
@@ -235,67 +236,108 @@ def _candidates(sources: list[Source], machine: cost.Machine, o: Options, kind: 
                 nodes: int, mode: str, memo: dict[Any, Any]) -> tuple[list[Candidate], list[dict[str, Any]]]:
     """Every source x protocol x instances that lowers in `mode`, with its exact time over the requested
     sizes (the lowered program run in the cost model); the others are rejected with the reason. A candidate
-    that another is at least as fast as at every size is left out (`cost.beaten`); a variant of NCCL's
-    own algorithms only when another variant of the same algorithm is (NCCL's time is the best of them).
-    NCCL's algorithms are lowered and timed in the same mode, so the comparison stays fair."""
+    that another live one is at least as fast as at every size is left out (`prune.beaten_by`); a variant of
+    NCCL's own algorithms only when another variant of the same algorithm is (NCCL's time is the best of
+    them). NCCL's algorithms are lowered and timed in the same mode, so the comparison stays fair.
+
+    NCCL's algorithms are recovered first. The others in two passes: every one timed at both ends only, then
+    each recovered in full unless the live ones (recovered curves, and the chords of those with only their
+    ends) beat it everywhere: a candidate that loses to a later one is then left out after two runs rather
+    than recovered in full (the pieces of a program take 5-9 runs)."""
+    cands: list[Candidate] = []
+    rejected: list[dict[str, Any]] = []
+    low, high = o.sizes.low, o.sizes.high
+    # baselines first: they are kept whatever happens, and their curves prune the others early
+    order = sorted(range(len(sources)), key=lambda i: (sources[i].nccl is None, i))
+    pending: list[tuple[int, str, int, Any, cost.Line, cost.Line]] = []  # ends known, pieces not yet
+
+    def reject(src: Source, proto: str, inst: int, why: str) -> None:
+        rejected.append({"runtime": o.runtimes[0], "mode": mode, "candidate": src.name, "method": src.method,
+                         "protocol": proto, "instances": inst, "why": why})
+
+    for i in order:
+        src = sources[i]
+        for inst, proto, program in _lowered(src, o, kind, label, nodes, mode):
+            if isinstance(program, str):
+                reject(src, proto, inst, program)
+                continue
+            # an NCCL variant is needed only where it is NCCL's best: compare it with its own kind
+            curves = [c.curve for c in cands if src.nccl is None or sources[c.source].nccl == src.nccl]
+            ends = [(f, la) for _, _, _, _, f, la in pending]
+            lost = [False]
+            seen: list[tuple[cost.Line, cost.Line]] = []
+
+            def dominated(first: cost.Line, last: cost.Line, curves: list[cost.Piecewise] = curves,
+                          ends: list[tuple[cost.Line, cost.Line]] = ends, lost: list[bool] = lost,
+                          seen: list[tuple[cost.Line, cost.Line]] = seen, nccl: bool = src.nccl is not None) -> bool:
+                lost[0] = prune.beaten_by(first, last, curves, ends, low, high)
+                if not lost[0] and not nccl and first is not last:
+                    seen.append((first, last))
+                    return True  # the ends are known: the pieces wait for the second pass
+                return lost[0]
+
+            try:
+                curve = cost.predict(program, machine, o.model, low, high, dominated, memo)
+            except SmtcollError as e:
+                reject(src, proto, inst, str(e)[:300])
+                continue
+            if curve is not None:
+                cands.append(Candidate(i, proto, inst, curve, mode))
+            elif seen:
+                pending.append((i, proto, inst, program, *seen[0]))
+            elif not lost[0]:
+                reject(src, proto, inst, "the lowered program does not run to its end in the cost model")
+    # the second pass: a candidate is recovered unless the live ones beat it everywhere
+    for n, (i, proto, inst, program, first, last) in enumerate(pending):
+        live = [(f, la) for j, (_, _, _, p, f, la) in enumerate(pending) if j > n and p is not None]
+        if prune.beaten_by(first, last, [c.curve for c in cands], live, low, high):
+            pending[n] = (i, proto, inst, None, first, last)
+            continue
+        try:
+            curve = cost.predict(program, machine, o.model, low, high, None, memo)
+        except SmtcollError as e:
+            reject(sources[i], proto, inst, str(e)[:300])
+            continue
+        if curve is None:
+            reject(sources[i], proto, inst, "the lowered program does not run to its end in the cost model")
+        else:
+            cands.append(Candidate(i, proto, inst, curve, mode))
+    cands.sort(key=lambda c: (c.source, o.model.instances.index(c.instances), o.model.protocols.index(c.protocol)))
+    return cands, rejected
+
+
+def _lowered(src: Source, o: Options, kind: str, label: str, nodes: int, mode: str) -> Iterator[tuple[int, str, Any]]:
+    """(instances, protocol, the lowered program or why it cannot be timed) for every variant of `src`."""
     from smtcoll.check.parse_rules import rank_nodes
     from smtcoll.lower import LowerOptions, lower
     from smtcoll.msccl.runtime import FIFO_MESSAGES, MAX_NODES
 
-    cands: list[Candidate] = []
-    rejected: list[dict[str, Any]] = []
-    low, high = o.sizes.low, o.sizes.high
-    # baselines first: they are kept whatever happens, and their chords prune the others early
-    order = sorted(range(len(sources)), key=lambda i: (sources[i].nccl is None, i))
-    for i in order:
-        src = sources[i]
-        # the lowering depends on the protocol only through its FIFO size (fusion) and the `proto` it
-        # writes: one lowering per FIFO size, the protocol set afterwards (the same program as lowering anew)
-        lowered_by: dict[tuple[int, int], Any] = {}
-        for inst in o.model.instances:
-            for proto in o.model.protocols:
-                why = None
-                # an NCCL variant is needed only where it is NCCL's best: compare it with its own kind
-                uppers = [cost.chord(c.curve, low, high) for c in cands
-                          if src.nccl is None or sources[c.source].nccl == src.nccl]
-                lost = [False]
-
-                def dominated(first: cost.Line, last: cost.Line, uppers: list[cost.Line] = uppers,
-                              lost: list[bool] = lost) -> bool:
-                    lost[0] = cost.beaten(first, last, uppers, low, high)
-                    return lost[0]
-
+    # the lowering depends on the protocol only through its FIFO size (fusion) and the `proto` it
+    # writes: one lowering per FIFO size, the protocol set afterwards (the same program as lowering anew)
+    lowered_by: dict[tuple[int, int], Any] = {}
+    for inst in o.model.instances:
+        for proto in o.model.protocols:
+            fifo = (inst, FIFO_MESSAGES[proto])
+            if fifo not in lowered_by:
                 try:
-                    fifo = (inst, FIFO_MESSAGES[proto])
-                    if fifo not in lowered_by:
-                        try:
-                            lowered_by[fifo] = lower(src.schedule, LowerOptions(
-                                inst, proto, o.runtimes[0], mode, low, high, True, f"{kind} {label} x{nodes}"))
-                        except SmtcollError as e:
-                            lowered_by[fifo] = e
-                    done = lowered_by[fifo]
-                    if isinstance(done, SmtcollError):
-                        raise done
-                    program = attrs.evolve(done.program, proto=proto)
-                    # a program over the readers' MAX_NODES XML nodes per rank is never written: it is not timed,
-                    # and it cannot prune a candidate that can be written. Only for one runtime: another runtime's
-                    # lowering spreads and pads the steps differently, so its file may fit
-                    nodes = max(rank_nodes(program, g) for g in program.gpus)
-                    if len(o.runtimes) == 1 and nodes > MAX_NODES:
-                        raise SmtcollError(f"a rank of the lowered program needs {nodes} XML nodes; the runtimes' "
-                                           f"readers hold at most {MAX_NODES} (MAX_NODES)")
-                    curve = cost.predict(program, machine, o.model, low, high, dominated, memo)
-                    if curve is None and not lost[0]:
-                        why = "the lowered program does not run to its end in the cost model"
+                    lowered_by[fifo] = lower(src.schedule, LowerOptions(
+                        inst, proto, o.runtimes[0], mode, o.sizes.low, o.sizes.high, True, f"{kind} {label} x{nodes}"))
                 except SmtcollError as e:
-                    curve, why = None, str(e)[:300]
-                if why is not None:
-                    rejected.append({"runtime": o.runtimes[0], "mode": mode, "candidate": src.name,
-                                     "method": src.method, "protocol": proto, "instances": inst, "why": why})
-                if curve is not None:
-                    cands.append(Candidate(i, proto, inst, curve, mode))
-    cands.sort(key=lambda c: (c.source, o.model.instances.index(c.instances), o.model.protocols.index(c.protocol)))
-    return cands, rejected
+                    lowered_by[fifo] = str(e)[:300]
+            done = lowered_by[fifo]
+            if isinstance(done, str):
+                yield inst, proto, done
+                continue
+            program = attrs.evolve(done.program, proto=proto)
+            # a program over the readers' MAX_NODES XML nodes per rank is never written: it is not timed,
+            # and it cannot prune a candidate that can be written. Only for one runtime: another runtime's
+            # lowering spreads and pads the steps differently, so its file may fit
+            most = max(rank_nodes(program, g) for g in program.gpus)
+            if len(o.runtimes) == 1 and most > MAX_NODES:
+                yield inst, proto, (f"a rank of the lowered program needs {most} XML nodes; the runtimes' "
+                                    f"readers hold at most {MAX_NODES} (MAX_NODES)")
+                continue
+            yield inst, proto, program
 
 
 def _constructions(topo: Topology, base: Collective, max_steps: int | None) -> list[tuple[str, Schedule, str | None]]:
@@ -384,12 +426,12 @@ def _select_and_write(sources: list[Source], cands: list[Candidate], sizes: Size
                       nodes: int, kind: str, bound: Any, ranks: int) -> tuple[list[dict], list[dict]]:
     """Select on the candidates that lower and verify; a candidate that does not is dropped (with the
     reason) and the selection is made again without it."""
-    from smtcoll.lower import LowerOptions, lower
     from smtcoll.msccl.writer import write_program
 
     alive = list(range(len(cands)))
     rejected: list[dict[str, Any]] = []
     baselines = _baselines(sources, cands)
+    lowered_by: dict[tuple[int, int, int, str], Any] = {}  # `_lower_for`'s lowerings
     while alive:
         chosen = envelope([cands[i].curve for i in alive], sizes)
         files: list[dict[str, Any]] = []
@@ -400,8 +442,7 @@ def _select_and_write(sources: list[Source], cands: list[Candidate], sizes: Size
             low, high = file_bounds(rng, runtime)
             name = f"{kind} {label} x{nodes} {src.name} {c.protocol} x{c.instances} {c.mode}"
             try:
-                lowered = lower(src.schedule, LowerOptions(c.instances, c.protocol, runtime, c.mode, low, high,
-                                                           True, name))
+                lowered = _lower_for(lowered_by, c, src, runtime, low, high, name)
                 text = write_program(lowered.program)
                 ok, why = _verify(lowered, text)
             except SmtcollError as e:
@@ -421,6 +462,30 @@ def _select_and_write(sources: list[Source], cands: list[Candidate], sizes: Size
                          "why": failed[1]})
         alive.remove(failed[0])
     return [], rejected
+
+
+def _lower_for(lowered_by: dict[tuple[int, int, int, str], Any], c: Candidate, src: Source, runtime: str, low: int,
+               high: int, name: str) -> Any:
+    """`c` lowered for `runtime` with `minBytes=low maxBytes=high` and `name`. The lowering reads those three
+    and the protocol only to write them (the protocol also through its FIFO size, fusion): a candidate chosen
+    for several ranges, or the same program with another protocol of its FIFO size, is lowered once and its
+    attributes set, the same program as lowering anew (the tests compare the two)."""
+    from smtcoll.lower import LowerOptions, lower
+    from smtcoll.msccl.runtime import FIFO_MESSAGES
+    from smtcoll.msccl.writer import safe_name
+
+    key = (c.source, c.instances, FIFO_MESSAGES[c.protocol], c.mode)
+    if key not in lowered_by:
+        try:
+            lowered_by[key] = lower(src.schedule, LowerOptions(c.instances, c.protocol, runtime, c.mode, low, high,
+                                                               True, name))
+        except SmtcollError as e:
+            lowered_by[key] = e
+    done = lowered_by[key]
+    if isinstance(done, SmtcollError):
+        raise done
+    return attrs.evolve(done, program=attrs.evolve(done.program, name=safe_name(name), proto=c.protocol,
+                                                   min_bytes=low, max_bytes=high))
 
 
 def _verify(lowered: Any, text: str) -> tuple[bool, str]:

@@ -249,7 +249,7 @@ def test_a_program_over_the_readers_xml_nodes_is_rejected_before_it_is_timed(mon
     monkeypatch.setattr(cost, "predict", lambda program, *a: timed.append(program) or predict(program, *a))
     cands, rejected = _candidates([Source("pairwise", "construction", schedule)], cost.machine(topo, 1, model),
                                   options, "allreduce", "a100", 1, "outofplace", {})
-    assert [c.instances for c in cands] == [1] and len(timed) == 1
+    assert [c.instances for c in cands] == [1] and len({id(p) for p in timed}) == 1
     assert [(r["instances"], "XML nodes" in r["why"] and "4096" in r["why"]) for r in rejected] == [(8, True)]
 
 
@@ -425,3 +425,52 @@ def test_the_report_warns_where_a_prediction_is_below_the_proved_bound():
     warnings = below_bound(manifest)
     assert len(warnings) == 1 and "under.xml" in warnings[0] and "328 ms against 344 ms at 4GiB" in warnings[0]
     assert "WARNING: under.xml" in tables(manifest)
+
+
+def test_pruning_keeps_every_candidate_that_wins_somewhere():
+    """The candidates the sweep keeps (NCCL's first, the others timed at both ends and recovered only when
+    the live ones do not beat them everywhere) give the same fastest candidate at every size as every
+    candidate recovered in full, and pruning did leave some out (so this checks it)."""
+    from smtcoll.sweep.selection import envelope
+    from smtcoll.sweep.tasks import Options, Source, _candidates, _lowered
+    from smtcoll.synth.constructions import constructions
+
+    topo = specs.resolve_topology("ndv2")
+    coll = specs.resolve_collective("allgather", 8)
+    model = attrs.evolve(cost.Model.load(), instances=(1, 2))
+    options = Options(SizeRange(1 << 10, 1 << 30), ("executor",), model=model)
+    sources = [Source(c.name, "construction", c.schedule, c.nccl) for c in constructions(topo, coll)]
+    m = cost.machine(topo, 1, model)
+    cands, _ = _candidates(sources, m, options, "allgather", "ndv2", 1, "outofplace", {})
+    every = []
+    for i, src in enumerate(sources):
+        for inst, proto, program in _lowered(src, options, "allgather", "ndv2", 1, "outofplace"):
+            curve = None if isinstance(program, str) else cost.predict(program, m, model, 1 << 10, 1 << 30)
+            if curve is not None:
+                every.append(((i, proto, inst), curve))
+    kept = [(c.source, c.protocol, c.instances) for c in cands]
+    assert len(kept) < len(every) and set(kept) <= {k for k, _ in every}
+    full = [(rng, every[j][0]) for rng, j in envelope([curve for _, curve in every], options.sizes)]
+    assert [(rng, kept[j]) for rng, j in envelope([c.curve for c in cands], options.sizes)] == full
+
+
+def test_a_file_lowered_once_for_several_ranges_is_the_file_lowered_anew():
+    """`_lower_for` lowers a candidate once per FIFO size and sets the protocol, range and name of each file:
+    byte for byte the file a fresh lowering writes, for either runtime."""
+    from smtcoll.msccl.writer import write_program
+    from smtcoll.sweep.tasks import Candidate, Source, _lower_for
+    from smtcoll.synth.constructions import constructions
+
+    topo = specs.resolve_topology("ndv2")
+    ring = next(c for c in constructions(topo, specs.resolve_collective("allgather", 8)) if c.name == "nccl_ring")
+    src = Source(ring.name, "NCCL ring", ring.schedule, "ring")
+    for runtime, mode in (("executor", "outofplace"), ("legacy", "inplace")):
+        cache: dict = {}
+        for proto, low, high in (("LL", 1024, 4095), ("LL128", 4096, 65535), ("LL", 65536, 1 << 20)):
+            c = Candidate(0, proto, 2, cost.Piecewise.of(cost.Line(Fraction(0), Fraction(0))), mode)
+            name = f"allgather ndv2 x1 {proto} {low}"
+            got = write_program(_lower_for(cache, c, src, runtime, low, high, name).program)
+            want = write_program(lower(ring.schedule, LowerOptions(2, proto, runtime, mode, low, high, True,
+                                                                   name)).program)
+            assert got == want
+        assert len(cache) == 1
