@@ -2,7 +2,8 @@
 
 Which method (docs/synth.md):
 - non-combining collectives: the translate construction where the topology is a ring, torus,
-  hypercube or fully connected and the collective is Allgather- or Alltoall-shaped; for Alltoall-shaped
+  hypercube or fully connected and the collective is Allgather- or Alltoall-shaped; on switch domains
+  (every pair a link, switch groups at the ports) the Latin square of `direct`; for Alltoall-shaped
   ones the LP-routed paths of `routing` (any topology), then, on machines a translation group maps
   onto themselves (a100 x N), rank 0's routes timed by the integer program of `orbit`, and where NICs
   join every pair of GPUs of two nodes (mi250 x N) the Latin square of `direct`;
@@ -19,7 +20,8 @@ Which method (docs/synth.md):
   address, the overlapping constructions of `allreduce` (recursive doubling over xor partners where
   those are links, four or two arcs or one or two junctions per cycle on rings and tori) and, on machines of several
   nodes, the node sums exchanged over the NICs of `nodes_allreduce` (to receivers, or by recursive doubling
-  over the nodes) and the windows of consecutive nodes of `windows_allreduce` (any node count).
+  over the nodes) and the windows of consecutive nodes of `windows_allreduce` (any node count); and
+  recursive doubling with the ranks above a power of two folded in and out (switch domains).
 Every schedule is checked by `smtcoll.check` before it is returned; a rejected one is an internal error.
 """
 
