@@ -84,7 +84,11 @@ def switch_direct(topo: Topology, coll: Collective, max_steps: int) -> Schedule 
     Checked before it is returned; None where the shape or the links do not fit, or the checker refuses
     (a switch group that cannot carry one chunk per port per round)."""
     p = topo.ranks
-    if not topo.switches or p < 3:
+    # the links first: cheap, and most machines of many ranks fail it (the shapes cost a pass over chunks)
+    if not topo.switches or p < 3 or len(topo.links) < p * (p - 1):
+        return None
+    linked = {(l.src, l.dst) for l in topo.links}
+    if any((u, v) not in linked for u in range(p) for v in range(p) if u != v):
         return None
     own = allgather_shape(coll)
     pairs = alltoall_shape(coll) if own is None else None
@@ -92,9 +96,6 @@ def switch_direct(topo: Topology, coll: Collective, max_steps: int) -> Schedule 
         return None
     per = len(own[0]) if own is not None else len(next(iter(pairs.values()))) if pairs else 0
     if per < 1 or (p - 1) * per > max_steps:
-        return None
-    linked = {(l.src, l.dst) for l in topo.links}
-    if len(linked) < p * (p - 1) or any((u, v) not in linked for u in range(p) for v in range(p) if u != v):
         return None
     steps = []
     for t in range((p - 1) * per):
