@@ -7,6 +7,7 @@ import pytest
 
 from smtcoll import library
 from smtcoll.check.schedule import check_schedule
+from smtcoll.model import SwitchGroup, Topology
 from smtcoll.synth.scale import direct, engine
 
 
@@ -36,3 +37,33 @@ def test_not_where_some_gpu_pair_of_two_nodes_has_no_link() -> None:
         t = library.topology(name, 2)
         coll = library.collective("alltoall", t.ranks)
         assert direct.direct_alltoall(t, coll, 1000, lambda tt, c: engine._plain(tt, c, None)[0]) is None
+
+
+# --- switch domains (nvl72-like, issue 24 session 10): tested on a size the methods were not tuned on ---
+
+@pytest.mark.parametrize("name, chunks", [("allgather", 1), ("allgather", 2), ("alltoall", 1)])
+def test_switch_domain_latin_square_at_the_port_bound(name: str, chunks: int) -> None:
+    t = library.topology("hub-and-spoke:40")
+    r = engine.synthesize(t, library.collective(name, 40, None, chunks))
+    assert check_schedule(r.schedule).verdict == "ok"
+    assert r.method.startswith("straight through the switch")
+    # the greedy gave 51 (Allgather) and 63 (Alltoall) steps here; the port bound is 39 per chunk
+    assert len(r.schedule.steps) == r.schedule.rounds == 39 * chunks == r.to_json()["steps_bound"]
+
+
+def test_switch_domain_refused_where_one_group_bounds_the_whole_switch() -> None:
+    # one chunk per round through the whole switch: the Latin square's 40 sends a round do not fit
+    hub = library.topology("hub-and-spoke:40")
+    bus = Topology("bus", 40, hub.links, [SwitchGroup(range(40), range(40), 1, "bus")])
+    assert direct.switch_direct(bus, library.collective("allgather", 40), 10_000) is None
+    full = library.topology("fully-connected:40")  # no switch groups: not a switch domain
+    assert direct.switch_direct(full, library.collective("allgather", 40), 10_000) is None
+
+
+def test_switch_domain_allreduce_folds_into_a_power_of_two() -> None:
+    t = library.topology("hub-and-spoke:40")
+    r = engine.synthesize(t, library.collective("allreduce", 40))
+    assert check_schedule(r.schedule).verdict == "ok"
+    assert r.method.startswith("recursive doubling, the ranks above a power of two folded")
+    # fold 8 ranks in, 5 doublings over 32, unfold: 7 steps; the bound is ceil(log2 40) = 6 (was 12)
+    assert len(r.schedule.steps) == 7 and r.bounds.least_steps(True, 1) == 6

@@ -396,6 +396,38 @@ def doubling_allreduce(topo: Topology, coll: Collective) -> Schedule | None:
     return None if steps is None else _schedule(topo, coll, steps)
 
 
+def folded_doubling_allreduce(topo: Topology, coll: Collective) -> Schedule | None:
+    """Recursive doubling for any rank count P (one address): the P - Q ranks above the largest power of
+    two Q fold their values into ranks 0..P-Q-1 in one step, the Q ranks run recursive doubling, and the
+    totals unfold in one step: log2(Q) + 2 steps wherever those pairs are links (a switch of one chunk
+    per port per round: 8 steps for 72 ranks, bound 7). None for a power of two (`doubling_allreduce`)."""
+    n = topo.ranks
+    if n < 3 or not n & (n - 1) or not _every_rank_all(coll) or min(len(s) for s in coll.pre_sets) < 1:
+        return None
+    if len(coll.pre) != coll.chunks or len(coll.addresses) != 1:
+        return None
+    q = 1 << (n.bit_length() - 1)
+    pairs = [(r, r - q) for r in range(q, n)] + [(r, r ^ b) for b in _bits(q) for r in range(q)]
+    if any(topo.bandwidth(u, v) <= 0 or topo.bandwidth(v, u) <= 0 for u, v in pairs):
+        return None
+    plan = _Plan(n)
+    for r in range(q, n):
+        plan.send(r, r - q)
+    for b in _bits(q):
+        for r in range(q):
+            if r < r ^ b:
+                plan.exchange(r, r ^ b)
+    plan.start_phase()
+    for r in range(q, n):
+        plan.send(r - q, r, copy=True)
+    steps = _asap(topo, plan)
+    return None if steps is None else _schedule(topo, coll, steps)
+
+
+def _bits(q: int) -> list[int]:
+    return [1 << i for i in range(q.bit_length() - 1)]
+
+
 def _every_rank_all(coll: Collective) -> bool:
     return all(len(coll.post_sets[r]) == coll.chunks for r in range(coll.ranks))
 

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from smtcoll.bounds.entry import node_of
 from smtcoll.check.schedule import check_schedule
 from smtcoll.model import Collective, Schedule, Send, Step, SwitchGroup, Topology
-from smtcoll.synth.scale.translate import alltoall_shape
+from smtcoll.synth.scale.translate import allgather_shape, alltoall_shape
 
 
 def direct_alltoall(topo: Topology, coll: Collective, max_steps: int,
@@ -72,4 +72,38 @@ def direct_alltoall(topo: Topology, coll: Collective, max_steps: int,
             for b in range(0, topo.ranks, p):
                 steps[t].append(Send(pairs[(b + s, b + d)][i], b + send.src, b + send.dst))
     out = Schedule(topo, coll, [Step(1, sorted(s)) for s in steps if s])
+    return out if check_schedule(out).verdict == "ok" else None
+
+
+def switch_direct(topo: Topology, coll: Collective, max_steps: int) -> Schedule | None:
+    """Allgather or Alltoall where every ordered pair of ranks is a link and switch groups bound what the
+    ranks send (a switch domain: DGX-2, NVL72, hub-and-spoke:N): in round t, for k = 1 + t // C and
+    j = t % C (C chunks per rank, or per pair), every rank r sends its j-th chunk (Allgather) or its j-th
+    chunk for r + k (Alltoall) to r + k mod P. A Latin square: every rank sends one chunk and receives one
+    each round, (P - 1) * C rounds, which is the port bound where a port carries one chunk per round.
+    Checked before it is returned; None where the shape or the links do not fit, or the checker refuses
+    (a switch group that cannot carry one chunk per port per round)."""
+    p = topo.ranks
+    # the links first: cheap, and most machines of many ranks fail it (the shapes cost a pass over chunks)
+    if not topo.switches or p < 3 or len(topo.links) < p * (p - 1):
+        return None
+    linked = {(l.src, l.dst) for l in topo.links}
+    if any((u, v) not in linked for u in range(p) for v in range(p) if u != v):
+        return None
+    own = allgather_shape(coll)
+    pairs = alltoall_shape(coll) if own is None else None
+    if own is None and pairs is None:
+        return None
+    per = len(own[0]) if own is not None else len(next(iter(pairs.values()))) if pairs else 0
+    if per < 1 or (p - 1) * per > max_steps:
+        return None
+    steps = []
+    for t in range((p - 1) * per):
+        k, j = 1 + t // per, t % per
+        sends = []
+        for r in range(p):
+            d = (r + k) % p
+            sends.append(Send(own[r][j] if own is not None else pairs[(r, d)][j], r, d))  # type: ignore[index]
+        steps.append(Step(1, sorted(sends)))
+    out = Schedule(topo, coll, steps)
     return out if check_schedule(out).verdict == "ok" else None

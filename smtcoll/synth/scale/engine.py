@@ -2,7 +2,8 @@
 
 Which method (docs/synth.md):
 - non-combining collectives: the translate construction where the topology is a ring, torus,
-  hypercube or fully connected and the collective is Allgather- or Alltoall-shaped; for Alltoall-shaped
+  hypercube or fully connected and the collective is Allgather- or Alltoall-shaped; on switch domains
+  (every pair a link, switch groups at the ports) the Latin square of `direct`; for Alltoall-shaped
   ones the LP-routed paths of `routing` (any topology), then, on machines a translation group maps
   onto themselves (a100 x N), rank 0's routes timed by the integer program of `orbit`, and where NICs
   join every pair of GPUs of two nodes (mi250 x N) the Latin square of `direct`;
@@ -19,7 +20,8 @@ Which method (docs/synth.md):
   address, the overlapping constructions of `allreduce` (recursive doubling over xor partners where
   those are links, four or two arcs or one or two junctions per cycle on rings and tori) and, on machines of several
   nodes, the node sums exchanged over the NICs of `nodes_allreduce` (to receivers, or by recursive doubling
-  over the nodes) and the windows of consecutive nodes of `windows_allreduce` (any node count).
+  over the nodes) and the windows of consecutive nodes of `windows_allreduce` (any node count); and
+  recursive doubling with the ranks above a power of two folded in and out (switch domains).
 Every schedule is checked by `smtcoll.check` before it is returned; a rejected one is an internal error.
 """
 
@@ -110,6 +112,13 @@ def _plain(topo: Topology, coll: Collective, b: SearchBounds | None) -> tuple[Sc
         if len(t[0].steps) <= target:
             return t
     limit = 4 * topo.ranks * coll.chunks + 8
+    # switch domains (every pair a link, switch groups at the ports): the Latin square of `direct`, at the
+    # port bound where a port carries one chunk per round (nvl72: 71 steps; the greedy found 88)
+    s = direct.switch_direct(topo, coll, limit)
+    if s is not None:
+        found.append((s, "straight through the switch (a Latin square: rank r to r + k in round k)"))
+        if len(s.steps) <= target:
+            return found[-1]
     # Allgather on machines of nodes a translation maps onto themselves (a100 x N): rank 0's trees
     a = orbit_allgather.orbit_allgather(topo, coll, limit)
     if a is not None:
@@ -198,7 +207,9 @@ def _allreduce(topo: Topology, coll: Collective) -> tuple[Schedule, str]:
                          (nodes_allreduce.doubling_nodes_allreduce,
                           "node sums, recursive doubling over the nodes through one NIC pair, then copies inside"),
                          (windows_allreduce.windows_allreduce,
-                          "node sums, windows of nodes across every NIC at once, then copies inside")):
+                          "node sums, windows of nodes across every NIC at once, then copies inside"),
+                         (allreduce.folded_doubling_allreduce,
+                          "recursive doubling, the ranks above a power of two folded in and out")):
         s = make(topo, coll)
         if s is not None and check_schedule(s).verdict == "ok":
             found.append((s, method))
