@@ -102,7 +102,8 @@ def test_ndv2_two_nodes_ring_goes_at_nic_speed() -> None:
     assert 12.0 <= _best_busbw(ring.schedule, "allreduce") <= 12.5
 
 
-MACHINES = [("dgx1", 1), ("ndv2", 2), ("dgx2", 1), ("a100", 1), ("a100", 2), ("mi250", 1), ("ring:8", 1),
+# dgx1: every construction lowered and verified by test_dgx1_constructions_lower_and_verify below
+MACHINES = [("ndv2", 2), ("dgx2", 1), ("a100", 1), ("a100", 2), ("mi250", 1), ("ring:8", 1),
             ("torus2d:4x4", 1)]
 KINDS = ["allgather", "reducescatter", "allreduce", "broadcast", "reduce", "alltoall"]
 
@@ -499,8 +500,7 @@ def test_pairwise_offers_a_fused_program_that_lowers_at_8_instances() -> None:
     8 instances a rank then waits for more thread blocks than the executor's int8_t depid names; the sweep
     also gets the program with at most 32 messages per connection, which lowers there and at 1 GiB is within
     5% of the sweep's bound (0.954), faster than the unfused one at its most instances that lower (4: 0.935,
-    docs/benchmarks.md "Unseen machines and sizes (session 9)").
-    Allreduce keeps one program (fused, a thread block would serialize its two phases)."""
+    docs/benchmarks.md "Unseen machines and sizes (session 9)")."""
     from smtcoll.lower import CannotLower, lower
     from smtcoll.sweep.cost import Model
     from smtcoll.sweep.tasks import model_bound
@@ -520,7 +520,6 @@ def test_pairwise_offers_a_fused_program_that_lowers_at_8_instances() -> None:
         lower(unfused, opts)
     t = schedule_time(fused, "Simple", 8, GIB, nodes=3)  # (the unfused one at 4 instances: 0.935, not timed here)
     assert t is not None and model_bound(topo, coll, 3, Model.load())(GIB) / t >= 0.95
-    assert len(pairwises(topo, library.collective("allreduce", 24))) == 1
 
 
 @pytest.mark.slow
