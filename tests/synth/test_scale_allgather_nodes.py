@@ -12,7 +12,7 @@ from smtcoll import library
 from smtcoll.bounds.entry import entry_bound
 from smtcoll.bounds.receive import receive_bound
 from smtcoll.check.schedule import check_schedule
-from smtcoll.synth.scale import engine, hierarchy, orbit_allgather
+from smtcoll.synth.scale import engine, hierarchy, nodes_allreduce, orbit_allgather
 
 
 def _allgather(topo: str, nodes: int, chunks: int = 1):
@@ -106,5 +106,5 @@ def test_two_nodes_with_a_nic_per_gpu_at_the_receive_bound(gpus: int) -> None:
         assert check_schedule(r.schedule).verdict == "ok"
         assert len(r.schedule.steps) == r.schedule.rounds == r.bounds.least_steps(True, 1) == gpus
         assert "broadcast trees" in r.method
-    assert orbit_allgather._composed_nodes(topo.reversed()) == [r // gpus for r in range(2 * gpus)]
-    assert orbit_allgather._composed_nodes(node) is None  # one node, or a name that does not say: not guessed
+    assert nodes_allreduce._named_nodes(topo.reversed()) == [r // gpus for r in range(2 * gpus)]
+    assert nodes_allreduce._named_nodes(node) is None  # one node, or a name that does not say: not guessed

@@ -174,9 +174,10 @@ def _path(linked: set[tuple[int, int]], p: int, src: int, dst: int) -> list[int]
 
 
 def _named_nodes(topo: Topology) -> list[int] | None:
-    """The nodes `Topology.compose` names (`...-Nnodes`), where no NIC group tells them apart (two nodes
-    whose NICs each join one pair: dgx2 x 2, ndv2 x 2)."""
-    m = re.search(r"-(\d+)nodes$", topo.name)
+    """The nodes `Topology.compose` names (`...-Nnodes`, `...-Nnodes-reversed` for a dual's reversed
+    machine), where no NIC group tells them apart (two nodes whose NICs each join one pair: dgx2 x 2, ndv2
+    x 2; h100 x 2's NICs each join one GPU to its one peer on its rail). Callers check the nodes they use."""
+    m = re.search(r"-(\d+)nodes(-reversed)?$", topo.name)
     if m is None or int(m.group(1)) < 2 or topo.ranks % int(m.group(1)):
         return None
     p = topo.ranks // int(m.group(1))

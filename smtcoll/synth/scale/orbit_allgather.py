@@ -17,11 +17,10 @@ node that holds the chunk) and one over a NIC (to a GPU of the same rail on anot
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 
 from smtcoll.model import Collective, Schedule, Send, Step, Topology
+from smtcoll.synth.scale.nodes_allreduce import _named_nodes
 from smtcoll.synth.scale.orbit import _group, _representatives, _usage
 from smtcoll.synth.scale.translate import allgather_shape
 
@@ -32,7 +31,7 @@ def orbit_allgather(topo: Topology, coll: Collective, max_steps: int) -> Schedul
     own = allgather_shape(coll)
     if own is None or topo.ranks < 3:
         return None
-    grp = _group(topo, _composed_nodes(topo))
+    grp = _group(topo, _named_nodes(topo))
     if grp is None or grp.n < 2:
         return None
     members, caps_list = _representatives(topo, grp)
@@ -98,15 +97,3 @@ def _most_ahead(targets: np.ndarray, held: np.ndarray, ahead: np.ndarray) -> int
         return int(targets[0])
     score = (~held[ahead[:, targets]]).sum(axis=0)
     return int(targets[np.argmax(score)])
-
-
-def _composed_nodes(topo: Topology) -> list[int] | None:
-    """The nodes `Topology.compose` made (`...-Nnodes`, `...-Nnodes-reversed` for ReduceScatter's dual),
-    for `orbit._group` where no NIC group tells them apart: nodes whose NICs each join one GPU to its
-    peers on its rail (h100's 8 rails) make plain links, so `node_of` finds one node. The group is still
-    checked link by link on them."""
-    m = re.search(r"-(\d+)nodes(-reversed)?$", topo.name)
-    n = int(m.group(1)) if m is not None else 0
-    if n < 2 or topo.ranks % n:
-        return None
-    return [r // (topo.ranks // n) for r in range(topo.ranks)]
