@@ -213,7 +213,7 @@ def _allreduce(topo: Topology, coll: Collective) -> tuple[Schedule, str]:
                          (allreduce.folded_doubling_allreduce,
                           "recursive doubling, the ranks above a power of two folded in and out"),
                          (diagonal_allreduce.diagonal_allreduce,
-                          "squares' sides and the diagonal across a NIC, then recursive doubling across the NICs")):
+                          "squares' sides and the diagonal across a NIC, then windows doubled across the NICs")):
         s = make(topo, coll)
         if s is not None and check_schedule(s).verdict == "ok":
             found.append((s, method))
