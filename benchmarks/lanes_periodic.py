@@ -53,7 +53,7 @@ Tree = tuple[int, bool, dict[int, int]]  # (origin, near, receiver -> the rank i
 
 
 def periodic(topo: Topology, base: Collective, order: str, trees: str, pieces: int | None, tail: int = 0,
-             lag: int | None = None, shifted: bool = False) -> Schedule:
+             lag: int | None = None, shifted: bool = False, graded: int = 0) -> Schedule:
     what, node, n, members = across_nodes(topo, base, "multi-rail exchange")
     if what != "allreduce" or n != 2:
         raise NotApplicable("an Allreduce across two nodes")
@@ -61,8 +61,10 @@ def periodic(topo: Topology, base: Collective, order: str, trees: str, pieces: i
     links = [_lanes(topo, node, x, 1 - x, local) for x in range(2)]
     blocks = [lane for x in range(2) for lane in links[x]]
     c = pieces or max(1, min(OPS_PER_LINK // 2, MAX_SENDS_PER_RANK // max(1, 2 * len(blocks))))
-    coll = base.with_chunks(len(blocks) * c)
-    stages = _stages(node, members, links, blocks, c, trees, tail)
+    # `graded` K: every piece of 2 chunks but the last K, of 1
+    sizes = [2] * (c - graded) + [1] * graded if graded else None
+    coll = base.with_chunks(len(blocks) * (sum(sizes) if sizes else c))
+    stages = _stages(node, members, links, blocks, c, trees, tail, sizes)
     steps = _slots(node, stages, c) if order == "slots" else _pieces(topo, stages, c, lag, shifted)
     return Schedule(topo, coll, steps, name=f"lanes-{order}-{trees}")
 
@@ -110,12 +112,15 @@ def _pieces(topo: Topology, stages: list[list[Move]], c: int, lag: int | None = 
 
 
 def _stages(node: Sequence[int], members: list[list[int]], lanes: list[list[tuple[int, int]]],
-            blocks: list[tuple[int, int]], c: int, kind: str, tail: int = 0) -> list[list[Move]]:
+            blocks: list[tuple[int, int]], c: int, kind: str, tail: int = 0, graded: list[int] | None = None
+            ) -> list[list[Move]]:
     """Per (piece, stage), index piece * STAGES + stage: its transfers. The last `tail` pieces cross the
     NIC once each way as partials (the drain: one NIC hop after the shares instead of two): in node x the
     collector s sums every share but bg's (the lane back's receiver), swaps with bg (bg gets that sum, s
     gets bg's share) and sends node x's sum over its lane to g; in node y the lane back's sender bs does
-    the same with g; g and bg then hold the full sum and broadcast it in their node (the same trees)."""
+    the same with g; g and bg then hold the full sum and broadcast it in their node (the same trees).
+    `graded`: the chunks of each piece (every chunk of a piece moves with the same dependencies; the last
+    pieces smaller shorten the last piece's path), one each by default."""
     p = len(members[0])
     receivers = {g for _, g in blocks}
     back: list[tuple[int, int]] = []  # the lane back of each block: rotating over the receiving node's lanes
@@ -152,38 +157,41 @@ def _stages(node: Sequence[int], members: list[list[int]], lanes: list[list[tupl
         roots = [[(g, back[b][0], True), (back[b][1], far_mate[b], False)] for b, (_s, g) in enumerate(blocks)]
         trees = [[(o, near, {mate: o, **dict.fromkeys(mine, o), **dict.fromkeys(rest, mate)})
                   for o, mate, near, mine, rest in row] for row in _split(node, members, roots)]
+    sizes = graded or [1] * c  # chunks per piece
+    first_address = [sum(sizes[:t]) for t in range(c)]
+    cb = sum(sizes)
     out: list[list[Move]] = [[] for _ in range(c * STAGES)]
     for t in range(c):
         st = out[t * STAGES:(t + 1) * STAGES]
         for b, (s, g) in enumerate(blocks):
-            a = b * c + t
-            if t >= c - tail:
-                bs, bg = back[b]
-                # shares (stage 0) into s but bg's and into bs but g's; s and bg swap (stage 1: s sends
-                # what it held, the rest of the node, and receives bg's share), bs and g likewise; then
-                # both partials cross (stage 2): bg and g each end with the sum of both nodes
-                for coll, own in ((s, bg), (bs, g)):
-                    st[DETOUR] += [(a, r, coll) for r in members[node[coll]] if r not in (coll, own)]
-                    st[SHARES] += [(a, coll, own), (a, own, coll)]
-                st[PARTIAL] += [(a, s, g), (a, bs, bg)]
+            for a in range(b * cb + first_address[t], b * cb + first_address[t] + sizes[t]):
+                if t >= c - tail:
+                    bs, bg = back[b]
+                    # shares (stage 0) into s but bg's and into bs but g's; s and bg swap (stage 1: s sends
+                    # what it held, the rest of the node, and receives bg's share), bs and g likewise; then
+                    # both partials cross (stage 2): bg and g each end with the sum of both nodes
+                    for coll, own in ((s, bg), (bs, g)):
+                        st[DETOUR] += [(a, r, coll) for r in members[node[coll]] if r not in (coll, own)]
+                        st[SHARES] += [(a, coll, own), (a, own, coll)]
+                    st[PARTIAL] += [(a, s, g), (a, bs, bg)]
+                    for origin, near, hops in trees[b]:
+                        first, second = (NEAR1, NEAR2) if near else (FAR1, FAR2)
+                        for v, u in sorted(hops.items()):
+                            st[first if u == origin else second].append((a, u, v))
+                    continue
+                for coll in (s, g):
+                    skip = detour.get(b) if coll == s else None
+                    for r in members[node[coll]]:
+                        if r != coll and not (skip and r == skip[0]):
+                            st[SHARES].append((a, r, coll))
+                    if skip:
+                        st[DETOUR].append((a, skip[0], skip[1]))
+                st[PARTIAL].append((a, s, g))
                 for origin, near, hops in trees[b]:
                     first, second = (NEAR1, NEAR2) if near else (FAR1, FAR2)
                     for v, u in sorted(hops.items()):
                         st[first if u == origin else second].append((a, u, v))
-                continue
-            for coll in (s, g):
-                skip = detour.get(b) if coll == s else None
-                for r in members[node[coll]]:
-                    if r != coll and not (skip and r == skip[0]):
-                        st[SHARES].append((a, r, coll))
-                if skip:
-                    st[DETOUR].append((a, skip[0], skip[1]))
-            st[PARTIAL].append((a, s, g))
-            for origin, near, hops in trees[b]:
-                first, second = (NEAR1, NEAR2) if near else (FAR1, FAR2)
-                for v, u in sorted(hops.items()):
-                    st[first if u == origin else second].append((a, u, v))
-            st[BACK].append((a, *back[b]))
+                st[BACK].append((a, *back[b]))
     return out
 
 
@@ -393,6 +401,8 @@ def main() -> None:
     ap.add_argument("--instances", default="1,2")
     ap.add_argument("--profile", type=int, default=0, metavar="WINDOWS",
                     help="also print each port's and NIC's busy share in WINDOWS windows of the first size's run")
+    ap.add_argument("--graded", type=int, default=0, metavar="K",
+                    help="pieces of 2 chunks, the last K of 1 (a shorter last piece)")
     ap.add_argument("--shifted", action="store_true", help="pieces order: shares in shifted steps")
     ap.add_argument("--lag", type=int, default=None, help="pieces order: broadcasts 2 LAG pieces behind")
     ap.add_argument("--tail", type=int, default=0, help="the last pieces cross the NIC as partials both ways")
@@ -411,7 +421,7 @@ def main() -> None:
             sched = checked(lanes(topo, coll), "lanes")
         else:
             sched = checked(periodic(topo, coll, args.order, args.trees, args.pieces, args.tail, args.lag,
-                                      args.shifted), "lanes_periodic")
+                                      args.shifted, args.graded), "lanes_periodic")
         for size in map(int, args.sizes.split(",")):
             bound = bus_bandwidth("allreduce", topo.ranks, size, model_bound(topo, coll, nodes, model)(size))
             for inst in map(int, args.instances.split(",")):
