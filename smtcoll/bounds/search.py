@@ -37,14 +37,15 @@ def lower_bounds(topo: Topology, coll: Collective, size: int | None = None, gbps
     steps = distance_bound(topo, coll, arrays)
     receive = receive_bound(topo, coll, net, arrays)
     cut = cut_bound(topo, coll, net, arrays)
-    lpb = lp_bound(topo, coll) if lp else Bound("lp", None, "rounds", {}, "not computed (--no-lp)")
+    setcut = setcut_bound(topo, coll)  # rank sets: what they receive or send in all, shared ports once
+    lpb = (lp_bound(topo, coll, _ratio(receive, cut, setcut, coll=coll)) if lp
+           else Bound("lp", None, "rounds", {}, "not computed (--no-lp)"))
     hops = hops_bound(topo, coll, arrays)
     entry = entry_bound(topo, coll)  # multi-node machines: the node's imports, then the last hop inside it
     relay = relay_bound(topo, coll)  # multi-node machines: what a node knows of the others, relayed
     cycle = cycle_bound(topo, coll)  # one-address sums on an odd cycle: one more than the distance
     reach = reach_bound(topo, coll)  # one-address sums on nodes with few links inside: what a rank reaches
     held = holdings_bound(topo, coll)  # the ramp: what each rank can hold round by round
-    setcut = setcut_bound(topo, coll)  # rank sets: what they receive or send in all, shared ports once
     others = [steps, receive, cut, lpb, hops, *([entry] if entry.value is not None else []),
               *([setcut] if setcut.value is not None else []),
               *([relay] if relay.value is not None else []), *([cycle] if cycle.value is not None else []),
@@ -67,6 +68,13 @@ def lower_bounds(topo: Topology, coll: Collective, size: int | None = None, gbps
     t = time_bound(topo, coll, steps, rounds, size, gbps_per_unit, alpha_us)
     return Bounds(topo.name, coll.name, coll.ranks, coll.chunk_factor, steps, receive, cut, lpb, hops, rounds, rpc,
                   thr, t, held, setcut)
+
+
+def _ratio(*bounds: Bound, coll: Collective) -> Fraction | None:
+    """The most rounds the count-over-capacity bounds prove for the instance, unrounded (the flow LP's
+    optimum is at least each of them, so a routing that meets it is the LP's optimum)."""
+    qs = [b.per_chunk * coll.chunk_factor for b in bounds if b.value and b.per_chunk is not None]
+    return max(qs, default=None)
 
 
 def best_rounds(steps: Bound, *others: Bound) -> Bound:
@@ -178,9 +186,9 @@ def search_bounds(topo: Topology, coll: Collective) -> SearchBounds:
         # a machine of identical nodes solves one commodity per orbit of its symmetries (`lp_bound`)
         group = node_group(topo)
         small = group is not None and (coll.ranks // len(group) + 1) * len(topo.links) <= SEARCH_LP_MAX_VARIABLES
-    lpb = (lp_bound(topo, coll) if small and one_needer and not coll.is_combining
-           else Bound("lp", None, "rounds", {}, "not computed"))
     setcut = setcut_bound(topo, coll)
+    lpb = (lp_bound(topo, coll, _ratio(receive, cut, setcut, coll=coll)) if small and one_needer and not coll.is_combining
+           else Bound("lp", None, "rounds", {}, "not computed"))
     cands = [(b.per_chunk, explain(b)) for b in (cut, receive, hops, lpb, setcut)
              if b.value and b.per_chunk is not None]
     if not cands:

@@ -156,6 +156,9 @@ def _explain(b: Bound) -> str:
     if b.name == "cut" and w:
         return (f"{count(w['must_enter'], 'chunk')} must enter {_ranks(w['inside'])}; at most {w['capacity']} "
                 "enter per round")
+    if b.name == "lp" and w and str(w.get("solver", "")).startswith("none"):
+        return (f"multi-commodity flow LP optimum {w['lp_optimum']}: a routing along shortest paths takes as long as "
+                "a cut proves (no LP solved)")
     if b.name == "lp" and w:
         return f"multi-commodity flow LP optimum {w['lp_optimum']}"
     if b.name == "holdings" and w:
