@@ -49,16 +49,16 @@ def route_time(topo: Topology, commodities: Sequence[Commodity], link_cap: Seque
                 x = topo.links[e].src
     worst = Fraction(0)
     group_load: dict[int, Fraction] = {}
-    for e, x in enumerate(load):
-        if not x:
+    for e, carried in enumerate(load):
+        if not carried:
             continue
         if not link_cap[e]:
             return None
-        worst = max(worst, x / link_cap[e])
+        worst = max(worst, carried / link_cap[e])
         for g in topo.switches_of(topo.links[e].src, topo.links[e].dst):
-            group_load[g] = group_load.get(g, Fraction(0)) + x
-    for g, x in sorted(group_load.items()):
+            group_load[g] = group_load.get(g, Fraction(0)) + carried
+    for g, carried in sorted(group_load.items()):
         if not group_cap[g]:
             return None
-        worst = max(worst, x / group_cap[g])
+        worst = max(worst, carried / group_cap[g])
     return worst

@@ -187,8 +187,8 @@ def search_bounds(topo: Topology, coll: Collective) -> SearchBounds:
         group = node_group(topo)
         small = group is not None and (coll.ranks // len(group) + 1) * len(topo.links) <= SEARCH_LP_MAX_VARIABLES
     setcut = setcut_bound(topo, coll)
-    lpb = (lp_bound(topo, coll, _ratio(receive, cut, setcut, coll=coll)) if small and one_needer and not coll.is_combining
-           else Bound("lp", None, "rounds", {}, "not computed"))
+    lpb = (lp_bound(topo, coll, _ratio(receive, cut, setcut, coll=coll))
+           if small and one_needer and not coll.is_combining else Bound("lp", None, "rounds", {}, "not computed"))
     cands = [(b.per_chunk, explain(b)) for b in (cut, receive, hops, lpb, setcut)
              if b.value and b.per_chunk is not None]
     if not cands:

@@ -38,6 +38,7 @@ link charged to one of its groups), the best few get the exact cover.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Sequence
 from fractions import Fraction
 from typing import Any
@@ -173,7 +174,7 @@ class _Chains:
             for i in sorted(topo.switches_of(l.src, l.dst), key=lambda i: _chain_order(topo.switches[i], i)):
                 chain += [2 * p + 2 * i, 2 * p + 2 * i + 1]
             chain.append(p + l.dst)
-            self.edges_of.append(list(zip(chain[:-1], chain[1:])))
+            self.edges_of.append(list(itertools.pairwise(chain)))
         self.p = p
 
     def group_of_edge(self, a: int, b: int) -> int | None:
@@ -238,8 +239,6 @@ def candidate_sets(topo: Topology) -> list[tuple[int, ...]]:
     """Rank sets from the structure: single ranks, every switch group's destinations and sources, the nodes
     of a machine, blocks of consecutive ranks (every count up to 16 that divides the ranks), every rank;
     every proper subset up to EXHAUSTIVE_UP_TO ranks."""
-    import itertools
-
     from smtcoll.bounds.entry import node_of
 
     p = topo.ranks
@@ -384,7 +383,8 @@ def check_setcut(witness: dict[str, Any], topo: Topology, coll: Collective) -> i
                                     f"{names}")
     total, k, per_rank = demand(coll, inside, family)
     for what, recorded, computed in (("must", witness["must"], total), ("copies", witness["copies"], k),
-                                     ("per_rank", witness["per_rank"], per_rank), ("capacity", witness["capacity"], cap)):
+                                     ("per_rank", witness["per_rank"], per_rank),
+                                     ("capacity", witness["capacity"], cap)):
         if recorded != computed:
             raise ModelError("witness", f"{what}: the certificate records {recorded}, recomputed {computed}")
     if not cap:
