@@ -34,6 +34,7 @@ def main() -> int:
     ap.add_argument("--collectives", default=COLLECTIVES)
     ap.add_argument("--chunks", default="1,2")
     ap.add_argument("--exact", action="store_true")
+    ap.add_argument("--exact-timeout", type=float, default=30.0)
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     from smtcoll import specs
@@ -68,7 +69,7 @@ def main() -> int:
                 if args.exact and topo.ranks <= 8 and chunks == 1:
                     from smtcoll.synth.exact import strategies
 
-                    ex = strategies.least_steps(topo, coll, timeout=60)
+                    ex = strategies.least_steps(topo, coll, timeout=args.exact_timeout)
                     row["exact_steps"] = len(ex.schedule.steps) if ex.schedule is not None else None
                     row["exact_proved"] = bool(ex.optimal.proved)
                 sb = search_bounds(topo, split)

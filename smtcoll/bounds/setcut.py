@@ -38,6 +38,7 @@ link charged to one of its groups), the best few get the exact cover.
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Iterable, Sequence
 from fractions import Fraction
@@ -82,13 +83,21 @@ def family_links(topo: Topology, inside: set[int], family: str) -> list[int]:
     raise ModelError("witness", f"unknown set-cut family {family!r} (expected {', '.join(FAMILIES)})")
 
 
+@functools.lru_cache(maxsize=8)
+def per_rank_counts(coll: Collective, family: str) -> tuple[int, ...]:
+    """Per rank, how many addresses it must receive (arrivals) or send (departures): once per collective,
+    not once per candidate set (240 ranks: 57,600 pairs)."""
+    per = must_receive_all(coll) if family == "arrivals" else must_send_all(coll)
+    return tuple(len(v) for v in per)
+
+
 def demand(coll: Collective, inside: Sequence[int], family: str) -> tuple[int, int, list[int]]:
     """(the count that must cross, k: the copies a last-step (entry) or first-step (exit) crossing needs,
     the per-rank counts of a sum family, else [])."""
     s = set(inside)
     if family in ("arrivals", "departures"):
-        per = must_receive_all(coll) if family == "arrivals" else must_send_all(coll)
-        counts = [len(per[v]) for v in sorted(s)]
+        per = per_rank_counts(coll, family)
+        counts = [per[v] for v in sorted(s)]
         return sum(counts), 1, counts
     holders: dict[int, set[int]] = {}
     for r, c in coll.pre:
@@ -277,8 +286,8 @@ def _screen(topo: Topology, coll: Collective, sets: Sequence[tuple[int, ...]]) -
     x = np.zeros((p, len(sets)), dtype=bool)
     for j, s in enumerate(sets):
         x[list(s), j] = True
-    ins = np.array([len(v) for v in must_receive_all(coll)], dtype=np.float64)
-    outs = np.array([len(v) for v in must_send_all(coll)], dtype=np.float64)
+    ins = np.array(per_rank_counts(coll, "arrivals"), dtype=np.float64)
+    outs = np.array(per_rank_counts(coll, "departures"), dtype=np.float64)
     groups_of = [topo.switches_of(l.src, l.dst) for l in topo.links]
     sw = topo.switches
     gbw = np.array([g.bandwidth for g in sw], dtype=np.float64)
@@ -333,7 +342,14 @@ def set_witness(topo: Topology, coll: Collective, inside: Sequence[int], family:
 
 def setcut_bound(topo: Topology, coll: Collective) -> Bound:
     """The strongest rank-set cut over the candidate sets (module docstring), in rounds for the collective
-    as given; value None when no set proves anything."""
+    as given; value None when no set proves anything. Computed once per instance (`bounds` and `synth`'s
+    gap both ask); the caller gets its own witness."""
+    b = _setcut_bound(topo, coll)
+    return Bound(b.name, b.value, b.unit, dict(b.witness), b.note, b.per_chunk)
+
+
+@functools.lru_cache(maxsize=8)
+def _setcut_bound(topo: Topology, coll: Collective) -> Bound:
     if topo.ranks != coll.ranks:
         return Bound("setcut", None, "rounds", {}, "the topology and collective differ in ranks")
     if not coll.post or not topo.links:
