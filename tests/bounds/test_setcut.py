@@ -97,3 +97,10 @@ def test_a_routing_that_meets_the_cut_is_the_lp_optimum_without_solving_it():
     assert shortcut.value == solved.value == 7 and shortcut.per_chunk == 7
     # a cut below the routing's time leaves the LP to be solved
     assert lp_bound(topo, coll, at_least=Fraction(6)).witness["solver"] == "scipy HiGHS"
+
+
+def test_one_pcie_box_gets_the_exact_searchs_optimum():
+    topo = _machine("pcie2s8", 1)
+    for name in ("allgather", "reducescatter"):
+        # 5 steps is the exact search's optimum (benchmarks/setcut_soundness.py --exact); the cuts said 4
+        assert search_bounds(topo, library.collective(name, topo.ranks)).least_steps(True, 1) == 5
