@@ -52,6 +52,10 @@ from smtcoll.model import Collective, Topology
 FAMILIES = ("arrivals", "departures", "entry", "exit")
 EXHAUSTIVE_UP_TO = 10  # ranks: every subset is screened (1023 sets at 10)
 EXACT_PER_FAMILY = 6  # the best screened sets of each family whose exact cover is computed
+# Without switch groups a set's capacity is the sum of its members' links, so the sum families are at most the
+# per-rank (receive) bounds and the entry / exit families add only their tail to the cut bound: beyond this
+# many ranks (numpy's dense range) such topologies are left to the cut bound (1024-rank tori: 1 s, not 7)
+PLAIN_UP_TO = 64
 
 
 # --- counts ------------------------------------------------------------------------------------------
@@ -68,6 +72,11 @@ def must_send_all(coll: Collective) -> list[list[int]]:
         if len(h) == 1 and r not in h:
             out[next(iter(h))].add(coll.address[c])
     return [sorted(s) for s in out]
+
+
+def _no_links(ranks: int) -> Topology:
+    """A topology of the ranks without links: `Arrays` of a collective's counts alone (no distances needed)."""
+    return Topology("counts", ranks, ())
 
 
 def family_links(topo: Topology, inside: set[int], family: str) -> list[int]:
@@ -87,8 +96,12 @@ def family_links(topo: Topology, inside: set[int], family: str) -> list[int]:
 def per_rank_counts(coll: Collective, family: str) -> tuple[int, ...]:
     """Per rank, how many addresses it must receive (arrivals) or send (departures): once per collective,
     not once per candidate set (240 ranks: 57,600 pairs)."""
-    per = must_receive_all(coll) if family == "arrivals" else must_send_all(coll)
-    return tuple(len(v) for v in per)
+    if family == "arrivals":  # the receive bound's vectorized count (1M pairs at 1024 ranks)
+        from smtcoll.bounds.arrays import Arrays
+        from smtcoll.bounds.receive import _receive_counts
+
+        return tuple(_receive_counts(coll, Arrays(_no_links(coll.ranks), coll)))
+    return tuple(len(v) for v in must_send_all(coll))
 
 
 def demand(coll: Collective, inside: Sequence[int], family: str) -> tuple[int, int, list[int]]:
@@ -295,6 +308,14 @@ def _screen(topo: Topology, coll: Collective, sets: Sequence[tuple[int, ...]]) -
     for key in (lambda i: (len(sw[i].dsts), i), lambda i: (len(sw[i].srcs), i), lambda i: (sw[i].bandwidth, i)):
         assigns.append(np.array([min(gs, key=key) if gs else -1 for gs in groups_of], dtype=np.int64))
     bw = a.bw.astype(np.float64)
+    charges = []  # per assignment: (groups x links) with the link's bandwidth where it is charged; the free links
+    if len(sw):
+        from scipy.sparse import csr_array
+
+        for assign in assigns:
+            on = np.nonzero(assign >= 0)[0]
+            charges.append((csr_array((bw[on], (assign[on], on)), shape=(len(sw), len(bw))),
+                            np.where(assign < 0, bw, 0.0)))
     out: dict[str, list[int]] = {}
     for family in FAMILIES:
         if family == "arrivals":
@@ -305,13 +326,11 @@ def _screen(topo: Topology, coll: Collective, sets: Sequence[tuple[int, ...]]) -
             mask, count = x[a.dst] & ~x[a.src], a.enter_counts(x).astype(np.float64)
         else:
             mask, count = x[a.src] & ~x[a.dst], a.enter_counts(~x).astype(np.float64)
-        traffic = mask.astype(np.float64) * bw[:, None]  # links x sets
-        cap = traffic.sum(axis=0)
-        for assign in assigns if len(sw) else []:
-            free = traffic[assign < 0].sum(axis=0)
-            charged = np.zeros((len(sw), len(sets)))
-            np.add.at(charged, assign[assign >= 0], traffic[assign >= 0])
-            cap = np.minimum(cap, free + np.minimum(charged, gbw[:, None]).sum(axis=0))
+        m = mask.astype(np.float64)  # links x sets
+        cap = bw @ m
+        for charged_bw, free_bw in charges:
+            charged = charged_bw @ m  # groups x sets
+            cap = np.minimum(cap, free_bw @ m + np.minimum(charged, gbw[:, None]).sum(axis=0))
         with np.errstate(divide="ignore", invalid="ignore"):
             score = np.where((count > 0) & (cap > 0), count / np.maximum(cap, 1e-300), 0.0)
         order = np.lexsort((np.arange(len(sets)), -score))
@@ -354,6 +373,9 @@ def _setcut_bound(topo: Topology, coll: Collective) -> Bound:
         return Bound("setcut", None, "rounds", {}, "the topology and collective differ in ranks")
     if not coll.post or not topo.links:
         return Bound("setcut", None, "rounds", {}, "nothing to move")
+    if not topo.switches and topo.ranks > PLAIN_UP_TO:
+        return Bound("setcut", None, "rounds", {}, f"no switch groups and more than {PLAIN_UP_TO} ranks: the cut "
+                                                   "and receive bounds cover the set families but for a tail")
     sets = candidate_sets(topo)
     chosen = _screen(topo, coll, sets)
     chains = _Chains(topo)
