@@ -64,7 +64,7 @@ def lower_bounds(topo: Topology, coll: Collective, size: int | None = None, gbps
     if rounds.witness.get("from") == "reach":  # nor the reach bound
         rounds = attrs.evolve(rounds, witness={"from": "reach", "reach": reach.witness}, note=explain(reach))
     rpc = _rounds_per_chunk(cut, lpb, coll, hops, setcut)
-    # the set-cut row is shown only where it is the strongest (as the holdings row): it generalizes two rows
+    # the set-cut row is shown only where it is the strongest: it generalizes the receive and cut rows
     strongest = "setcut" in (rounds.witness.get("from"), rpc.witness.get("from"))
     shown_setcut = setcut if strongest else None
     thr = throughput_bound(topo, coll, gbps_per_unit)
