@@ -316,23 +316,28 @@ def _screen(topo: Topology, coll: Collective, sets: Sequence[tuple[int, ...]]) -
             on = np.nonzero(assign >= 0)[0]
             charges.append((csr_array((bw[on], (assign[on], on)), shape=(len(sw), len(bw))),
                             np.where(assign < 0, bw, 0.0)))
+    scores = {f: np.zeros(len(sets)) for f in FAMILIES}
+    for lo in range(0, len(sets), 256):  # columns in blocks: bounded memory (dgx2 x 16: 30,000 links)
+        xb = x[:, lo:lo + 256]
+        for family in FAMILIES:
+            if family == "arrivals":
+                mask, count = xb[a.dst], ins @ xb
+            elif family == "departures":
+                mask, count = xb[a.src], outs @ xb
+            elif family == "entry":
+                mask, count = xb[a.dst] & ~xb[a.src], a.enter_counts(xb).astype(np.float64)
+            else:
+                mask, count = xb[a.src] & ~xb[a.dst], a.enter_counts(~xb).astype(np.float64)
+            m = mask.astype(np.float32)  # links x sets
+            cap = bw @ m
+            for charged_bw, free_bw in charges:
+                charged = charged_bw @ m  # groups x sets
+                cap = np.minimum(cap, free_bw @ m + np.minimum(charged, gbw[:, None]).sum(axis=0))
+            with np.errstate(divide="ignore", invalid="ignore"):
+                scores[family][lo:lo + xb.shape[1]] = np.where((count > 0) & (cap > 0),
+                                                               count / np.maximum(cap, 1e-300), 0.0)
     out: dict[str, list[int]] = {}
-    for family in FAMILIES:
-        if family == "arrivals":
-            mask, count = x[a.dst], ins @ x
-        elif family == "departures":
-            mask, count = x[a.src], outs @ x
-        elif family == "entry":
-            mask, count = x[a.dst] & ~x[a.src], a.enter_counts(x).astype(np.float64)
-        else:
-            mask, count = x[a.src] & ~x[a.dst], a.enter_counts(~x).astype(np.float64)
-        m = mask.astype(np.float64)  # links x sets
-        cap = bw @ m
-        for charged_bw, free_bw in charges:
-            charged = charged_bw @ m  # groups x sets
-            cap = np.minimum(cap, free_bw @ m + np.minimum(charged, gbw[:, None]).sum(axis=0))
-        with np.errstate(divide="ignore", invalid="ignore"):
-            score = np.where((count > 0) & (cap > 0), count / np.maximum(cap, 1e-300), 0.0)
+    for family, score in scores.items():
         order = np.lexsort((np.arange(len(sets)), -score))
         out[family] = [int(j) for j in order[:EXACT_PER_FAMILY] if score[j] > 0]
     return out
