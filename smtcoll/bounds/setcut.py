@@ -445,8 +445,9 @@ def explain_setcut(w: dict[str, Any]) -> str:
     through = ", ".join([*w["group_names"], *(f"{a}->{b}" for a, b in w["links"][:4])])
     if len(w["links"]) > 4:
         through += f", ... ({len(w['links'])} links)"
-    what = {"arrivals": f"{who} must receive {w['must']} in all; at most {w['capacity']} arrive at them",
-            "departures": f"{who} must send {w['must']} in all; at most {w['capacity']} leave them",
+    them = "it" if n == 1 else "them"
+    what = {"arrivals": f"{who} must receive {w['must']} in all; at most {w['capacity']} arrive at {them}",
+            "departures": f"{who} must send {w['must']} in all; at most {w['capacity']} leave {them}",
             "entry": f"{w['must']} must enter {who}; at most {w['capacity']} cross in",
             "exit": f"{w['must']} must leave {who}; at most {w['capacity']} cross out"}[w["family"]]
     tail = ""
