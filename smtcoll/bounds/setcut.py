@@ -44,7 +44,7 @@ from collections.abc import Iterable, Sequence
 from fractions import Fraction
 from typing import Any
 
-from smtcoll.bounds.demand import must_enter, must_receive_all
+from smtcoll.bounds.demand import must_enter
 from smtcoll.bounds.results import Bound
 from smtcoll.errors import ModelError
 from smtcoll.model import Collective, Topology
@@ -145,6 +145,25 @@ def demand(coll: Collective, inside: Sequence[int], family: str) -> tuple[int, i
             k_of[a] = min(k_of.get(a, k), k)
         return len(addrs), min((k_of.get(a, 1) for a in addrs), default=1), []
     raise ModelError("witness", f"unknown set-cut family {family!r} (expected {', '.join(FAMILIES)})")
+
+
+def last_hops(topo: Topology, coll: Collective, inside: Sequence[int]) -> tuple[int, int]:
+    """For the entry family of a copy collective: (h, the rank): the chunks that must enter S, the last of
+    them to enter first crosses in round ceil(D / b) or later at an entry rank (a destination of a link into
+    S), and a rank of S that needs every one of them is h hops from the nearest entry rank (any path: one
+    that leaves S enters again at an entry rank). (0, -1) where it does not apply: combining collectives
+    (their partial sums may be combined before they enter, `entry`), or no rank needs every import."""
+    if coll.is_combining:
+        return 0, -1
+    from smtcoll.bounds.entry import _from
+
+    s = set(inside)
+    held = {c for r, c in coll.pre if r in s}
+    imports = {c for r, c in coll.post if r in s} - held
+    entries = sorted({l.dst for l in topo.links if l.dst in s and l.src not in s})
+    dist = _from(topo, entries)
+    needers = [r for r in sorted(s) if imports and imports <= coll.post_sets[r]]
+    return max(((dist.get(r, 0), r) for r in needers), default=(0, -1))
 
 
 def rounds_for(total: int, capacity: int, k: int) -> int:
@@ -358,10 +377,16 @@ def set_witness(topo: Topology, coll: Collective, inside: Sequence[int], family:
     if not cap:
         return None
     rounds = rounds_for(total, cap, k)
-    return {"family": family, "inside": s, "must": total, "per_rank": per_rank, "copies": k, "capacity": cap,
-            "groups": groups, "group_names": [topo.switches[g].name or f"switches[{g}]" for g in groups],
-            "links": [[topo.links[e].src, topo.links[e].dst] for e in own], "rounds": rounds,
-            "chunks": coll.chunk_factor, "rounds_per_chunk": str(Fraction(total, cap) / coll.chunk_factor)}
+    w: dict[str, Any] = {
+        "family": family, "inside": s, "must": total, "per_rank": per_rank, "copies": k, "capacity": cap,
+        "groups": groups, "group_names": [topo.switches[g].name or f"switches[{g}]" for g in groups],
+        "links": [[topo.links[e].src, topo.links[e].dst] for e in own], "rounds": rounds,
+        "chunks": coll.chunk_factor, "rounds_per_chunk": str(Fraction(total, cap) / coll.chunk_factor)}
+    if family == "entry":
+        h, far = last_hops(topo, coll, s)
+        w["hops"], w["farthest"] = h, far
+        w["rounds"] = max(rounds, -(-total // cap) + h)
+    return w
 
 
 def setcut_bound(topo: Topology, coll: Collective) -> Bound:
@@ -433,6 +458,12 @@ def check_setcut(witness: dict[str, Any], topo: Topology, coll: Collective) -> i
     if not cap:
         raise ModelError("witness", "the cover has no capacity")
     rounds = rounds_for(total, cap, k)
+    if family == "entry" and "hops" in witness:
+        h, far = last_hops(topo, coll, inside)
+        for what, recorded, computed in (("hops", witness["hops"], h), ("farthest", witness.get("farthest"), far)):
+            if recorded != computed:
+                raise ModelError("witness", f"{what}: the certificate records {recorded}, recomputed {computed}")
+        rounds = max(rounds, -(-total // cap) + h)
     if "rounds" in witness and witness["rounds"] != rounds:
         raise ModelError("witness", f"rounds: the certificate records {witness['rounds']}, recomputed {rounds}")
     return rounds
@@ -451,7 +482,10 @@ def explain_setcut(w: dict[str, Any]) -> str:
             "entry": f"{w['must']} must enter {who}; at most {w['capacity']} cross in",
             "exit": f"{w['must']} must leave {who}; at most {w['capacity']} cross out"}[w["family"]]
     tail = ""
-    if w["copies"] >= 2 and w["rounds"] > -(-w["must"] // w["capacity"]):
+    plain = -(-w["must"] // w["capacity"])
+    if w.get("hops") and w["rounds"] == plain + w["hops"]:
+        tail = f", and the last to enter is still {w['hops']} hop(s) from rank {w['farthest']}"
+    elif w["copies"] >= 2 and w["rounds"] > plain:
         tail = (f", and one crossing in the {'last' if w['family'] == 'entry' else 'first'} step serves one of "
                 f"the {w['copies']} ranks each needs")
     return f"{what} per round ({through}){tail}"
