@@ -166,6 +166,34 @@ def last_hops(topo: Topology, coll: Collective, inside: Sequence[int]) -> tuple[
     return max(((dist.get(r, 0), r) for r in needers), default=(0, -1))
 
 
+def first_hops(topo: Topology, coll: Collective, inside: Sequence[int]) -> tuple[int, int]:
+    """For the exit family, the dual of `last_hops`: (h, the rank): a rank s of S that alone holds, for every
+    address that must leave S, a contribution some rank outside needs; every such address crosses out
+    carrying s's share, which reaches an exit rank (a source of a link out of S) h hops from s no sooner than
+    round h + 1, so all of them cross in the last R - h rounds: R >= h + ceil(D / b). (0, -1) where no rank
+    of S holds one for every address."""
+    s = set(inside)
+    holders: dict[int, set[int]] = {}
+    for r, c in coll.pre:
+        holders.setdefault(c, set()).add(r)
+    sole: dict[int, set[int]] = {}  # rank of S -> the exported addresses it alone carries a needed share of
+    exported: set[int] = set()
+    for r, c in coll.post:
+        h = holders.get(c, set())
+        if r not in s and h and h <= s:
+            exported.add(coll.address[c])
+            if len(h) == 1:
+                sole.setdefault(next(iter(h)), set()).add(coll.address[c])
+    owners = [v for v in sorted(sole) if exported and sole[v] == exported]
+    if not owners:
+        return 0, -1
+    from smtcoll.bounds.entry import _from
+
+    exits = sorted({l.src for l in topo.links if l.src in s and l.dst not in s})
+    dist = _from(topo, exits, reverse=True)
+    return max((dist.get(v, 0), v) for v in owners)
+
+
 def rounds_for(total: int, capacity: int, k: int) -> int:
     """The least R with total <= capacity x R and, for k >= 2, total <= capacity (R - 1) + floor(capacity / k)."""
     if total <= 0:
@@ -382,8 +410,8 @@ def set_witness(topo: Topology, coll: Collective, inside: Sequence[int], family:
         "groups": groups, "group_names": [topo.switches[g].name or f"switches[{g}]" for g in groups],
         "links": [[topo.links[e].src, topo.links[e].dst] for e in own], "rounds": rounds,
         "chunks": coll.chunk_factor, "rounds_per_chunk": str(Fraction(total, cap) / coll.chunk_factor)}
-    if family == "entry":
-        h, far = last_hops(topo, coll, s)
+    if family in ("entry", "exit"):
+        h, far = (last_hops if family == "entry" else first_hops)(topo, coll, s)
         w["hops"], w["farthest"] = h, far
         w["rounds"] = max(rounds, -(-total // cap) + h)
     return w
@@ -458,8 +486,8 @@ def check_setcut(witness: dict[str, Any], topo: Topology, coll: Collective) -> i
     if not cap:
         raise ModelError("witness", "the cover has no capacity")
     rounds = rounds_for(total, cap, k)
-    if family == "entry" and "hops" in witness:
-        h, far = last_hops(topo, coll, inside)
+    if family in ("entry", "exit") and "hops" in witness:
+        h, far = (last_hops if family == "entry" else first_hops)(topo, coll, inside)
         for what, recorded, computed in (("hops", witness["hops"], h), ("farthest", witness.get("farthest"), far)):
             if recorded != computed:
                 raise ModelError("witness", f"{what}: the certificate records {recorded}, recomputed {computed}")
@@ -483,8 +511,10 @@ def explain_setcut(w: dict[str, Any]) -> str:
             "exit": f"{w['must']} must leave {who}; at most {w['capacity']} cross out"}[w["family"]]
     tail = ""
     plain = -(-w["must"] // w["capacity"])
-    if w.get("hops") and w["rounds"] == plain + w["hops"]:
+    if w.get("hops") and w["rounds"] == plain + w["hops"] and w["family"] == "entry":
         tail = f", and the last to enter is still {w['hops']} hop(s) from rank {w['farthest']}"
+    elif w.get("hops") and w["rounds"] == plain + w["hops"]:
+        tail = f", after rank {w['farthest']}'s share of each has gone {w['hops']} hop(s) to leave"
     elif w["copies"] >= 2 and w["rounds"] > plain:
         tail = (f", and one crossing in the {'last' if w['family'] == 'entry' else 'first'} step serves one of "
                 f"the {w['copies']} ranks each needs")

@@ -106,12 +106,15 @@ def test_one_pcie_box_gets_the_exact_searchs_optimum():
         assert search_bounds(topo, library.collective(name, topo.ranks)).least_steps(True, 1) == 5
 
 
-def test_the_last_chunk_into_a_node_still_crosses_it_where_no_nic_group_names_the_node():
+@pytest.mark.parametrize("name", ["allgather", "reducescatter"])
+def test_the_last_chunk_into_a_node_still_crosses_it_where_no_nic_group_names_the_node(name):
     topo = library.topology("ndv2", 2)  # one NIC link each way: no NIC group, so the entry bound sees one node
-    coll = library.collective("allgather", topo.ranks)
+    coll = library.collective(name, topo.ranks)
     b = setcut_bound(topo, coll)
-    # 8 chunks through GPU 0 -> GPU 1 of the other node, 1 a round, then 2 hops on to GPU 7: 10, the engine's
+    # 8 chunks through GPU 1 <- GPU 0 of the other node, 1 a round, then 2 hops on to GPU 7: 10, the engine's;
+    # ReduceScatter: GPU 7's share of each of 8 sums goes 2 hops to GPU 0 before it can leave
     assert (b.value, b.witness["must"], b.witness["capacity"], b.witness["hops"]) == (10, 8, 1, 2)
+    assert b.witness["family"] == ("entry" if name == "allgather" else "exit")
     schedule = engine_result(topo, coll, 1)[0].schedule
     assert schedule is not None and len(schedule.steps) == schedule.rounds == 10
     with pytest.raises(ModelError, match="hops"):
