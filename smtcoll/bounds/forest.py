@@ -68,7 +68,7 @@ def throughput_bound(topo: Topology, coll: Collective, gbps_per_unit: float | No
     return Bound(b.name, b.value, b.unit, dict(b.witness), b.note, b.per_chunk)  # the cached one stays unchanged
 
 
-@functools.lru_cache(maxsize=16)
+@functools.lru_cache(maxsize=4)
 def _throughput_bound(topo: Topology, coll: Collective, gbps_per_unit: float | None = None) -> Bound:
     """Allgather algorithmic bandwidth (output bytes / time) <= min over rank sets A that lack some
     rank of N * B+(A) / |A|, B+(A) the capacity out of A (every chunk of A must leave A); found with

@@ -92,7 +92,7 @@ def family_links(topo: Topology, inside: set[int], family: str) -> list[int]:
     raise ModelError("witness", f"unknown set-cut family {family!r} (expected {', '.join(FAMILIES)})")
 
 
-@functools.lru_cache(maxsize=8)
+@functools.lru_cache(maxsize=2)  # the instance at hand (bounds, then the gap): large collectives are large
 def per_rank_counts(coll: Collective, family: str) -> tuple[int, ...]:
     """Per rank, how many addresses it must receive (arrivals) or send (departures): once per collective,
     not once per candidate set (240 ranks: 57,600 pairs)."""
@@ -425,7 +425,7 @@ def setcut_bound(topo: Topology, coll: Collective) -> Bound:
     return Bound(b.name, b.value, b.unit, dict(b.witness), b.note, b.per_chunk)
 
 
-@functools.lru_cache(maxsize=8)
+@functools.lru_cache(maxsize=2)  # the instance at hand (bounds, then the gap): large collectives are large
 def _setcut_bound(topo: Topology, coll: Collective) -> Bound:
     if topo.ranks != coll.ranks:
         return Bound("setcut", None, "rounds", {}, "the topology and collective differ in ranks")
