@@ -37,7 +37,6 @@ def test_tree_allreduce_at_8_instances_fits_depid_and_verifies(tmp_path: Path,
     assert ok, report.violations[:3]  # no race: every dropped wait is ordered by messages
 
     import smtcoll.lower.pipeline as pipeline
-
     import smtcoll.lower.spread as spread
 
     monkeypatch.setattr(pipeline, "drop_implied", lambda ops: 0)  # keep every wait: refused, as before
