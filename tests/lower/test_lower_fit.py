@@ -61,3 +61,27 @@ def test_light_connections_on_fewer_channels_fit_depid(tmp_path: Path, monkeypat
     monkeypatch.setattr(spread, "fitted_segments", lambda messages, per_tb, segments: segments)
     with pytest.raises(CannotLower, match="waits for 192 of its thread blocks"):
         lower(sched, options)
+
+
+def test_scratch_without_reuse_verifies(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The last try where depid is short: every scratch value in a slot of its own, so no write waits for
+    the senders of a slot's previous value. More scratch, no sending thread block waited for a reuse."""
+    import smtcoll.lower.pipeline as pipeline
+    from smtcoll.synth.scale import engine
+
+    topo = library.topology("line:4")
+    sched = engine.synthesize(topo, library.collective("reducescatter", 4, None, 4)).schedule
+    reused = lower(sched, LowerOptions(2, "Simple", "executor"))
+    assert any(t.send >= 0 and t.recv < 0 and any(s.hasdep for s in t.steps)
+               for g in reused.program.gpus for t in g.tbs)  # a reused slot waits for its last sender
+    real = pipeline.allocate_scratch
+    monkeypatch.setattr(pipeline, "allocate_scratch", lambda ops, reuse=True: real(ops, reuse=False))
+    low = lower(sched, LowerOptions(2, "Simple", "executor"))
+    assert low.stats["scratch_chunks"] > reused.stats["scratch_chunks"]
+    sending_waited = [t for g in low.program.gpus for t in g.tbs if t.send >= 0 and t.recv < 0
+                      and any(s.hasdep for s in t.steps)]
+    assert not sending_waited
+    out = tmp_path / "rs.xml"
+    out.write_text(write_program(low.program))
+    ok, report = verify_lowered(low, out)
+    assert ok, report.violations[:3]
