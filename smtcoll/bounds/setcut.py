@@ -254,13 +254,18 @@ class _Chains:
 
     def cover(self, links: Sequence[int]) -> tuple[int, list[int], list[int]]:
         """A minimum cut of the network restricted to the links, as a cover: (capacity, groups, own links)."""
+        if not links:
+            return 0, [], []
+        topo = self.topo
+        if not topo.switches:
+            # no group can bound two links together: the least cover is every link (and no scipy to load
+            # for a plain graph: `synth -t ring:4` starts without it)
+            ls = sorted(set(links))
+            return cover_capacity(topo, links, [], ls), [], ls
         import numpy as np
         from scipy.sparse import csr_array
         from scipy.sparse.csgraph import breadth_first_order, maximum_flow
 
-        if not links:
-            return 0, [], []
-        topo = self.topo
         cap: dict[tuple[int, int], int] = {}
         carried: dict[tuple[int, int], list[int]] = {}
         for e in links:
