@@ -7,8 +7,9 @@ For each machine (a file of benchmarks/topologies/heldout/ or a built-in name, w
 collective: `smtcoll bounds`, `smtcoll synth -o s.json --xml s.xml` with the defaults (and with each
 `--chunks C` given), then `smtcoll verify` of both files; a second default synth compares bytes
 (determinism). With `--certificates`: `smtcoll bounds --size SIZE --certificate DIR`, `smtcoll proof check` of
-every certificate written, and of a copy of each with one number changed (it must be refused, exit 1). Each command runs under a CPU limit (`ulimit -t`) and `/usr/bin/time`; a row records the exit
-code, CPU s, peak MB, the schedule's steps / rounds / chunks, and the bound's least steps and rounds per chunk.
+every certificate written, and of a copy of each with one number changed (it must be refused, exit 1).
+Each command runs under a CPU limit (`ulimit -t`) and `/usr/bin/time`; a row records the exit code,
+CPU s, peak MB, the schedule's steps / rounds / chunks, and the bound's least steps and rounds per chunk.
 A finding is flagged: a traceback or exit 70, an exit code other than 0 (or 4 for --xml), a schedule
 below its bound, a file that does not verify, output that differs between two runs, a certificate refused
 or a changed one accepted.
