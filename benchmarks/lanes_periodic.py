@@ -16,7 +16,8 @@ transfers per piece, and the steps in one of two orders:
 carries exactly one broadcast per piece (the detour's pairs two and none), found by a seeded search.
 
     python benchmarks/lanes_periodic.py [--machines dgx2:2,...] [--order pieces|slots] [--trees exact|split]
-        [--sizes 268435456,1073741824] [--instances 1,2] [--pieces 32]
+        [--sizes 268435456,1073741824] [--instances 1,2] [--pieces 32] [--tail N] [--lag L] [--shifted]
+        [--profile WINDOWS]
 
 `--order lanes` times the shipped `lanes` the same way (the baseline).
 
@@ -51,7 +52,8 @@ Move = tuple[int, int, int]  # (address, src, dst)
 Tree = tuple[int, bool, dict[int, int]]  # (origin, near, receiver -> the rank it receives from)
 
 
-def periodic(topo: Topology, base: Collective, order: str, trees: str, pieces: int | None) -> Schedule:
+def periodic(topo: Topology, base: Collective, order: str, trees: str, pieces: int | None, tail: int = 0,
+             lag: int | None = None, shifted: bool = False, graded: int = 0) -> Schedule:
     what, node, n, members = across_nodes(topo, base, "multi-rail exchange")
     if what != "allreduce" or n != 2:
         raise NotApplicable("an Allreduce across two nodes")
@@ -59,18 +61,44 @@ def periodic(topo: Topology, base: Collective, order: str, trees: str, pieces: i
     links = [_lanes(topo, node, x, 1 - x, local) for x in range(2)]
     blocks = [lane for x in range(2) for lane in links[x]]
     c = pieces or max(1, min(OPS_PER_LINK // 2, MAX_SENDS_PER_RANK // max(1, 2 * len(blocks))))
-    coll = base.with_chunks(len(blocks) * c)
-    stages = _stages(node, members, links, blocks, c, trees)
-    steps = _slots(node, stages, c) if order == "slots" else _pieces(topo, stages, c)
+    # `graded` K: every piece of 2 chunks but the last K, of 1
+    sizes = [2] * (c - graded) + [1] * graded if graded else None
+    coll = base.with_chunks(len(blocks) * (sum(sizes) if sizes else c))
+    stages = _stages(node, members, links, blocks, c, trees, tail, sizes)
+    steps = _slots(node, stages, c) if order == "slots" else _pieces(topo, stages, c, lag, shifted)
     return Schedule(topo, coll, steps, name=f"lanes-{order}-{trees}")
 
 
-def _pieces(topo: Topology, stages: list[list[Move]], c: int) -> list[Step]:
-    """Piece by piece, stage by stage; a link carries one transfer per step."""
+def _pieces(topo: Topology, stages: list[list[Move]], c: int, lag: int | None = None,
+            shifted: bool = False) -> list[Step]:
+    """Piece by piece, stage by stage; a link carries one transfer per step. With `lag`: in groups of
+    two pieces, each group's shares and partials (stages up to PARTIAL) and then the broadcasts (NEAR1
+    on) of the group `lag` groups before: a connection's messages, dealt round-robin over its two
+    channels, then alternate a share and a broadcast `2 lag` pieces older on each channel, so that the
+    shares cannot run ahead of the broadcasts by more than that. `shifted`: a piece's shares in one step
+    per shift (r to the rank k after it in its node in step k; a detour's helper last), so that each
+    collector adds them in that order."""
+    order: list[tuple[int, int]] = []
+    if lag is None:
+        order = [(t, k) for t in range(c) for k in range(STAGES)]
+    else:
+        for u in range(-(-c // 2) + lag):
+            order += [(t, k) for k in range(PARTIAL + 1) for t in (2 * u, 2 * u + 1) if t < c]
+            order += [(t, k) for k in range(NEAR1, STAGES) for t in (2 * (u - lag), 2 * (u - lag) + 1)
+                      if 0 <= t < c]
     steps = []
-    for t in range(c):
-        for k in range(STAGES):
-            sends = [Send(a, s, d) for a, s, d in stages[t * STAGES + k]]
+    p = topo.ranks // 2
+    for t, k in order:
+        moves = stages[t * STAGES + k]
+        if shifted and k == SHARES:
+            # one step per shift (r to the rank k after it), the helpers' shares (a detour's) last
+            helped = {(a, d) for a, _s, d in stages[t * STAGES + DETOUR]}
+            shift = [((d % p - s % p) % p if (a, s) not in helped else p, (a, s, d)) for a, s, d in moves]
+            groups = [[x for j, x in shift if j == i] for i in range(p + 1)]
+        else:
+            groups = [moves]
+        for group in groups:
+            sends = [Send(a, s, d) for a, s, d in group]
             while sends:
                 seen: set[tuple[int, int]] = set()
                 now: list[Send] = []
@@ -84,8 +112,15 @@ def _pieces(topo: Topology, stages: list[list[Move]], c: int) -> list[Step]:
 
 
 def _stages(node: Sequence[int], members: list[list[int]], lanes: list[list[tuple[int, int]]],
-            blocks: list[tuple[int, int]], c: int, kind: str) -> list[list[Move]]:
-    """Per (piece, stage), index piece * STAGES + stage: its transfers."""
+            blocks: list[tuple[int, int]], c: int, kind: str, tail: int = 0, graded: list[int] | None = None
+            ) -> list[list[Move]]:
+    """Per (piece, stage), index piece * STAGES + stage: its transfers. The last `tail` pieces cross the
+    NIC once each way as partials (the drain: one NIC hop after the shares instead of two): in node x the
+    collector s sums every share but bg's (the lane back's receiver), swaps with bg (bg gets that sum, s
+    gets bg's share) and sends node x's sum over its lane to g; in node y the lane back's sender bs does
+    the same with g; g and bg then hold the full sum and broadcast it in their node (the same trees).
+    `graded`: the chunks of each piece (every chunk of a piece moves with the same dependencies; the last
+    pieces smaller shorten the last piece's path), one each by default."""
     p = len(members[0])
     receivers = {g for _, g in blocks}
     back: list[tuple[int, int]] = []  # the lane back of each block: rotating over the receiving node's lanes
@@ -122,24 +157,41 @@ def _stages(node: Sequence[int], members: list[list[int]], lanes: list[list[tupl
         roots = [[(g, back[b][0], True), (back[b][1], far_mate[b], False)] for b, (_s, g) in enumerate(blocks)]
         trees = [[(o, near, {mate: o, **dict.fromkeys(mine, o), **dict.fromkeys(rest, mate)})
                   for o, mate, near, mine, rest in row] for row in _split(node, members, roots)]
+    sizes = graded or [1] * c  # chunks per piece
+    first_address = [sum(sizes[:t]) for t in range(c)]
+    cb = sum(sizes)
     out: list[list[Move]] = [[] for _ in range(c * STAGES)]
     for t in range(c):
         st = out[t * STAGES:(t + 1) * STAGES]
         for b, (s, g) in enumerate(blocks):
-            a = b * c + t
-            for coll in (s, g):
-                skip = detour.get(b) if coll == s else None
-                for r in members[node[coll]]:
-                    if r != coll and not (skip and r == skip[0]):
-                        st[SHARES].append((a, r, coll))
-                if skip:
-                    st[DETOUR].append((a, skip[0], skip[1]))
-            st[PARTIAL].append((a, s, g))
-            for origin, near, hops in trees[b]:
-                first, second = (NEAR1, NEAR2) if near else (FAR1, FAR2)
-                for v, u in sorted(hops.items()):
-                    st[first if u == origin else second].append((a, u, v))
-            st[BACK].append((a, *back[b]))
+            for a in range(b * cb + first_address[t], b * cb + first_address[t] + sizes[t]):
+                if t >= c - tail:
+                    bs, bg = back[b]
+                    # shares (stage 0) into s but bg's and into bs but g's; s and bg swap (stage 1: s sends
+                    # what it held, the rest of the node, and receives bg's share), bs and g likewise; then
+                    # both partials cross (stage 2): bg and g each end with the sum of both nodes
+                    for coll, own in ((s, bg), (bs, g)):
+                        st[DETOUR] += [(a, r, coll) for r in members[node[coll]] if r not in (coll, own)]
+                        st[SHARES] += [(a, coll, own), (a, own, coll)]
+                    st[PARTIAL] += [(a, s, g), (a, bs, bg)]
+                    for origin, near, hops in trees[b]:
+                        first, second = (NEAR1, NEAR2) if near else (FAR1, FAR2)
+                        for v, u in sorted(hops.items()):
+                            st[first if u == origin else second].append((a, u, v))
+                    continue
+                for coll in (s, g):
+                    skip = detour.get(b) if coll == s else None
+                    for r in members[node[coll]]:
+                        if r != coll and not (skip and r == skip[0]):
+                            st[SHARES].append((a, r, coll))
+                    if skip:
+                        st[DETOUR].append((a, skip[0], skip[1]))
+                st[PARTIAL].append((a, s, g))
+                for origin, near, hops in trees[b]:
+                    first, second = (NEAR1, NEAR2) if near else (FAR1, FAR2)
+                    for v, u in sorted(hops.items()):
+                        st[first if u == origin else second].append((a, u, v))
+                st[BACK].append((a, *back[b]))
     return out
 
 
@@ -347,6 +399,13 @@ def main() -> None:
     ap.add_argument("--trees", choices=("exact", "split"), default="exact")
     ap.add_argument("--sizes", default="268435456,1073741824")
     ap.add_argument("--instances", default="1,2")
+    ap.add_argument("--profile", type=int, default=0, metavar="WINDOWS",
+                    help="also print each port's and NIC's busy share in WINDOWS windows of the first size's run")
+    ap.add_argument("--graded", type=int, default=0, metavar="K",
+                    help="pieces of 2 chunks, the last K of 1 (a shorter last piece)")
+    ap.add_argument("--shifted", action="store_true", help="pieces order: shares in shifted steps")
+    ap.add_argument("--lag", type=int, default=None, help="pieces order: broadcasts 2 LAG pieces behind")
+    ap.add_argument("--tail", type=int, default=0, help="the last pieces cross the NIC as partials both ways")
     ap.add_argument("--pieces", type=int, default=None, help="pieces per block (default: as lanes, 32 on dgx2 x2)")
     args = ap.parse_args()
     model = Model.load()
@@ -361,7 +420,8 @@ def main() -> None:
         if args.order == "lanes":
             sched = checked(lanes(topo, coll), "lanes")
         else:
-            sched = checked(periodic(topo, coll, args.order, args.trees, args.pieces), "lanes_periodic")
+            sched = checked(periodic(topo, coll, args.order, args.trees, args.pieces, args.tail, args.lag,
+                                      args.shifted, args.graded), "lanes_periodic")
         for size in map(int, args.sizes.split(",")):
             bound = bus_bandwidth("allreduce", topo.ranks, size, model_bound(topo, coll, nodes, model)(size))
             for inst in map(int, args.instances.split(",")):
@@ -373,6 +433,25 @@ def main() -> None:
                       f"{len(sched.steps)} | {size >> 20} MiB | {inst} | {'-' if bw is None else f'{bw:.1f}'} | "
                       f"{share} |", flush=True)
         print(f"<!-- {name} x{nodes}: {time.process_time() - start:.1f} CPU s -->", flush=True)
+        if args.profile:
+            _print_profile(sched, int(args.sizes.split(",")[0]), int(args.instances.split(",")[0]), nodes,
+                           model, args.profile)
+
+
+def _print_profile(sched: Schedule, size: int, inst: int, nodes: int, model: Model, windows: int) -> None:
+    """Each switch group's busy share per window (port_profile.py), the mean first; a group is named by
+    its one sender (a rank's egress port), its one receiver (an ingress port) or its ranks (a NIC)."""
+    from port_profile import profile
+
+    end, busy = profile(sched, size, inst, nodes, model, windows)
+    print(f"\nprofile: {size >> 20} MiB x{inst}, {end:.1f} µs (float run), {windows} windows")
+    for key in sorted(busy):
+        g = sched.topology.switches[key]
+        label = (f"out {g.srcs[0]}" if len(g.srcs) == 1 and len(g.dsts) > 1 else
+                 f"in {g.dsts[0]}" if len(g.dsts) == 1 and len(g.srcs) > 1 else
+                 f"{g.name or 'group'} {g.srcs}->{g.dsts}")
+        row = busy[key]
+        print(f"{label:>24} {sum(row) / len(row):.3f} | " + " ".join(f"{x:.2f}" for x in row))
 
 
 if __name__ == "__main__":

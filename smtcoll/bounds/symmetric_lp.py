@@ -62,14 +62,16 @@ def node_group(topo: Topology) -> list[tuple[int, ...]] | None:
     elements = sorted({tuple(((r // g + k) % n) * g + a[r % g] for r in range(topo.ranks))
                        for k in range(n) for a in auts})
     ident = tuple(range(topo.ranks))
-    elements = [p for p in elements if p == ident or all(p[r] != r for r in range(topo.ranks))]
-    if len(elements) < 2 or not all(is_automorphism(p) for p in elements):
-        return None
-    # closed under composition (else not a group: the LP argument needs one)
-    have = set(elements)
-    if any(tuple(a[x] for x in b) not in have for a in elements for b in elements):
-        return None
-    return elements
+    # the machine's automorphisms among them (a node automorphism that moves the GPU a NIC hangs on is not
+    # one: ndv2), acting freely; if those are not closed under composition, the node shifts alone
+    free = [p for p in elements if (p == ident or all(p[r] != r for r in range(topo.ranks))) and is_automorphism(p)]
+    shifts = [p for p in free if all(p[r] % g == r % g for r in range(topo.ranks))]
+    for cand in (free, shifts):
+        have = set(cand)
+        # closed under composition (else not a group: the LP argument needs one)
+        if len(cand) >= 2 and all(tuple(a[x] for x in b) in have for a in cand for b in cand):
+            return cand
+    return None
 
 
 # the last LP solved (its topology, its other arguments, its answer): synth's bound and routing share it

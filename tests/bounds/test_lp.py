@@ -142,3 +142,19 @@ def test_the_reduced_lp_is_solved_once_for_the_bound_and_the_routing(monkeypatch
     caps = [Fraction(2 * l.bandwidth) for l in t.links], [Fraction(g.bandwidth) for g in t.switches]
     other = symmetric_lp.symmetric_flow(t, coms, *caps)
     assert other is not None and len(solves) == 2
+
+
+def test_a_node_automorphism_that_moves_the_nic_gpu_leaves_the_node_shifts() -> None:
+    # ndv2: the NIC leaves from GPU 0 and arrives at GPU 1, so the cube-mesh's automorphisms that move them
+    # are not the machine's; the node shifts still are, and the reduced LP proves what the full one does
+    from smtcoll.bounds.symmetric_lp import node_group, symmetric_flow
+
+    topo = library.topology("ndv2", 3)
+    group = node_group(topo)
+    assert group is not None and len(group) == 3
+    assert all(p[r] % 8 == r % 8 for p in group for r in range(topo.ranks))
+    caps = [Fraction(l.bandwidth) for l in topo.links], [Fraction(g.bandwidth) for g in topo.switches]
+    coms = unicast_commodities(library.collective("alltoall", topo.ranks))
+    assert coms is not None
+    full, sym = concurrent_flow(topo, coms, *caps), symmetric_flow(topo, coms, *caps)
+    assert full is not None and sym is not None and sym.value == pytest.approx(full.value) == 128

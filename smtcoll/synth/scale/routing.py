@@ -29,7 +29,10 @@ from smtcoll.model import Collective, Schedule, Send, Step, Topology
 from smtcoll.synth.scale.matched_rounds import matched_rounds
 from smtcoll.synth.scale.translate import alltoall_shape
 
-STORE_AND_FORWARD_WORK = 2_000_000  # chunks x steps (at least): a few seconds of scheduling
+# chunks x steps (at least) of one list schedule: a few seconds (ndv2 x 12 Alltoall, 6.4 M: 2.6 s CPU); the
+# second order, tried only where the first and the integer program missed, gets the smaller share
+STORE_AND_FORWARD_WORK = 7_000_000
+FALLBACK_ORDER_WORK = 2_000_000
 LP_MAX_VARIABLES = 40_000  # P x links (or per orbit): HiGHS takes about 5 s CPU at 20,000 (a100 x 4), 15-20 s at 67,584
 
 
@@ -48,14 +51,14 @@ def routed_alltoall(topo: Topology, coll: Collective, max_steps: int) -> Schedul
     # resource's load, the rounds chosen one by one by an integer program (seconds: only where the list order
     # lost rounds), and where that does not answer, the list order with the longest ways first
     load = busiest_load(topo, paths)
-    first = _store_and_forward(topo, coll, paths, max_steps, True)
+    first = _store_and_forward(topo, coll, paths, max_steps, True, STORE_AND_FORWARD_WORK)
     found = [first] if first is not None else []
     if first is None or len(first.steps) > load:
         m = matched_rounds(topo, coll, paths, max_steps if first is None else len(first.steps) - 1, load)
         if m is not None:
             found.append(m)
         else:
-            x = _store_and_forward(topo, coll, paths, max_steps, False)
+            x = _store_and_forward(topo, coll, paths, max_steps, False, FALLBACK_ORDER_WORK)
             found += [x] if x is not None else []
     return min(found, key=lambda x: len(x.steps)) if found else None
 
@@ -254,9 +257,11 @@ def _shortest_paths(topo: Topology, out_nb: dict[int, list[int]], s: int, d: int
 
 
 def _store_and_forward(topo: Topology, coll: Collective, paths: list[tuple[int, tuple[int, ...]]],
-                       max_steps: int, critical: bool = False) -> Schedule | None:
+                       max_steps: int, critical: bool = False, budget: int = STORE_AND_FORWARD_WORK
+                       ) -> Schedule | None:
     """`critical`: the chunk whose remaining hops cross the resource (link or switch group) with the
-    most work left, relative to its capacity, goes first; else the most hops to go first."""
+    most work left, relative to its capacity, goes first; else the most hops to go first. None beyond
+    `budget` (chunks x steps)."""
     if not paths:
         return None
     links = sorted((l.src, l.dst) for l in topo.links)
@@ -272,7 +277,7 @@ def _store_and_forward(topo: Topology, coll: Collective, paths: list[tuple[int, 
     # link's load; beyond the budget the engine's other methods answer (ring:100 Alltoall: 9,900 chunks x
     # about 1,250 steps took minutes)
     busiest = max(work[(a, b)] / topo.bandwidth(a, b) for a, b in links if work[(a, b)])
-    if len(paths) * busiest > STORE_AND_FORWARD_WORK:
+    if len(paths) * busiest > budget:
         return None
 
     bw = {link: topo.bandwidth(*link) for link in links}
