@@ -3,7 +3,9 @@
 One module per family: `network` (the flow network and cut capacities, shared with `synth/scale`'s LP
 routing), `demand` (what must be received), `distance`, `receive`, `cuts` (cuts and chunk-hops), `holdings`
 (what a rank can hold round by round), `relay` (what a node knows of the others, relayed through it), `cycle`
-(one-address sums on an odd cycle), `reach` (one-address sums on nodes with few links inside), `lp` (the
+(one-address sums on an odd cycle), `reach` (one-address sums on nodes with few links inside), `setcut`
+(what a set of ranks must receive or send in all, over what reaches its members, shared ports counted once),
+`lp` (the
 HiGHS layer and the flow LP), `forest` (ForestColl's Allgather cut formula), `time` (the k-synchronous
 alpha-beta bound), `throughput` (the physical time bound T(B) >= us_per_byte * B with exact certificates),
 `search` (everything together, and the strongest bounds for the synthesizer) and `witness` (re-checking).
@@ -33,6 +35,7 @@ from smtcoll.bounds.search import (
     search_bounds,
     strongest_bounds,
 )
+from smtcoll.bounds.setcut import setcut_bound
 from smtcoll.bounds.time import time_bound
 from smtcoll.bounds.witness import check_witness
 
@@ -40,4 +43,4 @@ __all__ = ["Bound", "Bounds", "SearchBounds", "best_rounds", "candidate_cuts", "
            "cut_capacity", "cut_witness", "cycle_bound", "distance_bound", "explain", "flow_network", "gb_capacities",
            "holdings_bound", "hops_bound", "lower_bounds", "lp_bound", "min_rounds", "min_steps", "must_enter",
            "must_receive", "must_receive_all", "reach_bound", "receive_bound", "relay_bound", "search_bounds",
-           "strongest_bounds", "throughput_bound", "time_bound", "unit_speed"]
+           "setcut_bound", "strongest_bounds", "throughput_bound", "time_bound", "unit_speed"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
@@ -61,6 +62,14 @@ def _allgather_like(coll: Collective) -> str | None:
 
 
 def throughput_bound(topo: Topology, coll: Collective, gbps_per_unit: float | None = None) -> Bound:
+    """`_throughput_bound`, computed once per instance: `bounds` asks for it twice (its row, and the time
+    bound's candidate cut), and a 72-GPU switch's max-flows take seconds."""
+    b = _throughput_bound(topo, coll, gbps_per_unit)
+    return Bound(b.name, b.value, b.unit, dict(b.witness), b.note, b.per_chunk)  # the cached one stays unchanged
+
+
+@functools.lru_cache(maxsize=4)
+def _throughput_bound(topo: Topology, coll: Collective, gbps_per_unit: float | None = None) -> Bound:
     """Allgather algorithmic bandwidth (output bytes / time) <= min over rank sets A that lack some
     rank of N * B+(A) / |A|, B+(A) the capacity out of A (every chunk of A must leave A); found with
     max-flow and Dinkelbach's iteration as in ForestColl. ReduceScatter: the same on the reversed

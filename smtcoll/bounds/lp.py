@@ -154,8 +154,11 @@ class FlowSolution:
 
 def group_members(topo: Topology) -> list[list[int]]:
     """Per switch group, the indices of the links it bounds."""
-    return [[e for e, l in enumerate(topo.links) if l.src in set(g.srcs) and l.dst in set(g.dsts)]
-            for g in topo.switches]
+    out: list[list[int]] = [[] for _ in topo.switches]
+    for e, l in enumerate(topo.links):  # a lookup per link, not a scan of every group's tuples per link
+        for g in topo.switches_of(l.src, l.dst):
+            out[g].append(e)
+    return out
 
 
 def link_ends(topo: Topology) -> tuple[dict[int, list[int]], dict[int, list[int]]]:
@@ -259,11 +262,13 @@ def lp_per_chunk(optimum: float, coll: Collective) -> Fraction | None:
     return Fraction(optimum - 1e-7).limit_denominator(10**4) / coll.chunk_factor
 
 
-def lp_bound(topo: Topology, coll: Collective) -> Bound:
+def lp_bound(topo: Topology, coll: Collective, at_least: Fraction | None = None) -> Bound:
     """Rounds >= the optimum T of the multi-commodity flow LP: every chunk from its holders to each rank
     that needs it, at most bandwidth(e) * T over link e, likewise per switch group. Unicast collectives
     (each chunk to one rank) solve the compact concurrent flow by source; multicast ones the per-(chunk,
-    rank) LP where link e carries y[c,e] >= every flow of chunk c. (Non-combining collectives only.)"""
+    rank) LP where link e carries y[c,e] >= every flow of chunk c. (Non-combining collectives only.)
+    `at_least`: rounds a cut already proves for this instance; where a shortest-path routing meets it, the
+    unicast LP's optimum is that routing's time and is not solved (`routing`)."""
     if coll.is_combining:
         return Bound("lp", None, "rounds", {}, "not computed for combining collectives")
     coms = unicast_commodities(coll)
@@ -273,6 +278,17 @@ def lp_bound(topo: Topology, coll: Collective) -> Bound:
         from smtcoll.bounds.symmetric_lp import node_group, symmetric_flow
 
         caps = [Fraction(l.bandwidth) for l in topo.links], [Fraction(g.bandwidth) for g in topo.switches]
+        if at_least is not None:
+            from smtcoll.bounds.routing import route_time
+
+            routed = route_time(topo, coms, *caps)
+            if routed is not None and routed <= at_least:  # the optimum is between the two: routed
+                w = {"lp_optimum": round(float(routed), 6), "demands": sum(len(c.demand) for c in coms),
+                     "commodities": len(coms), "solver": "none: a shortest-path routing meets the cut bound",
+                     "rounds_per_chunk": round(float(routed) / coll.chunk_factor, 6)}
+                return Bound("lp", math.ceil(routed), "rounds", w,
+                             "the optimum: a routing along shortest paths takes as long as a cut proves",
+                             routed / coll.chunk_factor)
         # the same optimum from one commodity per orbit of the machine's symmetries, where it has them
         sol = symmetric_flow(topo, coms, *caps)
         group = node_group(topo) if sol is not None else None

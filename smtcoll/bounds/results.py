@@ -48,12 +48,13 @@ class Bounds:
     throughput: Bound
     time: Bound
     holdings: Bound | None = None  # bounds.holdings (after the others: positional construction stays valid)
+    setcut: Bound | None = None  # bounds.setcut: rank sets
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"topology": self.topology, "collective": self.collective, "ranks": self.ranks,
                                "chunks": self.chunks}
-        for name in ("steps", "rounds", "receive", "cut", "lp", "hops", "holdings", "rounds_per_chunk", "throughput",
-                     "time"):
+        for name in ("steps", "rounds", "receive", "cut", "lp", "hops", "holdings", "setcut", "rounds_per_chunk",
+                     "throughput", "time"):
             b = getattr(self, name)
             if b is not None:
                 out[name] = b.to_json()

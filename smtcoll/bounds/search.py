@@ -20,6 +20,7 @@ from smtcoll.bounds.reach import reach_bound
 from smtcoll.bounds.receive import receive_bound
 from smtcoll.bounds.relay import relay_bound
 from smtcoll.bounds.results import Bound, Bounds, fraction_json
+from smtcoll.bounds.setcut import explain_setcut, setcut_bound
 from smtcoll.bounds.time import time_bound
 from smtcoll.errors import ModelError
 from smtcoll.model import Collective, Topology
@@ -36,7 +37,9 @@ def lower_bounds(topo: Topology, coll: Collective, size: int | None = None, gbps
     steps = distance_bound(topo, coll, arrays)
     receive = receive_bound(topo, coll, net, arrays)
     cut = cut_bound(topo, coll, net, arrays)
-    lpb = lp_bound(topo, coll) if lp else Bound("lp", None, "rounds", {}, "not computed (--no-lp)")
+    setcut = setcut_bound(topo, coll)  # rank sets: what they receive or send in all, shared ports once
+    lpb = (lp_bound(topo, coll, _ratio(receive, cut, setcut, coll=coll)) if lp
+           else Bound("lp", None, "rounds", {}, "not computed (--no-lp)"))
     hops = hops_bound(topo, coll, arrays)
     entry = entry_bound(topo, coll)  # multi-node machines: the node's imports, then the last hop inside it
     relay = relay_bound(topo, coll)  # multi-node machines: what a node knows of the others, relayed
@@ -44,6 +47,7 @@ def lower_bounds(topo: Topology, coll: Collective, size: int | None = None, gbps
     reach = reach_bound(topo, coll)  # one-address sums on nodes with few links inside: what a rank reaches
     held = holdings_bound(topo, coll)  # the ramp: what each rank can hold round by round
     others = [steps, receive, cut, lpb, hops, *([entry] if entry.value is not None else []),
+              *([setcut] if setcut.value is not None else []),
               *([relay] if relay.value is not None else []), *([cycle] if cycle.value is not None else []),
               *([reach] if reach.value is not None else [])]
     # the holdings bound is named only where it is stronger than all the others (or proves no schedule)
@@ -59,11 +63,21 @@ def lower_bounds(topo: Topology, coll: Collective, size: int | None = None, gbps
         rounds = attrs.evolve(rounds, witness={"from": "cycle", "cycle": cycle.witness}, note=explain(cycle))
     if rounds.witness.get("from") == "reach":  # nor the reach bound
         rounds = attrs.evolve(rounds, witness={"from": "reach", "reach": reach.witness}, note=explain(reach))
-    rpc = _rounds_per_chunk(cut, lpb, coll, hops)
+    rpc = _rounds_per_chunk(cut, lpb, coll, hops, setcut)
+    # the set-cut row is shown only where it is the strongest: it generalizes the receive and cut rows
+    strongest = "setcut" in (rounds.witness.get("from"), rpc.witness.get("from"))
+    shown_setcut = setcut if strongest else None
     thr = throughput_bound(topo, coll, gbps_per_unit)
     t = time_bound(topo, coll, steps, rounds, size, gbps_per_unit, alpha_us)
     return Bounds(topo.name, coll.name, coll.ranks, coll.chunk_factor, steps, receive, cut, lpb, hops, rounds, rpc,
-                  thr, t, held)
+                  thr, t, held, shown_setcut)
+
+
+def _ratio(*bounds: Bound, coll: Collective) -> Fraction | None:
+    """The most rounds the count-over-capacity bounds prove for the instance, unrounded (the flow LP's
+    optimum is at least each of them, so a routing that meets it is the LP's optimum)."""
+    qs = [b.per_chunk * coll.chunk_factor for b in bounds if b.value and b.per_chunk is not None]
+    return max(qs, default=None)
 
 
 def best_rounds(steps: Bound, *others: Bound) -> Bound:
@@ -76,8 +90,9 @@ def best_rounds(steps: Bound, *others: Bound) -> Bound:
                  "total rounds for this chunk count; also the steps when each step has one round")
 
 
-def _rounds_per_chunk(cut: Bound, lpb: Bound, coll: Collective, hops: Bound | None = None) -> Bound:
-    cands = [(b.per_chunk, b.name) for b in (cut, hops, lpb)
+def _rounds_per_chunk(cut: Bound, lpb: Bound, coll: Collective, hops: Bound | None = None,
+                      setcut: Bound | None = None) -> Bound:
+    cands = [(b.per_chunk, b.name) for b in (cut, hops, lpb, setcut)
              if b is not None and b.value and b.per_chunk is not None]
     if not cands:
         return Bound("rounds_per_chunk", None, "rounds per chunk", {}, "no bound applies")
@@ -103,6 +118,7 @@ class SearchBounds:
     relay: Bound | None = None  # bounds.relay: what a node knows of the others, relayed through it
     cycle: Bound | None = None  # bounds.cycle: one-address sums on an odd cycle
     reach: Bound | None = None  # bounds.reach: one-address sums on nodes with few links inside
+    setcut: Bound | None = None  # bounds.setcut: rank sets, with the last step's tail (its per-chunk part is above)
 
     @property
     def steps_value(self) -> int:
@@ -119,7 +135,7 @@ class SearchBounds:
         computed for (a finer split lowers them: their ramps are counted in chunks of that size)."""
         best: tuple[int, Bound | None] = (0, None)
         # the entry bound's reason on ties: it names the node
-        for e in (self.reach, self.cycle, self.holdings, self.relay, self.entry):
+        for e in (self.setcut, self.reach, self.cycle, self.holdings, self.relay, self.entry):
             if e is None or e.value is None or chunks != e.witness.get("chunks"):
                 continue
             if int(e.value) >= best[0]:
@@ -173,15 +189,16 @@ def search_bounds(topo: Topology, coll: Collective) -> SearchBounds:
         # a machine of identical nodes solves one commodity per orbit of its symmetries (`lp_bound`)
         group = node_group(topo)
         small = group is not None and (coll.ranks // len(group) + 1) * len(topo.links) <= SEARCH_LP_MAX_VARIABLES
-    lpb = (lp_bound(topo, coll) if small and one_needer and not coll.is_combining
-           else Bound("lp", None, "rounds", {}, "not computed"))
-    cands = [(b.per_chunk, explain(b)) for b in (cut, receive, hops, lpb)
+    setcut = setcut_bound(topo, coll)
+    lpb = (lp_bound(topo, coll, _ratio(receive, cut, setcut, coll=coll))
+           if small and one_needer and not coll.is_combining else Bound("lp", None, "rounds", {}, "not computed"))
+    cands = [(b.per_chunk, explain(b)) for b in (cut, receive, hops, lpb, setcut)
              if b.value and b.per_chunk is not None]
     if not cands:
         return SearchBounds(steps, Fraction(0), "nothing must cross any cut")
     q, why = max(cands, key=lambda x: x[0])
     return SearchBounds(steps, q, why, entry_bound(topo, coll), _with_chunks(holdings_bound(topo, coll), coll),
-                        relay_bound(topo, coll), cycle_bound(topo, coll), reach_bound(topo, coll))
+                        relay_bound(topo, coll), cycle_bound(topo, coll), reach_bound(topo, coll), setcut)
 
 
 def _with_chunks(b: Bound, coll: Collective) -> Bound:
@@ -223,6 +240,8 @@ def explain(b: Bound) -> str:
                 f"links reach, plus what its NIC brings each round)")
     if b.name == "lp" and w:
         return f"flow LP optimum {w['lp_optimum']}"
+    if b.name == "setcut" and w:
+        return f"set cut: {explain_setcut(w)}"
     if b.name == "holdings" and w:
         addr = f" at address {w['address']}" if "address" in w else ""
         h = w["holdings"]

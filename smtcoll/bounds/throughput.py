@@ -72,9 +72,9 @@ class Rates:
     group: tuple[Fraction, ...]
     members: tuple[tuple[int, ...], ...]
 
-    @property
+    @functools.cached_property
     def groups_of(self) -> tuple[tuple[int, ...], ...]:
-        """Per link, the groups that bound it (in topology order)."""
+        """Per link, the groups that bound it (in topology order; computed once: `cut_rate` asks per set)."""
         out: list[list[int]] = [[] for _ in self.link]
         for g, ms in enumerate(self.members):
             for e in ms:
@@ -83,10 +83,11 @@ class Rates:
 
 
 def rates(topo: Topology, gbps_per_unit: float | Fraction = DEFAULT_GBPS_PER_UNIT) -> Rates:
+    from smtcoll.bounds.lp import group_members
+
     unit = gbps_per_unit if isinstance(gbps_per_unit, Fraction) else exact(gbps_per_unit)
     link = tuple(exact(l.gbps) * 1000 if l.gbps else l.bandwidth * unit * 1000 for l in topo.links)
-    members = tuple(tuple(e for e, l in enumerate(topo.links) if l.src in set(g.srcs) and l.dst in set(g.dsts))
-                    for g in topo.switches)
+    members = tuple(tuple(ms) for ms in group_members(topo))
     group = tuple(g.bandwidth * max((link[e] / topo.links[e].bandwidth for e in ms), default=unit * 1000)
                   for g, ms in zip(topo.switches, members, strict=True))
     return Rates(link, group, members)
@@ -450,13 +451,22 @@ def transfers_bound(topo: Topology, coll: Collective, r: Rates) -> TransfersCert
     return best
 
 
-def lengths_bound(topo: Topology, coll: Collective, r: Rates) -> LengthsCertificate | None:
+def lengths_bound(topo: Topology, coll: Collective, r: Rates, at_least: Fraction | None = None,
+                  ) -> LengthsCertificate | None:
+    """The flow LP's dual lengths; None where the LP proves nothing, or proves no more than `at_least` (us per
+    byte another certificate proves): a shortest-path routing that meets it bounds the LP's optimum."""
     from smtcoll.bounds.lp import concurrent_flow, unicast_commodities
 
     a = addresses(coll)
     coms = unicast_commodities(coll, Fraction(1, a))
     if not coms:
         return None
+    if at_least is not None:
+        from smtcoll.bounds.routing import route_time
+
+        routed = route_time(topo, coms, r.link, r.group)
+        if routed is not None and routed <= at_least:  # the LP's optimum is at most the routing's time
+            return None
     # only the dual lengths matter, and the certificate recomputes their bound exactly: the interior point
     # method (with crossover) gives the same bound, 4x faster on mi250 x 3 Alltoall (82,000 variables:
     # 3.1 s against 13.1 s CPU with the dual simplex; docs/benchmarks.md, issue 24 session 6)
@@ -549,9 +559,14 @@ def _time_bound(topo: Topology, coll: Collective, gbps_per_unit: float, alpha_us
     except Unreachable as e:  # no schedule at all: nothing to bound (us_per_byte 0 is trivially true)
         return TimeBound(topo.name, coll.name, coll.ranks, exact(gbps_per_unit), Fraction(0), 0, Fraction(0), None,
                          str(e))
-    for c in (cut, transfers_bound(topo, coll, r), lengths_bound(topo, coll, r) if lp else None):
+    for c in (cut, transfers_bound(topo, coll, r)):
         if c is not None:
             cands.append(c)
+    if lp:
+        best = max((c.us_per_byte for c in cands), default=None)
+        lengths = lengths_bound(topo, coll, r, best)
+        if lengths is not None:
+            cands.append(lengths)
     # the largest bound; ties to the simplest certificate (cut, then transfers, then lengths)
     cert = max(cands, key=lambda c: c.us_per_byte, default=None)
     steps_b = distance_bound(topo, coll)

@@ -62,6 +62,10 @@ def check_witness(kind: str, witness: dict[str, Any], topo: Topology, coll: Coll
                 return 10**9 if b.note.endswith("no schedule exists") else None
             _same_keys(witness, b.witness, ("rank", "must_hold", "holdings", "address"))
             return int(b.value)
+        if kind == "setcut":  # the choice is the set, the family and the cover; the counts are recomputed
+            from smtcoll.bounds.setcut import check_setcut
+
+            return check_setcut(witness, topo, coll)
         if kind in RECOMPUTED:  # no choice either: recomputed from the links and the collective
             bound, keys = RECOMPUTED[kind]
             b = bound(topo, coll)
@@ -72,7 +76,7 @@ def check_witness(kind: str, witness: dict[str, Any], topo: Topology, coll: Coll
     except (KeyError, TypeError, ValueError) as e:
         raise ModelError("witness", f"malformed {kind} witness: {e}") from None
     raise ModelError("witness", f"unknown bound kind {kind!r} (expected steps, receive, cut, hops, holdings, relay, "
-                                f"cycle or reach)")
+                                f"cycle, reach or setcut)")
 
 
 def _fraction(x: Any, what: str) -> Fraction:

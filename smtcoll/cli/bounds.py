@@ -90,7 +90,9 @@ def bounds_command(
     typer.echo(f"bounds for {coll.name} on {topo.name} ({topo.ranks} ranks, C={coll.chunk_factor}):")
     rows = [(b.name + ":", _value(b), _explain(b)) for b in (
         result.steps, result.rounds, result.receive, result.cut, result.lp,
-        *([result.holdings] if result.holdings else []), result.rounds_per_chunk, result.throughput, result.time)]
+        *([result.holdings] if result.holdings else []),
+        *([result.setcut] if result.setcut is not None and result.setcut.value is not None else []),
+        result.rounds_per_chunk, result.throughput, result.time)]
     rows += _time_bound_rows(tb, nbytes)
     # fixed-width columns as wide as their longest entry: aligned whatever the terminal width
     w0, w1 = (max(len(r[i]) for r in rows) for i in (0, 1))
@@ -105,8 +107,8 @@ def bounds_command(
 
 def _rounds_certificate(topo: Topology, coll: Collective, rounds: int | float | None, out: Path) -> Path | None:
     """A certificate that no schedule finishes in fewer rounds than the rounds bound, when a bound with a
-    re-checkable witness (steps, receive, cut, holdings, relay, cycle, reach) proves it; None otherwise (the LP, the
-    entry bound: no certificate kind yet). Never runs a solver."""
+    re-checkable witness (steps, receive, cut, holdings, relay, cycle, reach, setcut) proves it; None otherwise
+    (the LP, the entry bound: no certificate kind yet). Never runs a solver."""
     from smtcoll.proofs.certificate import refuting_bound, write_certificate
     from smtcoll.proofs.claim import Claim
 
@@ -154,12 +156,19 @@ def _explain(b: Bound) -> str:
     if b.name == "cut" and w:
         return (f"{count(w['must_enter'], 'chunk')} must enter {_ranks(w['inside'])}; at most {w['capacity']} "
                 "enter per round")
+    if b.name == "lp" and w and str(w.get("solver", "")).startswith("none"):
+        return (f"multi-commodity flow LP optimum {w['lp_optimum']}: a routing along shortest paths takes as long as "
+                "a cut proves (no LP solved)")
     if b.name == "lp" and w:
         return f"multi-commodity flow LP optimum {w['lp_optimum']}"
     if b.name == "holdings" and w:
         from smtcoll.bounds import explain
 
         return explain(b).removeprefix("holdings: ")
+    if b.name == "setcut" and w:
+        from smtcoll.bounds.setcut import explain_setcut
+
+        return explain_setcut(w)
     if b.name == "rounds" and "entry" in w:
         e = w["entry"]
         last = f", then {count(e['hops'], 'hop')} to rank {e['farthest']}" if e["hops"] else ""

@@ -89,13 +89,19 @@ def lower(schedule: Schedule, options: LowerOptions = LowerOptions()) -> Lowered
     if segments > 1 or groups > 1:
         # too long for one thread block per connection: spread each connection over more channels
         # (unfused: a fused thread block pairs two connections), the fewest that fit
-        most = MAX_CHANNELS // (count * groups)
-        for tried in range(min(segments, most), most + 1):
-            segments = tried
-            by_rank = {}  # the previous try's operations go before the next ones are made
-            by_rank = _threadblocks(base, count, segments, alias, modes, groups)
-            if _longest(by_rank) <= limits["steps"]:
-                break
+        first = segments
+        segments, by_rank = _spread_fit(base, count, first, alias, modes, groups, limits["steps"])
+        if _most_waited(by_rank) > MAX_DEPID + 1:
+            # depid cannot name every thread block waited for: light connections on fewer channels
+            # (`spread.fitted_segments`), then scratch values in slots of their own (a reused slot makes
+            # its next writer wait for the last sender of the previous value: a sending thread block
+            # waited for). Programs that fit keep the layout above.
+            by_rank = {}
+            segments, by_rank = _spread_fit(base, count, first, alias, modes, groups, limits["steps"], True)
+            if _most_waited(by_rank) > MAX_DEPID + 1 and scratch:
+                by_rank = {}
+                base, scratch = allocate_scratch(plan(schedule, layout, items, modes), reuse=False)
+                segments, by_rank = _spread_fit(base, count, first, alias, modes, groups, limits["steps"], True)
     legacy_only = targets == ("legacy",)
     executor_spelling, legacy_spelling = SPELLING[layout.kind]
     gpus = []
@@ -153,12 +159,28 @@ def lower(schedule: Schedule, options: LowerOptions = LowerOptions()) -> Lowered
     return Lowered(program, layout, targets, verify_collective, stats)
 
 
+def _spread_fit(base: list[LOp], count: int, segments: int, alias: Aliasing, modes: list[bool], groups: int,
+                steps: int, fitted: bool = False) -> tuple[int, dict[int, list[tuple[Tb, list[LOp]]]]]:
+    """The fewest channels per connection, from `segments` up, whose thread blocks hold at most `steps`
+    steps (the most channels when none does; the caller refuses that program)."""
+    most = MAX_CHANNELS // (count * groups)
+    by_rank: dict[int, list[tuple[Tb, list[LOp]]]] = {}
+    for tried in range(min(segments, most), most + 1):
+        segments = tried
+        by_rank = {}  # the previous try's operations go before the next ones are made
+        by_rank = _threadblocks(base, count, segments, alias, modes, groups, fitted)
+        if _longest(by_rank) <= steps:
+            break
+    return segments, by_rank
+
+
 def _threadblocks(base: list[LOp], count: int, segments: int, alias: Aliasing, modes: list[bool],
-                  groups: int = 1) -> dict[int, list[tuple[Tb, list[LOp]]]]:
-    """Fresh operations for `count` instances, spread over `segments` channels per connection and a rank's
-    peers over `groups` (spread.py), on thread blocks with their dependencies."""
+                  groups: int = 1, fitted: bool = False) -> dict[int, list[tuple[Tb, list[LOp]]]]:
+    """Fresh operations for `count` instances, spread over `segments` channels per connection (`fitted`:
+    each connection over the ones it needs) and a rank's peers over `groups` (spread.py), on thread blocks
+    with their dependencies."""
     ops = replicate(base, count, fresh=True)
-    spread(ops, segments, groups)
+    spread(ops, segments, groups, fitted)
     by_rank = assign_tbs(ops)
     dependencies(ops, alias, modes)
     if _most_waited(by_rank) > MAX_DEPID + 1:  # more than depid names: drop the waits messages imply

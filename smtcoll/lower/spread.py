@@ -35,6 +35,12 @@ def peer_groups(ops: list[LOp], per_channel: int) -> int:
     return max(1, -(-most // per_channel))
 
 
+def fitted_segments(messages: int, per_tb: int, segments: int) -> int:
+    """The channels a connection of `messages` needs when none may hold more than `per_tb` (at most
+    `segments`, at least one)."""
+    return max(1, min(segments, -(-messages // max(1, per_tb))))
+
+
 def _peer_group(ops: list[LOp], groups: int) -> dict[tuple[int, int], int]:
     """(sender, receiver) -> its group of channels, 0..groups-1: each connection in turn where its sender's
     and its receiver's busier side has the fewest connections so far (a balanced split of every rank's
@@ -51,11 +57,15 @@ def _peer_group(ops: list[LOp], groups: int) -> dict[tuple[int, int], int]:
     return group
 
 
-def spread(ops: list[LOp], segments: int, groups: int = 1) -> None:
+def spread(ops: list[LOp], segments: int, groups: int = 1, fitted: bool = False) -> None:
     """Set every operation's channel (`instance`, as the thread blocks use it) for `segments` runs per
     connection and the peers of a rank split over `groups` channels (`peer_groups`): instance i's
     connection u -> v in group g uses channels (i * groups + g) * segments + 0..segments-1. Operations must
-    be unfused (a send's `partner` is its receive)."""
+    be unfused (a send's `partner` is its receive).
+
+    `fitted`: a connection uses only the channels it needs to hold no more messages per thread block than
+    the busiest connection's (`fitted_segments`), so a rank whose light connections would otherwise open
+    as many thread blocks as its busiest waits for fewer thread blocks (depid names 128)."""
     if segments == 1 and groups == 1:
         return
     group = _peer_group(ops, groups) if groups > 1 else {}
@@ -63,12 +73,14 @@ def spread(ops: list[LOp], segments: int, groups: int = 1) -> None:
     for op in ops:
         if op.type == "s":
             conns[(op.rank, op.send, op.instance)].append(op)
+    per_tb = -(-max((len(c) for c in conns.values()), default=0) // segments)
     moved: set[int] = set()
     for key in sorted(conns):
         sends = sorted(conns[key], key=lambda o: o.time)
         base = (key[2] * groups + group.get((key[0], key[1]), 0)) * segments
+        used = fitted_segments(len(sends), per_tb, segments) if fitted else segments
         for j, op in enumerate(sends):
-            channel = base + j % segments
+            channel = base + j % used
             op.instance = channel
             moved.add(id(op))
             if op.partner is not None:

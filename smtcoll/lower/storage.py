@@ -163,9 +163,10 @@ def _copy(rank: int, time: tuple[int, ...], src: Loc, dst: Loc) -> LOp:
     return LOp(rank, time, "cpy", -1, -1, src, dst, local=(phase, time[2] // COPIES_PER_TB))
 
 
-def allocate_scratch(ops: list[LOp]) -> tuple[list[LOp], dict[int, int]]:
+def allocate_scratch(ops: list[LOp], reuse: bool = True) -> tuple[list[LOp], dict[int, int]]:
     """Give scratch values slots: a slot is reused once the previous value's last reader ran in an
-    earlier step (greedy by first write, optimal for intervals)."""
+    earlier step (greedy by first write, optimal for intervals); `reuse` False: a slot per value, so no
+    write waits for the readers of a previous value (more scratch, fewer thread blocks waited for)."""
     span: dict[tuple[int, int], list[int]] = {}
     for op in ops:
         for loc in (op.src, op.dst):
@@ -180,7 +181,7 @@ def allocate_scratch(ops: list[LOp]) -> tuple[list[LOp], dict[int, int]]:
     for key in sorted(span, key=lambda k: (k[0], span[k][0], k[1])):
         r, (lo, hi) = key[0], span[key]
         slots = free_at[r]
-        choice = next((i for i, end in enumerate(slots) if end < lo), None)
+        choice = next((i for i, end in enumerate(slots) if end < lo), None) if reuse else None
         if choice is None:
             choice = len(slots)
             slots.append(hi)

@@ -49,7 +49,7 @@ def greedy_schedule(topo: Topology, coll: Collective, max_steps: int, rounds_per
     for r, c in coll.post:
         need[r, c] = True
     links = sorted((l.src, l.dst, l.bandwidth) for l in topo.links)
-    groups_of = [[i for i, g in enumerate(topo.switches) if u in g.srcs and v in g.dsts] for u, v, _ in links]
+    groups_of = [topo.switches_of(u, v) for u, v, _ in links]
     address = np.array(coll.address)
     relay = k if order == "farthest" else RELAY_NEEDERS  # farthest: exact distances for every chunk
     steps: list[Step] = []

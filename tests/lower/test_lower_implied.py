@@ -37,8 +37,10 @@ def test_tree_allreduce_at_8_instances_fits_depid_and_verifies(tmp_path: Path,
     assert ok, report.violations[:3]  # no race: every dropped wait is ordered by messages
 
     import smtcoll.lower.pipeline as pipeline
+    import smtcoll.lower.spread as spread
 
     monkeypatch.setattr(pipeline, "drop_implied", lambda ops: 0)  # keep every wait: refused, as before
+    monkeypatch.setattr(spread, "fitted_segments", lambda messages, per_tb, segments: segments)  # test_lower_fit
     with pytest.raises(CannotLower, match="depid"):
         lower(sched, options)
 

@@ -25,8 +25,14 @@ def _same(data: dict) -> dict:
 
 
 def _reducescatter() -> dict:
+    # without the set cuts (bounds/setcut.py), which prove 5 here (the exact optimum) and leave no hard count:
+    # the instance keeps a first count that is hard to refute, what these tests need
+    from smtcoll.bounds import Bound
+
     topo = specs.resolve_topology(str(PCIE2S8))
-    result = synthesize(topo, specs.resolve_collective("reducescatter", topo.ranks))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr("smtcoll.bounds.search.setcut_bound", lambda t, c: Bound("setcut", None, "rounds", {}, "off"))
+        result = synthesize(topo, specs.resolve_collective("reducescatter", topo.ranks))
     return _same(result.to_json())
 
 

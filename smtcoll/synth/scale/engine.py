@@ -22,7 +22,8 @@ Which method (docs/synth.md):
   those are links, four or two arcs or one or two junctions per cycle on rings and tori) and, on machines of several
   nodes, the node sums exchanged over the NICs of `nodes_allreduce` (to receivers, or by recursive doubling
   over the nodes) and the windows of consecutive nodes of `windows_allreduce` (any node count); and
-  recursive doubling with the ranks above a power of two folded in and out (switch domains).
+  recursive doubling with the ranks above a power of two folded in and out (switch domains); and the
+  squares of `diagonal_allreduce` (2^j nodes of GPU squares, mi250).
 Every schedule is checked by `smtcoll.check` before it is returned; a rejected one is an internal error.
 """
 
@@ -39,6 +40,7 @@ from smtcoll.synth.combining import dual_collective, reverse_schedule
 from smtcoll.synth.greedy import greedy_schedule
 from smtcoll.synth.scale import (
     allreduce,
+    diagonal_allreduce,
     direct,
     hierarchy,
     matching,
@@ -220,7 +222,9 @@ def _allreduce(topo: Topology, coll: Collective) -> tuple[Schedule, str]:
                          (windows_allreduce.windows_allreduce,
                           "node sums, windows of nodes across every NIC at once, then copies inside"),
                          (allreduce.folded_doubling_allreduce,
-                          "recursive doubling, the ranks above a power of two folded in and out")):
+                          "recursive doubling, the ranks above a power of two folded in and out"),
+                         (diagonal_allreduce.diagonal_allreduce,
+                          "squares' sides and the diagonal across a NIC, then windows doubled across the NICs")):
         s = make(topo, coll)
         if s is not None and check_schedule(s).verdict == "ok":
             found.append((s, method))
