@@ -1,15 +1,18 @@
 """The held-out survey: every command a user runs, with defaults, on machines the project was not tuned on.
 
     python benchmarks/heldout.py [--machines h100:1,h100:2,...] [--collectives allgather,...] [--chunks 1,8]
-                                 [--cpu-limit 180] [--json out.jsonl] [--work DIR]
+                                 [--cpu-limit 180] [--json out.jsonl] [--certificates] [--size 1GiB]
 
 For each machine (a file of benchmarks/topologies/heldout/ or a built-in name, with a node count) and
 collective: `smtcoll bounds`, `smtcoll synth -o s.json --xml s.xml` with the defaults (and with each
 `--chunks C` given), then `smtcoll verify` of both files; a second default synth compares bytes
-(determinism). Each command runs under a CPU limit (`ulimit -t`) and `/usr/bin/time`; a row records the exit
-code, CPU s, peak MB, the schedule's steps / rounds / chunks, and the bound's least steps and rounds per chunk.
+(determinism). With `--certificates`: `smtcoll bounds --size SIZE --certificate DIR`, `smtcoll proof check` of
+every certificate written, and of a copy of each with one number changed (it must be refused, exit 1).
+Each command runs under a CPU limit (`ulimit -t`) and `/usr/bin/time`; a row records the exit code,
+CPU s, peak MB, the schedule's steps / rounds / chunks, and the bound's least steps and rounds per chunk.
 A finding is flagged: a traceback or exit 70, an exit code other than 0 (or 4 for --xml), a schedule
-below its bound, a file that does not verify, output that differs between two runs.
+below its bound, a file that does not verify, output that differs between two runs, a certificate refused
+or a changed one accepted.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ REPO = HERE.parent
 TOPOS = HERE / "topologies" / "heldout"
 DEFAULT_MACHINES = ("h100:1,h100:2,nvbridge4:1,nvbridge4:2,pcie2s8:1,pcie2s8:2,shared2nic8:1,shared2nic8:2,"
                     "mixring6:1,mixring6:3,nvl72:1")
-COLLECTIVES = "allgather,reducescatter,allreduce,alltoall,broadcast"
+COLLECTIVES = "allgather,reducescatter,allreduce,alltoall,broadcast,reduce,gather,scatter"
 
 
 def run(args: list[str], cwd: Path, cpu: int) -> dict:
@@ -49,7 +52,55 @@ def _untimed(out: str) -> str:
     return "\n".join(l for l in out.splitlines() if '"seconds"' not in l)
 
 
-def survey(machine: str, nodes: int, coll: str, chunks: list[int], cpu: int, work: Path) -> list[dict]:
+def _tampered(cert: dict) -> dict | None:
+    """The certificate with the first number of its witness changed (+1), or None when it has none."""
+    w = cert.get("witness")
+    stack: list = [w]
+    while stack:
+        x = stack.pop()
+        items = list(x.items()) if isinstance(x, dict) else list(enumerate(x)) if isinstance(x, list) else []
+        for k, v in items:
+            if isinstance(v, bool):
+                continue
+            if isinstance(v, int):
+                x[k] = v + 1
+                return cert
+            if isinstance(v, str) and re.fullmatch(r"\d+(/\d+)?", v):
+                x[k] = str(int(v.split("/")[0]) + 1) + v[len(v.split("/")[0]):]
+                return cert
+            stack.append(v)
+    return None
+
+
+def certificates(base: list[str], coll: str, size: str, cpu: int, work: Path) -> list[dict]:
+    """bounds --size with certificates, each re-checked, then each with one number changed (must be refused)."""
+    d = work / "cert"
+    b = run(["bounds", *base, "-c", coll, "--size", size, "--certificate", "cert", "--format", "json"], work, cpu)
+    row: dict = {"cmd": f"bounds --size {size}", "rc": b["rc"], "cpu": b["cpu"], "mb": b["mb"], "err": b["err"],
+                 "traceback": b["traceback"]}
+    try:
+        bj = json.loads(b["out"])
+        row["busbw_gbps"] = (bj.get("time_bound") or {}).get("max_busbw_gbps")
+    except ValueError:
+        pass
+    rows = [row]
+    files = sorted(d.glob("*.json")) if d.exists() else []
+    for f in files:
+        c = run(["proof", "check", f"cert/{f.name}"], work, cpu)
+        rows.append({"cmd": f"proof check {f.name}", "rc": c["rc"], "cpu": c["cpu"], "mb": c["mb"], "err": c["err"],
+                     "traceback": c["traceback"]})
+        bad = _tampered(json.loads(f.read_text()))
+        if bad is not None:
+            t = work / f"tampered-{f.name}"
+            t.write_text(json.dumps(bad))
+            c = run(["proof", "check", t.name], work, cpu)
+            rows.append({"cmd": f"proof check tampered {f.name}", "rc": c["rc"], "cpu": c["cpu"], "mb": c["mb"],
+                         "err": c["err"], "traceback": c["traceback"], "refused": c["rc"] == 1})
+    return rows
+
+
+def survey(machine: str, nodes: int, coll: str, chunks: list[int], cpu: int, work: Path,
+           size: str | None = None) -> list[dict]:
     topo = str(TOPOS / f"{machine}.toml") if (TOPOS / f"{machine}.toml").exists() else machine
     base = ["-t", topo, "--nodes", str(nodes)] if nodes > 1 else ["-t", topo]
     rows: list[dict] = []
@@ -62,6 +113,8 @@ def survey(machine: str, nodes: int, coll: str, chunks: list[int], cpu: int, wor
         pass
     rows.append({"cmd": "bounds", "rc": b["rc"], "cpu": b["cpu"], "mb": b["mb"], "err": b["err"],
                  "traceback": b["traceback"], **bound})
+    if size:
+        rows.extend(certificates(base, coll, size, cpu, work))
     for c in [None, *chunks]:
         extra = [] if c is None else ["--chunks", str(c)]
         tag = "default" if c is None else f"c{c}"
@@ -105,13 +158,17 @@ def main() -> int:
     ap.add_argument("--chunks", default="1,8", help="extra --chunks values per synth ('' for none)")
     ap.add_argument("--cpu-limit", type=int, default=180)
     ap.add_argument("--json", type=Path, help="append one JSON line per row")
+    ap.add_argument("--certificates", action="store_true",
+                    help="also bounds --size SIZE --certificate, proof check of each and of a changed copy")
+    ap.add_argument("--size", default="1GiB", help="the size of --certificates (default 1GiB)")
     args = ap.parse_args()
     chunks = [int(c) for c in args.chunks.split(",") if c]
     for spec in args.machines.split(","):
         machine, _, n = spec.partition(":")
         for coll in args.collectives.split(","):
             with tempfile.TemporaryDirectory() as d:
-                rows = survey(machine, int(n or 1), coll, chunks, args.cpu_limit, Path(d))
+                rows = survey(machine, int(n or 1), coll, chunks, args.cpu_limit, Path(d),
+                              args.size if args.certificates else None)
             for r in rows:
                 line = json.dumps(r, sort_keys=True)
                 print(line, flush=True)

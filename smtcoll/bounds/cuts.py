@@ -122,6 +122,25 @@ def _chunk_hops(coll: Collective, arrays: Arrays) -> int:
     return int(np.maximum(far, n).sum())
 
 
+def _port_capacity(topo: Topology) -> int:
+    """Chunks per round all ranks can receive (or send) at once, switch groups counted: each hop enters one
+    rank and leaves one, so the least of the two sums over ranks bounds the hops per round (a switch of P
+    ports moves P chunks a round, not the P(P-1) of its links). Each rank's rate is `cut_rate`'s charge of
+    its links to its groups, in chunks; without groups, the links' sum."""
+    if not topo.switches:
+        return sum(l.bandwidth for l in topo.links)
+    from smtcoll.bounds.throughput import Rates, cut_rate
+
+    members = tuple(tuple(e for e, l in enumerate(topo.links) if l.src in set(g.srcs) and l.dst in set(g.dsts))
+                    for g in topo.switches)
+    r = Rates(tuple(Fraction(l.bandwidth) for l in topo.links), tuple(Fraction(g.bandwidth) for g in topo.switches),
+              members)
+    everyone = set(range(topo.ranks))
+    into = sum((cut_rate(topo, r, {v}) for v in range(topo.ranks)), Fraction(0))
+    out = sum((cut_rate(topo, r, everyone - {v}) for v in range(topo.ranks)), Fraction(0))
+    return math.floor(min(into, out))
+
+
 def hops_bound(topo: Topology, coll: Collective, arrays: Arrays | None = None) -> Bound:
     """Rounds >= ceil(H / B): the chunk-hops H every schedule makes over the capacity B of all links
     per round (Ring(8) Alltoall: 128 hops over 16 links; an 8x8 torus Alltoall: 16384 over 256).
@@ -132,6 +151,7 @@ def hops_bound(topo: Topology, coll: Collective, arrays: Arrays | None = None) -
     else:
         a = arrays or Arrays(topo, coll)
         hops, cap = _chunk_hops(coll, a), int(a.bw.sum())
+    cap = min(cap, _port_capacity(topo))
     if not hops:
         return Bound("hops", 0, "rounds", {}, "nothing to move")
     if not cap:

@@ -93,16 +93,22 @@ def rates(topo: Topology, gbps_per_unit: float | Fraction = DEFAULT_GBPS_PER_UNI
     return Rates(link, group, members)
 
 
-CHARGES = ("links", "first group", "last group")
+CHARGES = ("links", "first group", "last group", "widest group")
 
 
 def cut_rate(topo: Topology, r: Rates, inside: Iterable[int]) -> Fraction:
     """An upper bound on the bytes per microsecond that can enter the rank set: the least over the
     charges in CHARGES of (links charged to themselves) + sum over groups of min(group rate, links
-    charged to it)."""
+    charged to it). Any charge is an upper bound; "widest group" charges each link to its group that bounds
+    the most crossing links, whatever the file order (a rank's in-port listed after the sources'
+    out-ports, with a bridge group listed last: neither first nor last is the in-port)."""
     s = set(inside)
     crossing = [e for e, l in enumerate(topo.links) if l.dst in s and l.src not in s]
     groups_of = r.groups_of
+    width: dict[int, int] = {}
+    for e in crossing:
+        for g in groups_of[e]:
+            width[g] = width.get(g, 0) + 1
     best: Fraction | None = None
     for charge in CHARGES:
         free = Fraction(0)
@@ -111,9 +117,14 @@ def cut_rate(topo: Topology, r: Rates, inside: Iterable[int]) -> Fraction:
             gs = groups_of[e]
             if charge == "links" or not gs:
                 free += r.link[e]
-            else:
-                g = gs[0] if charge == "first group" else gs[-1]
-                charged[g] = charged.get(g, Fraction(0)) + r.link[e]
+                continue
+            if charge == "first group":
+                g = gs[0]
+            elif charge == "last group":
+                g = gs[-1]
+            else:  # the widest; ties to the slower group, then file order (deterministic)
+                g = min(gs, key=lambda x: (-width[x], r.group[x], x))
+            charged[g] = charged.get(g, Fraction(0)) + r.link[e]
         total = free + sum((min(r.group[g], v) for g, v in charged.items()), Fraction(0))
         best = total if best is None or total < best else best
     return best if best is not None else Fraction(0)

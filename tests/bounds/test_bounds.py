@@ -231,3 +231,15 @@ def test_a_port_group_listed_before_a_shared_group_still_bounds_its_rank():
     assert b.receive.value == 3 and b.receive.witness["capacity"] == 1
     assert b.cut.value == 3 and b.rounds.value == 3
     assert check_witness("cut", b.cut.witness, topo, coll) == 3
+
+
+def test_chunk_hops_count_a_switch_by_its_ports_not_its_links():
+    """A switch of 6 ports moves 6 chunks a round, not the 30 of its links: an Allreduce of 8 chunks makes
+    8 x 2(6-1) = 80 address transfers, so 14 rounds (the ring's), where the links' sum said 3 and the
+    port cut 8 (held-out sw2x3 and hub-and-spoke:6 at C8: the engine's 14 rounds were shown 6 above)."""
+    topo = library.topology("hub-and-spoke:6")
+    coll = library.collective("allreduce", 6, None, 8)
+    b = lower_bounds(topo, coll)
+    assert b.hops.value == 14 and b.hops.witness["capacity"] == 6
+    assert b.rounds.value == 14
+    assert check_witness("hops", b.hops.witness, topo, coll) == 14

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 
 from smtcoll import library
 from smtcoll.bounds.demand import address_transfers
-from smtcoll.bounds.throughput import addresses, rates, time_bound
+from smtcoll.bounds.throughput import addresses, cut_rate, rates, time_bound
 from smtcoll.model import Link, Schedule, Topology
 from smtcoll.proofs import check_certificate
 from smtcoll.proofs.throughput import write_throughput_certificate
@@ -89,6 +89,33 @@ def test_per_rank_ingress_with_switch_groups_and_nics():
     # dgx2: the switch group of a rank's port caps its 15 links of 125 GB/s each at 125 GB/s in all
     _, _, b = bound("dgx2", "allgather")
     assert b.busbw_gbps(GIB) == 125
+
+
+def two_switches_of_three() -> Topology:
+    """Held-out sw2x3: 6 GPUs on 2 switches of 3, a port per GPU each way (out-port, in-port, in file
+    order per rank), the switches joined by a bridge of 2 listed last. 50 GB/s per unit."""
+    from smtcoll.model import SwitchGroup
+
+    links = [Link(s, d, 1, gbps=50.0) for s in range(6) for d in range(6) if s != d]
+    groups = []
+    for v in range(6):
+        others = [x for x in range(6) if x != v]
+        groups += [SwitchGroup([v], others, 1, f"out{v}"), SwitchGroup(others, [v], 1, f"in{v}")]
+    groups += [SwitchGroup([0, 1, 2], [3, 4, 5], 2, "bridge01"), SwitchGroup([3, 4, 5], [0, 1, 2], 2, "bridge10")]
+    return Topology("sw2x3", 6, links, groups)
+
+
+def test_a_rank_in_port_bounds_its_ingress_whatever_the_file_order_of_its_groups():
+    """Charging each crossing link to its first or last group (file order) put rank 3's links from 0-2 on
+    the bridge and from 4-5 on their out-ports: 200 GB/s into a GPU whose port takes 50, so the Allreduce
+    bound was 83.3 bus GB/s where the ring reaches 50 and nothing does better."""
+    topo = two_switches_of_three()
+    coll = library.collective("allreduce", 6, None, 1)
+    r = rates(topo)
+    assert [cut_rate(topo, r, {v}) for v in range(6)] == [50_000] * 6  # bytes/us: one port each
+    assert cut_rate(topo, r, {0, 1, 2}) == 100_000  # the bridge
+    b = time_bound(topo, coll)
+    assert b.busbw_gbps(GIB) == 50 and b.certificate is not None and b.certificate.kind == "transfers"
 
 
 def test_latency_part_and_the_combination_is_the_max():
