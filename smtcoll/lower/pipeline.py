@@ -26,6 +26,7 @@ from smtcoll.msccl.runtime import (
     LEGACY_DEFAULT_MAX_BYTES,
     MAX_CHANNELS,
     MAX_DEPID,
+    MAX_NODES,
     MAX_STEPS,
     MAX_TBS,
     MAX_TBS_PER_CHANNEL,
@@ -91,8 +92,9 @@ def lower(schedule: Schedule, options: LowerOptions = LowerOptions()) -> Lowered
         # (unfused: a fused thread block pairs two connections), the fewest that fit
         first = segments
         segments, by_rank = _spread_fit(base, count, first, alias, modes, groups, limits["steps"])
-        if _most_waited(by_rank) > MAX_DEPID + 1:
-            # depid cannot name every thread block waited for: light connections on fewer channels
+        if _most_waited(by_rank) > MAX_DEPID + 1 and _most_steps(by_rank) <= MAX_NODES:
+            # depid cannot name every thread block waited for (and the readers can hold the rank's steps:
+            # the tries below move operations, they never remove one): light connections on fewer channels
             # (`spread.fitted_segments`), then scratch values in slots of their own (a reused slot makes
             # its next writer wait for the last sender of the previous value: a sending thread block
             # waited for). Programs that fit keep the layout above.
@@ -187,6 +189,11 @@ def _threadblocks(base: list[LOp], count: int, segments: int, alias: Aliasing, m
         drop_implied(ops)
     _targets_first(by_rank)
     return by_rank
+
+
+def _most_steps(by_rank: dict[int, list[tuple[Tb, list[LOp]]]]) -> int:
+    """The most operations one rank holds: each is at least one XML node."""
+    return max((sum(len(mine) for _, mine in tbs) for tbs in by_rank.values()), default=0)
 
 
 def _most_waited(by_rank: dict[int, list[tuple[Tb, list[LOp]]]]) -> int:

@@ -102,9 +102,9 @@ def test_ndv2_two_nodes_ring_goes_at_nic_speed() -> None:
     assert 12.0 <= _best_busbw(ring.schedule, "allreduce") <= 12.5
 
 
-# dgx1: every construction lowered and verified by test_dgx1_constructions_lower_and_verify below
-MACHINES = [("ndv2", 2), ("dgx2", 1), ("a100", 1), ("a100", 2), ("mi250", 1), ("ring:8", 1),
-            ("torus2d:4x4", 1)]
+# dgx1: every construction lowered and verified by test_dgx1_constructions_lower_and_verify below; a graph
+# without nodes or switches: ring:8 (torus2d:4x4, 20 s, dropped for the suite's time in session 11)
+MACHINES = [("ndv2", 2), ("dgx2", 1), ("a100", 1), ("a100", 2), ("mi250", 1), ("ring:8", 1)]
 KINDS = ["allgather", "reducescatter", "allreduce", "broadcast", "reduce", "alltoall"]
 
 
@@ -169,8 +169,8 @@ def test_cli_synth_with_a_construction(cli, tmp_path: Path) -> None:
     assert bad.returncode == 2 and "does not apply" in bad.stderr and "Traceback" not in bad.stderr
 
 
-@pytest.mark.parametrize("name, kind, method, at_least", [("ndv2", "allreduce", "hier", 22.26),
-                                                          ("ndv2", "allgather", "hier", 19.5),
+# (ndv2 x2 Allreduce by hier: test_hierarchical_allreduce_on_two_ndv2_nodes_within_5_percent_of_the_proved_bound)
+@pytest.mark.parametrize("name, kind, method, at_least", [("ndv2", "allgather", "hier", 19.5),
                                                           ("ndv2", "reducescatter", "hier", 16.5)])
 def test_hierarchical_beats_the_ring_through_one_nic(name: str, kind: str, method: str, at_least: float) -> None:
     """ndv2 x2: the ring crosses the NIC 2(N-1)/N times per buffer (12.5 GB/s bus bandwidth); the
@@ -389,7 +389,7 @@ def test_rail_allreduce_on_a_switch_takes_a_second_ring() -> None:
     assert {(b - a) % 16 for a, b in inside} == {1, 3, 13, 15}
 
 
-@pytest.mark.parametrize("name, nodes", [("a100", 3), ("dgx2", 3)])
+@pytest.mark.parametrize("name, nodes", [("a100", 3)])
 def test_rail_allreduce_beats_nccls_ring_on_other_shapes(name: str, nodes: int) -> None:
     """Not tuned to two nodes: three, with a NIC per GPU (A100) or whose sender and receiver are
     different GPUs (DGX-2)."""
@@ -516,16 +516,9 @@ def test_pairwise_offers_a_fused_program_that_lowers_at_8_instances() -> None:
     assert max(per_pair.values()) <= FUSED_LIMIT < max(Counter((x.src, x.dst) for st in unfused.steps
                                                                 for x in st.sends).values())
     opts = LowerOptions(8, "Simple", "executor", "outofplace", GIB, GIB, True)
-    # unfused at 8 instances: spread evenly, a rank waits for more thread blocks than depid names; fitted
-    # (lower.spread), it needs more XML nodes a rank than the runtimes' readers hold
-    from smtcoll.check.parse_rules import rank_nodes
-    from smtcoll.msccl.runtime import MAX_NODES
-
-    try:
-        program = lower(unfused, opts).program
-        assert max(rank_nodes(program, g) for g in program.gpus) > MAX_NODES
-    except CannotLower as e:
-        assert "depid" in str(e)
+    # (a rank of it also holds more steps than the readers' MAX_NODES: the depid tries are not made)
+    with pytest.raises(CannotLower, match="depid"):
+        lower(unfused, opts)
     t = schedule_time(fused, "Simple", 8, GIB, nodes=3)  # (the unfused one at 4 instances: 0.935, not timed here)
     assert t is not None and model_bound(topo, coll, 3, Model.load())(GIB) / t >= 0.95
 

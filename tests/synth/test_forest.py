@@ -262,8 +262,9 @@ def test_mi250_two_nodes_packs_on_one_lane_per_nic() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("kind, instances, share", [("allgather", 8, 0.84), ("reducescatter", 2, 0.72),
-                                                    ("allreduce", 8, 0.65)])
+# (Allgather and Allreduce over the 32 ranks are timed against hierforest in test_hierforest.py and
+# docs/benchmarks.md; ReduceScatter, the cheapest, keeps the forest's own floor)
+@pytest.mark.parametrize("kind, instances, share", [("reducescatter", 2, 0.72)])
 def test_mi250_two_nodes_in_the_sweep_model(kind: str, instances: int, share: float) -> None:
     """mi250 x2 at 1 GiB, timed as the sweep times it: Allgather 0.85, ReduceScatter 0.74 (at 2 instances:
     8 pass the runtime's 127 waited-for thread blocks), Allreduce 0.67 of the proved bound, ahead of every
