@@ -8,11 +8,14 @@ collective: `smtcoll bounds`, `smtcoll synth -o s.json --xml s.xml` with the def
 `--chunks C` given), then `smtcoll verify` of both files; a second default synth compares bytes
 (determinism). With `--certificates`: `smtcoll bounds --size SIZE --certificate DIR`, `smtcoll proof check` of
 every certificate written, and of a copy of each with one number changed (it must be refused, exit 1).
+With `--sweep`: `smtcoll sweep -c allgather,allreduce -o D --workers 1` per machine, twice (a fresh cache each
+time); a row records every predicted point against NCCL's best and the bound (sizes slower than NCCL, below the
+bound), the report's WARNING lines, and whether the two directories and reports hold the same bytes.
 Each command runs under a CPU limit (`ulimit -t`) and `/usr/bin/time`; a row records the exit code,
 CPU s, peak MB, the schedule's steps / rounds / chunks, and the bound's least steps and rounds per chunk.
 A finding is flagged: a traceback or exit 70, an exit code other than 0 (or 4 for --xml), a schedule
 below its bound, a file that does not verify, output that differs between two runs, a certificate refused
-or a changed one accepted.
+or a changed one accepted, a sweep size slower than NCCL or predicted below its bound, a sweep that differs.
 """
 
 from __future__ import annotations
@@ -151,20 +154,68 @@ def survey(machine: str, nodes: int, coll: str, chunks: list[int], cpu: int, wor
     return rows
 
 
+def sweep(machine: str, nodes: int, cpu: int, work: Path) -> dict:
+    """`smtcoll sweep -c allgather,allreduce` twice; the report read as a user would read it."""
+    topo = str(TOPOS / f"{machine}.toml") if (TOPOS / f"{machine}.toml").exists() else machine
+    base = ["-t", topo, "--nodes", str(nodes)] if nodes > 1 else ["-t", topo]
+    runs = [run(["sweep", *base, "-c", "allgather,allreduce", "-o", f"D{i}", "--workers", "1"], work, cpu)
+            for i in (1, 2)]
+    row: dict = {"cmd": "sweep", "rc": [r["rc"] for r in runs], "cpu": [r["cpu"] for r in runs],
+                 "mb": [r["mb"] for r in runs], "err": runs[0]["err"], "traceback": any(r["traceback"] for r in runs),
+                 "machine": machine, "nodes": nodes, "collective": "allgather,allreduce"}
+    man = work / "D1.sweep" / "manifest.json"
+    if not man.exists():
+        return row
+    manifest = json.loads(man.read_text())
+    report = (work / "D1.sweep" / "report.txt").read_text()
+    slower, below, ratios, of_bound = [], [], [], []
+    for f in manifest["files"]:
+        for p in f["predicted"]:
+            where = f"{f['collective']} {p['bytes']}"
+            if p.get("vs_nccl") is not None:
+                ratios.append(p["vs_nccl"])
+                if p["vs_nccl"] < 1 - 1e-9:
+                    slower.append(where)
+            if p.get("bound_us"):
+                of_bound.append(p["bound_us"] / p["time_us"])
+                if p["time_us"] < p["bound_us"] * (1 - 1e-9):
+                    below.append(where)
+    files = sorted(q.name for q in (work / "D1").iterdir())
+    same = files == sorted(q.name for q in (work / "D2").iterdir()) and all(
+        (work / "D1" / n).read_bytes() == (work / "D2" / n).read_bytes() for n in files) and report == (
+        work / "D2.sweep" / "report.txt").read_text()
+    row.update(files=len(files), slower_than_nccl=slower[:10], below_bound=below[:10],
+               vs_nccl=[round(min(ratios), 3), round(max(ratios), 3)] if ratios else None,
+               of_bound=[round(min(of_bound), 3), round(max(of_bound), 3)] if of_bound else None,
+               warnings=[l for l in report.splitlines() if "WARNING" in l][:5],
+               failed=[l for l in report.splitlines() if l.startswith("FAILED")][:5], same_bytes=same)
+    return row
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--machines", default=DEFAULT_MACHINES)
     ap.add_argument("--collectives", default=COLLECTIVES)
     ap.add_argument("--chunks", default="1,8", help="extra --chunks values per synth ('' for none)")
-    ap.add_argument("--cpu-limit", type=int, default=180)
+    ap.add_argument("--cpu-limit", type=int, default=180, help="per command (a sweep: set it higher)")
     ap.add_argument("--json", type=Path, help="append one JSON line per row")
     ap.add_argument("--certificates", action="store_true",
                     help="also bounds --size SIZE --certificate, proof check of each and of a changed copy")
     ap.add_argument("--size", default="1GiB", help="the size of --certificates (default 1GiB)")
+    ap.add_argument("--sweep", action="store_true",
+                    help="only `smtcoll sweep -c allgather,allreduce` per machine, twice (report, bytes)")
     args = ap.parse_args()
     chunks = [int(c) for c in args.chunks.split(",") if c]
     for spec in args.machines.split(","):
         machine, _, n = spec.partition(":")
+        if args.sweep:
+            with tempfile.TemporaryDirectory() as d:
+                line = json.dumps(sweep(machine, int(n or 1), args.cpu_limit, Path(d)), sort_keys=True)
+            print(line, flush=True)
+            if args.json:
+                with args.json.open("a") as f:
+                    f.write(line + "\n")
+            continue
         for coll in args.collectives.split(","):
             with tempfile.TemporaryDirectory() as d:
                 rows = survey(machine, int(n or 1), coll, chunks, args.cpu_limit, Path(d),

@@ -138,9 +138,16 @@ BYTES_PER_VARIABLE = 4096
 BASE_MB = 100
 
 
-def encoding_variables(steps: int, rounds: int, ranks: int, links: int, chunks: int, addresses: int) -> int:
-    """An upper estimate of the Boolean variables of an encoding (sends, holdings, extra-round literals)."""
-    return steps * (links * addresses + ranks * chunks + max(0, rounds - steps))
+def encoding_variables(steps: int, rounds: int, ranks: int, links: int, chunks: int, addresses: int,
+                       combining: bool = False) -> int:
+    """An upper estimate of the Boolean variables of an encoding (sends, holdings, extra-round literals). A
+    combining collective also has, per step, a literal per contribution a link carries and one per contribution
+    a rank keeps (synth/exact/encoding.py `_combine_step`): links x chunks more, the largest term (a 16-rank
+    switch's Allreduce at 8 chunks: 8x the other terms, 1.4 GB where they said 230 MB)."""
+    per_step = links * addresses + ranks * chunks
+    if combining:
+        per_step += links * chunks + ranks * chunks
+    return steps * (per_step + max(0, rounds - steps))
 
 
 def encoding_fits(variables: int, max_memory_mb: int) -> bool:

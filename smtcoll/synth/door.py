@@ -228,7 +228,8 @@ def _exact_cannot_improve(topo: Topology, coll: Collective, request: SynthReques
         return f"the exact search is not tried above {AUTO_EXACT_UP_TO} ranks (--method exact forces it)"
     steps = max(1, len(scaled.schedule.steps) - 1)  # the largest encoding it would build
     split = coll.with_chunks(request.chunks) if request.chunks != 1 else coll
-    n = limits.encoding_variables(steps, steps, topo.ranks, len(topo.links), split.chunks, len(split.addresses))
+    n = limits.encoding_variables(steps, steps, topo.ranks, len(topo.links), split.chunks, len(split.addresses),
+                                  split.is_combining)
     if n > AUTO_EXACT_VARIABLES:
         return (f"the exact search is not tried: its encoding of {steps} steps (about {n} variables) is beyond "
                 f"what it answers within its budget (--method exact forces it)")

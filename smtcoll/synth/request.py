@@ -168,7 +168,8 @@ def check_inputs(topo: Topology, coll: Collective, request: SynthRequest) -> Non
         assert request.steps is not None  # the instance strategy needs steps (checked by the request)
         rounds = request.rounds or request.steps
         n = limits.encoding_variables(request.steps, rounds, topo.ranks, len(topo.links),
-                                      coll.chunks * request.chunks, len(coll.addresses) * request.chunks)
+                                      coll.chunks * request.chunks, len(coll.addresses) * request.chunks,
+                                      coll.is_combining)
         memory = request.limits.memory_mb
         if not limits.encoding_fits(n, memory):
             raise TooLarge("instance", f"the encoding of {request.steps} steps, {rounds} rounds and "

@@ -194,3 +194,14 @@ def test_pareto_auto_seeds_an_incomplete_frontier_with_the_engines_point(monkeyp
     assert auto.optimal.proved is False and "engine's point" in auto.message
     exact = synthesize(topo, coll, SynthRequest(strategy="pareto", method="exact"))
     assert exact.status == "timeout" and not exact.points  # --method exact: the search's own answer
+
+
+def test_auto_counts_a_combining_encodings_contributions_before_building_it() -> None:
+    # dgx2 Allreduce at 2 chunks: the engine's 12 steps for a bound of 4; the encoding of 11 steps carries a
+    # literal per contribution per link (32 per link and step, 10^5 in all), which the estimate once left out
+    # (10^4): auto built it, spent its whole budget (5.4 CPU s, 630 MB) and found nothing
+    topo = specs.resolve_topology("dgx2")
+    result = synthesize(topo, specs.resolve_collective("allreduce", topo.ranks), SynthRequest(chunks=2))
+    assert result.status == "found" and result.method.startswith("scale") and result.work == 0
+    assert result.gap is not None and result.gap.gap_steps > 0
+    assert "the exact search is not tried: its encoding of" in result.message

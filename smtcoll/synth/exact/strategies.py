@@ -211,7 +211,8 @@ class InstanceSolver:
         """Refuse (as a memory limit) an encoding estimated not to fit the memory cap, before building it."""
         if self.clock.max_memory_mb is None:
             return
-        n = encoding_variables(steps, rounds, coll.ranks, len(self.topo.links), coll.chunks, len(coll.addresses))
+        n = encoding_variables(steps, rounds, coll.ranks, len(self.topo.links), coll.chunks, len(coll.addresses),
+                               coll.is_combining)
         if not encoding_fits(n, self.clock.max_memory_mb):
             raise _TooLarge()
 
