@@ -148,6 +148,13 @@ def survey(machine: str, nodes: int, coll: str, chunks: list[int], cpu: int, wor
                 (work / "again" / f).exists() and (work / f"{f}.kept").exists()
                 and (work / "again" / f).read_bytes() == (work / f"{f}.kept").read_bytes()
                 for f in (f"{tag}.json", f"{tag}.xml")))
+            if not row["same_bytes"]:  # where the two runs part: the first differing line of each output
+                pairs = [(_untimed(s["out"]), _untimed(again["out"]), "stdout")] + [
+                    ((work / f"{f}.kept").read_text(), (work / "again" / f).read_text(), f)
+                    for f in (f"{tag}.json", f"{tag}.xml")
+                    if (work / "again" / f).exists() and (work / f"{f}.kept").exists()]
+                row["differs"] = [(name, x, y) for one, two, name in pairs
+                                  for x, y in zip(one.splitlines(), two.splitlines()) if x != y][:3]
         rows.append(row)
     for r in rows:
         r.update(machine=machine, nodes=nodes, collective=coll)
