@@ -336,8 +336,9 @@ def least_steps(topo: Topology, base: Collective, rounds: int | None = None, chu
     if rounds is None:
         t0 = time.process_time()
         greedy = greedy_schedule(topo, coll, top, deadline=clock.deadline)
+        # the known schedule wins a tie: the caller then names where the answer came from and its gap
         if known is not None and known.rounds == len(known.steps) and len(known.steps) <= top and (
-                greedy is None or len(known.steps) < len(greedy.steps)):
+                greedy is None or len(known.steps) <= len(greedy.steps)):
             greedy = known
         if greedy is not None:
             greedy = _checked(greedy)
