@@ -205,6 +205,10 @@ def test_auto_counts_a_combining_encodings_contributions_before_building_it() ->
     assert result.status == "found" and result.method.startswith("scale") and result.work == 0
     assert result.gap is not None and result.gap.gap_steps > 0
     assert "the exact search is not tried: its encoding of" in result.message
+    # a Reduce's first counts stay small (sends pruned toward the root): the search still beats the engine's 11
+    topo = specs.resolve_topology("torus2d:4x4")
+    result = synthesize(topo, specs.resolve_collective("reduce", topo.ranks), SynthRequest(chunks=8))
+    assert result.schedule is not None and len(result.schedule.steps) == 5 and result.method == "exact"
 
 
 def test_an_exact_search_that_does_not_beat_the_engine_names_the_engines_method_and_gap() -> None:
