@@ -16,8 +16,14 @@ inside the node holds only contributions of ranks within reach, each at most onc
 
     L_v(t) <= sum over ranks z of v's node with d(z, v) <= t of (1 + R_z * (L(0) + ... + L(t - d(z, v) - 1))),
 
-L(t) the most of these over all ranks (at most N), L(0) = 1. A rank needs all N contributions: rounds >=
-the least t with L_v(t) >= N, for every v. Like the holdings bound it bounds the total rounds (a step of k
+L(t) the most of these over all ranks (at most N), L(0) = 1. Gathered by round, the same sum is
+sum over z within t hops (1) + sum over s < t of L(s) C_v(t - s - 1), with C_v(k) = the R_z of the ranks
+within k hops summed; but the occurrences of v's tree at one round are sends of that one round, so C_v(k) is
+also at most what crosses into the set Z of those ranks in one round: a NIC shared by several GPUs (its
+switch group covering links into several ranks of Z) counts once for all of them, one value per link
+otherwise; the least of the two is taken (pairs8 x 3: 4 NICs, each shared by a pair of GPUs, bring 4 values
+a round into a node where the ranks' R_z sum to 16; 2 rounds reach at most 21 of 24 contributions: 3). A
+rank needs all N contributions: rounds >= the least t with L_v(t) >= N, for every v. Like the holdings bound it bounds the total rounds (a step of k
 rounds moves a value one hop and takes k R_z values held when it began, which k one-round steps exceed).
 
 It binds where the links inside a node are few: MI250 (16 GCDs, 3 or 4 xGMI links each, one NIC each), GCD
@@ -29,6 +35,7 @@ other) it proves little. Plain integers, no solver: `proof check` recomputes it 
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 import attrs
@@ -62,8 +69,10 @@ def reach_bound(topo: Topology, coll: Collective) -> Bound:
         else:
             remote.setdefault(l.dst, []).append(attrs.evolve(l, bandwidth=1))  # one value per link
     cap = [_capacity(topo, remote.get(v, []), {v}) if remote.get(v) else 0 for v in range(n)]
-    # per rank v: for each hop count d, (ranks z within d of v, the sum of their R_z)
-    rings = [_rings(v, inner, cap) for v in range(n)]
+    # per rank v: for each hop count d, (ranks z exactly d hops from v, C_v(d) - C_v(d - 1))
+    into = _node_groups(topo, nodes)
+    memo: dict[frozenset[int], int] = {}
+    rings = [_rings(v, inner, cap, lambda z: _shared(z, remote, into[nodes[v]], memo)) for v in range(n)]
     ramp = [1]  # L(0..t)
     prefix = [0, 1]  # prefix[k] = L(0) + ... + L(k - 1)
     last = [1] * n
@@ -94,9 +103,12 @@ def _at(ring: list[tuple[int, int]], prefix: list[int], t: int, n: int) -> int:
     return min(n, sum(cnt + r * prefix[max(0, t - d)] for d, (cnt, r) in enumerate(ring) if d <= t))
 
 
-def _rings(v: int, inner: dict[int, list[int]], cap: list[int]) -> list[tuple[int, int]]:
-    """(ranks exactly d hops from v inside its node, the sum of their R_z), for d = 0, 1, ...: a
-    breadth-first search backwards over the links inside the node."""
+def _rings(v: int, inner: dict[int, list[int]], cap: list[int], shared: Callable[[frozenset[int]], int],
+           ) -> list[tuple[int, int]]:
+    """(ranks exactly d hops from v inside its node, C_v(d) - C_v(d - 1)), for d = 0, 1, ...: a breadth-first
+    search backwards over the links inside the node; C_v(d) the least of the R_z summed over the ranks within
+    d hops and of what crosses into them at once (`_shared`), made non-decreasing from the farthest down
+    (what bounds the crossings into a set bounds them into any part of it)."""
     dist = {v: 0}
     queue = deque([v])
     while queue:
@@ -105,8 +117,61 @@ def _rings(v: int, inner: dict[int, list[int]], cap: list[int]) -> list[tuple[in
             if y not in dist:
                 dist[y] = dist[x] + 1
                 queue.append(y)
-    out = [(0, 0)] * (max(dist.values()) + 1)
+    far = max(dist.values())
+    counts = [0] * (far + 1)
+    summed = [0] * (far + 1)
     for z, d in dist.items():
-        cnt, r = out[d]
-        out[d] = (cnt + 1, r + cap[z])
+        counts[d] += 1
+        summed[d] += cap[z]
+    within: set[int] = set()
+    cum = []
+    total = 0
+    for d in range(far + 1):
+        within.update(z for z, dz in dist.items() if dz == d)
+        total += summed[d]
+        cum.append(min(total, shared(frozenset(within))))
+    for d in range(far - 1, -1, -1):
+        cum[d] = min(cum[d], cum[d + 1])
+    return [(counts[d], cum[d] - (cum[d - 1] if d else 0)) for d in range(far + 1)]
+
+
+def _node_groups(topo: Topology, nodes: list[int]) -> dict[int, list[tuple[int, frozenset[int], frozenset[int]]]]:
+    """Per node, its switch groups that only bring values in: (bandwidth, sources, destinations), every
+    source in another node, every destination in this one (a NIC's in-group, shared or not)."""
+    out: dict[int, list[tuple[int, frozenset[int], frozenset[int]]]] = {}
+    for g in topo.switches:
+        dsts = frozenset(g.dsts)
+        where = {nodes[x] for x in dsts}
+        if len(where) != 1 or not dsts:
+            continue
+        a = next(iter(where))
+        if any(nodes[x] == a for x in g.srcs):
+            continue
+        out.setdefault(a, []).append((g.bandwidth, frozenset(g.srcs), dsts))
     return out
+
+
+def _shared(inside: frozenset[int], remote: dict[int, list], groups: list[tuple[int, frozenset[int], frozenset[int]]],
+            memo: dict[frozenset[int], int]) -> int:
+    """Values that can cross into `inside` (ranks of one node) from other nodes in one round: one per link,
+    or a chosen in-group's bandwidth for all the links it covers; the groups chosen greedily, the least
+    bandwidth per link newly covered first, while that beats counting the links (any choice is an upper bound:
+    each covered link's values count in a chosen group)."""
+    if inside in memo:
+        return memo[inside]
+    left = {(l.src, l.dst) for z in inside for l in remote.get(z, [])}
+    mine = [(gbw, frozenset(k for k in left if k[0] in srcs and k[1] in dsts)) for gbw, srcs, dsts in groups
+            if dsts & inside]
+    cap = 0
+    while True:
+        best = None
+        for gbw, links in mine:
+            new = len(links & left)
+            if new > gbw and (best is None or gbw * best[1] < best[0] * new):
+                best = (gbw, new, links)
+        if best is None:
+            break
+        cap += best[0]
+        left -= best[2]
+    memo[inside] = cap + len(left)
+    return memo[inside]
