@@ -72,7 +72,7 @@ def reach_bound(topo: Topology, coll: Collective) -> Bound:
     # per rank v: for each hop count d, (ranks z exactly d hops from v, C_v(d) - C_v(d - 1))
     into = _node_groups(topo, nodes)
     memo: dict[frozenset[int], int] = {}
-    rings = [_rings(v, inner, cap, lambda z: _shared(z, remote, into[nodes[v]], memo)) for v in range(n)]
+    rings = [_rings(v, inner, cap, lambda z: _shared(z, remote, into.get(nodes[v], []), memo)) for v in range(n)]
     ramp = [1]  # L(0..t)
     prefix = [0, 1]  # prefix[k] = L(0) + ... + L(k - 1)
     last = [1] * n
@@ -148,7 +148,8 @@ def _node_groups(topo: Topology, nodes: list[int]) -> dict[int, list[tuple[int, 
         if any(nodes[x] == a for x in g.srcs):
             continue
         out.setdefault(a, []).append((g.bandwidth, frozenset(g.srcs), dsts))
-    return out
+    # a node whose in-groups each serve one rank: the ranks' own R_z count them already (mi250: 16 NICs)
+    return {a: gs for a, gs in out.items() if any(len(d) > 1 for _, _, d in gs)}
 
 
 def _shared(inside: frozenset[int], remote: dict[int, list], groups: list[tuple[int, frozenset[int], frozenset[int]]],
@@ -157,6 +158,8 @@ def _shared(inside: frozenset[int], remote: dict[int, list], groups: list[tuple[
     or a chosen in-group's bandwidth for all the links it covers; the groups chosen greedily, the least
     bandwidth per link newly covered first, while that beats counting the links (any choice is an upper bound:
     each covered link's values count in a chosen group)."""
+    if not groups:
+        return 1 << 62  # no shared in-group: the sum of the R_z is the bound
     if inside in memo:
         return memo[inside]
     left = {(l.src, l.dst) for z in inside for l in remote.get(z, [])}
