@@ -22,9 +22,10 @@ within k hops summed; but the occurrences of v's tree at one round are sends of 
 also at most what crosses into the set Z of those ranks in one round: a NIC shared by several GPUs (its
 switch group covering links into several ranks of Z) counts once for all of them, one value per link
 otherwise; the least of the two is taken (pairs8 x 3: 4 NICs, each shared by a pair of GPUs, bring 4 values
-a round into a node where the ranks' R_z sum to 16; 2 rounds reach at most 21 of 24 contributions: 3). A
-rank needs all N contributions: rounds >= the least t with L_v(t) >= N, for every v. Like the holdings bound it bounds the total rounds (a step of k
-rounds moves a value one hop and takes k R_z values held when it began, which k one-round steps exceed).
+a round into a node where the ranks' R_z sum to 32; 2 rounds reach at most 21 of 24 contributions: 3). A
+rank needs all N contributions: rounds >= the least t with L_v(t) >= N, for every v. Like the holdings
+bound it bounds the total rounds (a step of k rounds moves a value one hop and takes k R_z values held when
+it began, k C_v into a set, which k one-round steps exceed).
 
 It binds where the links inside a node are few: MI250 (16 GCDs, 3 or 4 xGMI links each, one NIC each), GCD
 4 after rounds 0..3 at most 1, 5, 18, 68 where the holdings bound allows 1, 5, 28, 158: mi250 x 5 (80
@@ -72,7 +73,8 @@ def reach_bound(topo: Topology, coll: Collective) -> Bound:
     # per rank v: for each hop count d, (ranks z exactly d hops from v, C_v(d) - C_v(d - 1))
     into = _node_groups(topo, nodes)
     memo: dict[frozenset[int], int] = {}
-    rings = [_rings(v, inner, cap, lambda z: _shared(z, remote, into.get(nodes[v], []), memo)) for v in range(n)]
+    rings = [_rings(v, inner, cap, lambda z, g=into.get(nodes[v], []): _shared(z, remote, g, memo))
+             for v in range(n)]
     ramp = [1]  # L(0..t)
     prefix = [0, 1]  # prefix[k] = L(0) + ... + L(k - 1)
     last = [1] * n
