@@ -37,6 +37,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import attrs
@@ -73,7 +74,7 @@ def reach_bound(topo: Topology, coll: Collective) -> Bound:
     # per rank v: for each hop count d, (ranks z exactly d hops from v, C_v(d) - C_v(d - 1))
     into = _node_groups(topo, nodes)
     memo: dict[frozenset[int], int] = {}
-    rings = [_rings(v, inner, cap, lambda z, g=into.get(nodes[v], []): _shared(z, remote, g, memo))
+    rings = [_rings(v, inner, cap, partial(_shared, remote=remote, groups=into.get(nodes[v], []), memo=memo))
              for v in range(n)]
     ramp = [1]  # L(0..t)
     prefix = [0, 1]  # prefix[k] = L(0) + ... + L(k - 1)
