@@ -22,9 +22,22 @@ within k hops summed; but the occurrences of v's tree at one round are sends of 
 also at most what crosses into the set Z of those ranks in one round: a NIC shared by several GPUs (its
 switch group covering links into several ranks of Z) counts once for all of them, one value per link
 otherwise; the least of the two is taken (pairs8 x 3: 4 NICs, each shared by a pair of GPUs, bring 4 values
-a round into a node where the ranks' R_z sum to 32; 2 rounds reach at most 21 of 24 contributions: 3). A
-rank needs all N contributions: rounds >= the least t with L_v(t) >= N, for every v. Like the holdings
-bound it bounds the total rounds (a step of k rounds moves a value one hop and takes k R_z values held when
+a round into a node where the ranks' R_z sum to 32; 2 rounds reach at most 21 of 24 contributions: 3).
+
+The tree is also narrow where a rank takes few values a round from its own node (an NVSwitch port: one). A
+value of v's tree at round r has at most c_z + 1 local children (its own earlier value or a copy, and at most c_z
+arrivals over the links inside the node from distinct ranks, c_z what they carry into z in one round, a port's
+group counting once): so at most B_k(v) values lie k rounds below v (B_0 = 1, B_k(v) = B_(k-1)(v) + the c_v
+largest B_(k-1)(u) of v's in-neighbours u), the local contributions are among the B_t(v) leaves, and the values
+k rounds below take at most A_k(v) NIC values (the same recursion from A_0(v) = R_v), each held by a rank with
+a link out of its node after round t - k - 1: at most M(t - k - 1), M the most over those ranks. In all
+
+    L_v(t) <= min(ranks within t hops, B_t(v)) + sum over k < t of min(C_v(k), A_k(v)) M(t - k - 1).
+
+dgx2 (an NVSwitch port of one value a round, NICs from the odd GPUs into the even ones): an odd GPU holds at
+most 1, 2, 5, 13, 34, 66, 148 after rounds 0..6, so dgx2 x 10-12 (160-192 contributions) need 7 rounds, where
+the holdings bound gives 6. A rank needs all N contributions: rounds >= the least t with L_v(t) >= N, for
+every v. Like the holdings bound it bounds the total rounds (a step of k rounds moves a value one hop and takes k R_z values held when
 it began, k C_v into a set, which k one-round steps exceed).
 
 It binds where the links inside a node are few: MI250 (16 GCDs, 3 or 4 xGMI links each, one NIC each), GCD
@@ -35,6 +48,7 @@ other) it proves little. Plain integers, no solver: `proof check` recomputes it 
 
 from __future__ import annotations
 
+import itertools
 from collections import deque
 from collections.abc import Callable
 from functools import partial
@@ -76,34 +90,46 @@ def reach_bound(topo: Topology, coll: Collective) -> Bound:
     memo: dict[frozenset[int], int] = {}
     rings = [_rings(v, inner, cap, partial(_shared, remote=remote, groups=into.get(nodes[v], []), memo=memo))
              for v in range(n)]
-    ramp = [1]  # L(0..t)
-    prefix = [0, 1]  # prefix[k] = L(0) + ... + L(k - 1)
+    local_in = [_capacity(topo, [attrs.evolve(l, bandwidth=1) for l in topo.links if l.dst == v and l.src != v
+                                 and nodes[l.src] == nodes[v] and l.bandwidth > 0], {v}) for v in range(n)]
+    senders = sorted({l.src for l in topo.links if l.bandwidth > 0 and nodes[l.src] != nodes[l.dst]})
+    fan = [cap[:]]  # fan[k][v] = A_k(v): NIC values the occurrences k rounds below v in its tree can take
+    width = [[1] * n]  # width[k][v] = B_k(v): occurrences k rounds below v (B_t(v) leaves: local contributions)
+    ramp = [1]  # M(0..t): the most a rank with a link out of its node holds
     last = [1] * n
     while True:
         t = len(ramp)
         if t > MAX_ROUNDS:
             return Bound("reach", None, "rounds", {}, "the recursion did not converge")
-        now = [min(n, sum(cnt + r * prefix[max(0, t - d)] for d, (cnt, r) in enumerate(rings[v]) if d <= t))
-               for v in range(n)]
+        for grow in (fan, width):
+            prev = grow[-1]
+            grow.append([prev[v] + sum(sorted((prev[u] for u in set(inner.get(v, []))), reverse=True)[:local_in[v]])
+                         for v in range(n)])
+        now = [_at(rings[v], fan, width, v, ramp, t, n) for v in range(n)]
         if now == last:
             return Bound("reach", None, "rounds", {}, "the ramp stops growing short of every contribution")
-        ramp.append(max(now))
-        prefix.append(prefix[-1] + ramp[-1])
+        ramp.append(max(now[u] for u in senders) if senders else 0)
         last = now
         if min(now) >= n:
             break
     t = len(ramp) - 1
-    short = [v for v in range(n) if _at(rings[v], prefix, t - 1, n) < n]
+    short = [v for v in range(n) if _at(rings[v], fan, width, v, ramp, t - 1, n) < n]
     v = short[0]
-    row = [_at(rings[v], prefix, s, n) for s in range(t + 1)]
+    row = [_at(rings[v], fan, width, v, ramp, s, n) for s in range(t + 1)]
     w: dict[str, Any] = {"rank": v, "must_hold": n, "reach": row, "ramp": ramp[:-1], "chunks": coll.chunk_factor}
     return Bound("reach", t, "rounds", w,
                  "rounds: a rank gathers only what its node's links reach, plus what its NIC brings each round")
 
 
-def _at(ring: list[tuple[int, int]], prefix: list[int], t: int, n: int) -> int:
-    """L_v(t) from v's rings (module docstring)."""
-    return min(n, sum(cnt + r * prefix[max(0, t - d)] for d, (cnt, r) in enumerate(ring) if d <= t))
+def _at(ring: list[tuple[int, int]], fan: list[list[int]], width: list[list[int]], v: int, ramp: list[int], t: int,
+        n: int) -> int:
+    """L_v(t) (module docstring): the ranks within t hops (at most B_t(v), the leaves of v's tree), plus for each
+    round s + 1 <= t the NIC values that the occurrences t - s - 1 rounds below v can take (the least of
+    C_v(t - s - 1) and A_(t - s - 1)(v)), each at most M(s)."""
+    within = min(width[t][v], sum(cnt for d, (cnt, _) in enumerate(ring) if d <= t))
+    cum = list(itertools.accumulate(r for _, r in ring))
+    far = len(cum) - 1
+    return min(n, within + sum(min(cum[min(k, far)], fan[k][v]) * ramp[t - 1 - k] for k in range(t)))
 
 
 def _rings(v: int, inner: dict[int, list[int]], cap: list[int], shared: Callable[[frozenset[int]], int],
