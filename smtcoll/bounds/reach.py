@@ -37,8 +37,8 @@ a link out of its node after round t - k - 1: at most M(t - k - 1), M the most o
 dgx2 (an NVSwitch port of one value a round, NICs from the odd GPUs into the even ones): an odd GPU holds at
 most 1, 2, 5, 13, 34, 66, 148 after rounds 0..6, so dgx2 x 10-12 (160-192 contributions) need 7 rounds, where
 the holdings bound gives 6. A rank needs all N contributions: rounds >= the least t with L_v(t) >= N, for
-every v. Like the holdings bound it bounds the total rounds (a step of k rounds moves a value one hop and takes k R_z values held when
-it began, k C_v into a set, which k one-round steps exceed).
+every v. Like the holdings bound it bounds the total rounds (a step of k rounds moves a value one hop and
+takes k R_z values held when it began, k C_v into a set, k c_z local ones, which k one-round steps exceed).
 
 It binds where the links inside a node are few: MI250 (16 GCDs, 3 or 4 xGMI links each, one NIC each), GCD
 4 after rounds 0..3 at most 1, 5, 18, 68 where the holdings bound allows 1, 5, 28, 158: mi250 x 5 (80
