@@ -76,12 +76,14 @@ def reach_bound(topo: Topology, coll: Collective) -> Bound:
                                                   "needed everywhere")
     n = topo.ranks
     inner: dict[int, list[int]] = {}  # rank -> ranks of its node with a link into it
+    local: dict[int, list] = {}  # rank -> those links, one value each
     remote: dict[int, list] = {}
     for l in topo.links:
         if l.bandwidth <= 0 or l.src == l.dst:
             continue
         if nodes[l.src] == nodes[l.dst]:
             inner.setdefault(l.dst, []).append(l.src)
+            local.setdefault(l.dst, []).append(attrs.evolve(l, bandwidth=1))
         else:
             remote.setdefault(l.dst, []).append(attrs.evolve(l, bandwidth=1))  # one value per link
     cap = [_capacity(topo, remote.get(v, []), {v}) if remote.get(v) else 0 for v in range(n)]
@@ -90,8 +92,7 @@ def reach_bound(topo: Topology, coll: Collective) -> Bound:
     memo: dict[frozenset[int], int] = {}
     rings = [_rings(v, inner, cap, partial(_shared, remote=remote, groups=into.get(nodes[v], []), memo=memo))
              for v in range(n)]
-    local_in = [_capacity(topo, [attrs.evolve(l, bandwidth=1) for l in topo.links if l.dst == v and l.src != v
-                                 and nodes[l.src] == nodes[v] and l.bandwidth > 0], {v}) for v in range(n)]
+    local_in = [_capacity(topo, local.get(v, []), {v}) for v in range(n)]  # c_v: values from its node a round
     senders = sorted({l.src for l in topo.links if l.bandwidth > 0 and nodes[l.src] != nodes[l.dst]})
     fan = [cap[:]]  # fan[k][v] = A_k(v): NIC values the occurrences k rounds below v in its tree can take
     width = [[1] * n]  # width[k][v] = B_k(v): occurrences k rounds below v (B_t(v) leaves: local contributions)
