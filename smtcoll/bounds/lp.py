@@ -315,6 +315,9 @@ def lp_bound(topo: Topology, coll: Collective, at_least: Fraction | None = None)
     return _multicast_lp_bound(topo, coll, at_least)
 
 
+TREE_PIECES = (1, 2, 4)  # the pieces per chunk the trees that may stand in for the multicast LP are tried with
+
+
 def _multicast_lp_bound(topo: Topology, coll: Collective, at_least: Fraction | None = None) -> Bound:
     import numpy as np
 
@@ -334,14 +337,18 @@ def _multicast_lp_bound(topo: Topology, coll: Collective, at_least: Fraction | N
     if at_least is not None:
         from smtcoll.bounds.tree_route import tree_route_time
 
-        routed = tree_route_time(topo, coll, [Fraction(l.bandwidth) for l in links],
-                                 [Fraction(g.bandwidth) for g in topo.switches])
+        caps = [Fraction(l.bandwidth) for l in links], [Fraction(g.bandwidth) for g in topo.switches]
+        for pieces in TREE_PIECES:  # whole chunks, then halves, then quarters (a cut of 15/2 needs halves)
+            routed = tree_route_time(topo, coll, *caps, pieces=pieces, target=at_least)
+            if routed is None or routed <= at_least:
+                break
         if routed is not None and routed <= at_least:  # the optimum is between the two: routed
             w = {"lp_optimum": round(float(routed), 6), "demands": len(demands),
-                 "solver": "none: a tree per chunk meets the cut bound",
+                 "solver": "none: a tree per chunk meets the cut bound" if pieces == 1 else
+                 f"none: a tree per 1/{pieces} of a chunk meets the cut bound",
                  "rounds_per_chunk": round(float(routed) / coll.chunk_factor, 6)}
             return Bound("lp", math.ceil(routed), "rounds", w,
-                         "the optimum: a tree per chunk takes as long as a cut proves", routed / coll.chunk_factor)
+                         "the optimum: trees for the chunks take as long as a cut proves", routed / coll.chunk_factor)
     yi = {c: i for i, c in enumerate(used)}
     t_var = n_f + n_y
     m = len(links)
