@@ -315,7 +315,9 @@ def lp_bound(topo: Topology, coll: Collective, at_least: Fraction | None = None)
     return _multicast_lp_bound(topo, coll, at_least)
 
 
-TREE_PIECES = (1, 2, 4)  # the pieces per chunk the trees that may stand in for the multicast LP are tried with
+# the most pieces x flow variables the trees that may stand in for the multicast LP are grown for (Python:
+# about 1 CPU s at 500,000, where the LP itself would take 2-140 s)
+TREE_WORK = 500_000
 
 
 def _multicast_lp_bound(topo: Topology, coll: Collective, at_least: Fraction | None = None) -> Bound:
@@ -338,7 +340,12 @@ def _multicast_lp_bound(topo: Topology, coll: Collective, at_least: Fraction | N
         from smtcoll.bounds.tree_route import tree_route_time
 
         caps = [Fraction(l.bandwidth) for l in links], [Fraction(g.bandwidth) for g in topo.switches]
-        for pieces in TREE_PIECES:  # whole chunks, then halves, then quarters (a cut of 15/2 needs halves)
+        # whole chunks, then as many pieces as the cut's denominator and twice that (a cut of 15/2 rounds needs
+        # halves, 1/8 eighths), while the trees' work (about pieces x the LP's flow variables) stays small
+        d = at_least.denominator
+        for pieces in sorted({1, d, 2 * d} if d > 1 else {1, 2, 4}):
+            if pieces > 1 and pieces * n_f > TREE_WORK:
+                break
             routed = tree_route_time(topo, coll, *caps, pieces=pieces, target=at_least)
             if routed is None or routed <= at_least:
                 break
