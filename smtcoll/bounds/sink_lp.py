@@ -5,8 +5,8 @@ and conservation (supplies at the sources, the total into t), and conversely any
 paths, each from one source to t, which is a flow per source. So the LP with one commodity per sink has the
 same optimum and the same capacity rows, hence valid dual lengths. It is solved on the reversed topology,
 where each sink is the single source of its commodity (`lp.concurrent_flow`'s form), and the lengths of the
-reversed links are mapped back. Gather to one rank of a 72-GPU, 2-node machine: 71 commodities -> 1, both LPs
-of `bounds` 117 -> under 1 CPU s (docs/benchmarks.md, "Bounds on switch machines (session 12)").
+reversed links are mapped back. Gather to one rank of a 72-GPU, 2-node machine: 71 commodities -> 1, the whole
+`bounds` command 20-25 -> 2.9 CPU s (docs/benchmarks.md, "Bounds on switch machines (session 12)").
 
 The flows of the reversed problem are per sink, not per source, so the solution carries none: the bounds use
 only the optimum and the lengths (re-checked exactly by `throughput.lengths_certificate`).

@@ -13,8 +13,9 @@ groups would be least loaded after it (then into a needer, then the least total 
 until every needer is in; leaves that need nothing are pruned. Then each tree in turn is torn up and grown
 again against the others' loads, a few passes, until the target is met. On a switch domain this chains the
 ranks (each port carries one copy), which is the optimum: Broadcast on a 36-GPU switch, 1 round, where the
-LP of 45,361 variables took 139 CPU s to say the same. With halves (k = 2), Broadcast on a100 x 4 meets its
-cut of half a round (a GPU takes one half through its switch port and one through its NIC).
+LP of 45,361 variables took 108-139 CPU s to say the same. With quarters, a100 x 2 Allgather meets its cut of
+15/2 rounds. Where the optimum needs a packing tight at every port (Broadcast on mi250 x 2 or a100 x 4: the
+cut, 1/8 and 1/2 round), the greedy misses it and the LP is solved.
 """
 
 from __future__ import annotations
