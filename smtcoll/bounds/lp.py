@@ -292,12 +292,19 @@ def lp_bound(topo: Topology, coll: Collective, at_least: Fraction | None = None)
         # the same optimum from one commodity per orbit of the machine's symmetries, where it has them
         sol = symmetric_flow(topo, coms, *caps)
         group = node_group(topo) if sol is not None else None
+        reduced = len(coms) // len(group) if group else len(coms)
+        if sol is None:
+            from smtcoll.bounds.sink_lp import sink_commodities, sink_flow
+
+            # fewer sinks than sources (Gather): one commodity per sink, the same optimum
+            sol = sink_flow(topo, coms, *caps)
+            if sol is not None:
+                reduced = len(sink_commodities(coms) or ())
         if sol is None:
             sol = concurrent_flow(topo, coms, *caps)
         if sol is None:
             return Bound("lp", None, "rounds", {}, "the flow LP is infeasible: some rank cannot be reached")
         t = sol.value
-        reduced = len(coms) // len(group) if group else len(coms)
         w = {"lp_optimum": round(t, 6), "demands": sum(len(c.demand) for c in coms), "commodities": len(coms),
              "variables": reduced * len(topo.links) + 1, "solver": "scipy HiGHS",
              "rounds_per_chunk": round(t / coll.chunk_factor, 6)}
@@ -305,10 +312,15 @@ def lp_bound(topo: Topology, coll: Collective, at_least: Fraction | None = None)
             w["symmetries"] = len(group)
         return Bound("lp", math.ceil(t - 1e-6), "rounds", w, "re-solve the LP to check (no hand witness)",
                      lp_per_chunk(t, coll))
-    return _multicast_lp_bound(topo, coll)
+    return _multicast_lp_bound(topo, coll, at_least)
 
 
-def _multicast_lp_bound(topo: Topology, coll: Collective) -> Bound:
+# the most pieces x flow variables the trees that may stand in for the multicast LP are grown for (Python:
+# about 1 CPU s at 500,000, where the LP itself would take 2-140 s)
+TREE_WORK = 500_000
+
+
+def _multicast_lp_bound(topo: Topology, coll: Collective, at_least: Fraction | None = None) -> Bound:
     import numpy as np
 
     holders: dict[int, set[int]] = {}
@@ -324,6 +336,26 @@ def _multicast_lp_bound(topo: Topology, coll: Collective) -> Bound:
     if n_f + n_y > MULTICAST_LP_MAX_VARIABLES:
         return Bound("lp", None, "rounds", {}, f"not computed: {n_f + n_y} variables "
                                               f"(limit {MULTICAST_LP_MAX_VARIABLES})")
+    if at_least is not None:
+        from smtcoll.bounds.tree_route import tree_route_time
+
+        caps = [Fraction(l.bandwidth) for l in links], [Fraction(g.bandwidth) for g in topo.switches]
+        # whole chunks, then as many pieces as the cut's denominator and twice that (a cut of 15/2 rounds needs
+        # halves, 1/8 eighths), while the trees' work (about pieces x the LP's flow variables) stays small
+        d = at_least.denominator
+        for pieces in sorted({1, d, 2 * d} if d > 1 else {1, 2, 4}):
+            if pieces > 1 and pieces * n_f > TREE_WORK:
+                break
+            routed = tree_route_time(topo, coll, *caps, pieces=pieces, target=at_least)
+            if routed is None or routed <= at_least:
+                break
+        if routed is not None and routed <= at_least:  # the optimum is between the two: routed
+            w = {"lp_optimum": round(float(routed), 6), "demands": len(demands),
+                 "solver": "none: a tree per chunk meets the cut bound" if pieces == 1 else
+                 f"none: a tree per 1/{pieces} of a chunk meets the cut bound",
+                 "rounds_per_chunk": round(float(routed) / coll.chunk_factor, 6)}
+            return Bound("lp", math.ceil(routed), "rounds", w,
+                         "the optimum: trees for the chunks take as long as a cut proves", routed / coll.chunk_factor)
     yi = {c: i for i, c in enumerate(used)}
     t_var = n_f + n_y
     m = len(links)

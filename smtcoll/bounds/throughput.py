@@ -477,6 +477,10 @@ def lengths_bound(topo: Topology, coll: Collective, r: Rates, at_least: Fraction
     # one commodity per orbit of the machine's symmetries where it has them (mi250 x 3: 12x smaller)
     sol = symmetric_flow(topo, coms, r.link, r.group, method="highs-ipm")
     if sol is None:
+        from smtcoll.bounds.sink_lp import sink_flow
+
+        sol = sink_flow(topo, coms, r.link, r.group, method="highs-ipm")  # Gather: one commodity per sink
+    if sol is None:
         sol = concurrent_flow(topo, coms, r.link, r.group, method="highs-ipm")
     if sol is None:
         return None

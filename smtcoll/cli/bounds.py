@@ -157,8 +157,9 @@ def _explain(b: Bound) -> str:
         return (f"{count(w['must_enter'], 'chunk')} must enter {_ranks(w['inside'])}; at most {w['capacity']} "
                 "enter per round")
     if b.name == "lp" and w and str(w.get("solver", "")).startswith("none"):
-        return (f"multi-commodity flow LP optimum {w['lp_optimum']}: a routing along shortest paths takes as long as "
-                "a cut proves (no LP solved)")
+        how = ("trees for the chunks take" if "tree" in str(w["solver"]) else  # bounds.tree_route (multicast)
+               "a routing along shortest paths takes")
+        return f"multi-commodity flow LP optimum {w['lp_optimum']}: {how} as long as a cut proves (no LP solved)"
     if b.name == "lp" and w:
         return f"multi-commodity flow LP optimum {w['lp_optimum']}"
     if b.name == "holdings" and w:

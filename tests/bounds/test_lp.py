@@ -158,3 +158,41 @@ def test_a_node_automorphism_that_moves_the_nic_gpu_leaves_the_node_shifts() -> 
     assert coms is not None
     full, sym = concurrent_flow(topo, coms, *caps), symmetric_flow(topo, coms, *caps)
     assert full is not None and sym is not None and sym.value == pytest.approx(full.value) == 128
+
+
+def test_switch_machine_shortcuts_keep_the_full_lps_bound(tmp_path):
+    """Where `bounds` skips or shrinks an LP on a switch machine, the number is the full LP's, and the time
+    bound's certificate is still accepted by `proof check` (and refused when a number in it changes)."""
+    import json
+
+    from smtcoll.bounds.lp import _multicast_lp_bound
+    from smtcoll.bounds.search import lower_bounds
+    from smtcoll.bounds.sink_lp import sink_flow
+    from smtcoll.proofs import check_certificate
+    from smtcoll.proofs.throughput import write_throughput_certificate
+
+    # Broadcast of 2 chunks through one switch: a tree per chunk meets the cut, no LP solved
+    topo = library.topology("hub-and-spoke:8")
+    coll = library.collective("broadcast", 8, 0, 2)
+    short, full = lower_bounds(topo, coll).lp, _multicast_lp_bound(topo, coll)
+    assert short.witness["solver"].startswith("none") and full.witness["solver"] == "scipy HiGHS"
+    assert short.value == full.value == 2 and short.per_chunk is not None and full.per_chunk is not None
+    assert abs(float(short.per_chunk - full.per_chunk)) < 1e-6
+    # Gather to one GPU of a100 x 2: one commodity by sink instead of 15 by source, the same optimum and lengths
+    topo = library.topology("a100", 2)
+    coll = library.collective("gather", 16, 0, 1)
+    r = rates(topo)
+    coms = unicast_commodities(coll, Fraction(1, 16))
+    assert coms is not None and len(coms) == 15
+    by_sink, by_source = sink_flow(topo, coms, r.link, r.group), concurrent_flow(topo, coms, r.link, r.group)
+    assert by_sink is not None and by_source is not None and by_sink.value == pytest.approx(by_source.value)
+    proved = [lengths_certificate(topo, coll, r, s.link_lengths, s.group_lengths).us_per_byte
+              for s in (by_sink, by_source)]
+    assert float(proved[0]) == pytest.approx(float(proved[1])) and proved[0] > 0
+    for t, c in ((library.topology("hub-and-spoke:8"), library.collective("broadcast", 8, 0, 2)), (topo, coll)):
+        path = write_throughput_certificate(t, c, tmp_path)
+        assert check_certificate(path).verdict == "ok"
+        data = json.loads(path.read_text())
+        data["claim"]["us_per_byte"] = str(Fraction(data["claim"]["us_per_byte"]) * 2)
+        path.write_text(json.dumps(data))
+        assert check_certificate(path).verdict == "error"
