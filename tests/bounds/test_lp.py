@@ -196,3 +196,17 @@ def test_switch_machine_shortcuts_keep_the_full_lps_bound(tmp_path):
         data["claim"]["us_per_byte"] = str(Fraction(data["claim"]["us_per_byte"]) * 2)
         path.write_text(json.dumps(data))
         assert check_certificate(path).verdict == "error"
+
+
+def test_the_multicast_lp_stops_at_its_iteration_budget_and_the_other_bounds_stand(monkeypatch):
+    """HiGHS's iterations, not the clock, bound the multicast LP: the same answer on a busy machine. Past the
+    budget the LP is left out, said so, and the cut still bounds the rounds."""
+    import smtcoll.bounds.lp as lp
+
+    topo = library.topology("ndv2", nodes=2)
+    coll = library.collective("broadcast", topo.ranks)
+    full = lp._multicast_lp_bound(topo, coll)
+    assert full.value == 1 and "iterations" not in full.note
+    monkeypatch.setattr(lp, "MULTICAST_LP_MAX_ITERATIONS", 5)
+    stopped = lp._multicast_lp_bound(topo, coll)
+    assert stopped.value is None and "within 5 iterations" in stopped.note
