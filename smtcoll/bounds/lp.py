@@ -118,7 +118,7 @@ def solve(cost: Any, a_ub: Any = None, b_ub: Any = None, a_eq: Any = None, b_eq:
         if time_limit <= 0:
             d.stopped += 1
             return LPResult(TIME_LIMIT_STATUS, None, message="not solved: the time limit had passed")
-    options: dict[str, Any] = {} if time_limit is None else {"time_limit": time_limit}
+    options: Any = {} if time_limit is None else {"time_limit": time_limit}  # scipy-stubs: a TypedDict per method
     if max_iterations is not None:
         options["maxiter"] = max_iterations
     res = linprog(cost, A_ub=a_ub, b_ub=b_ub, A_eq=a_eq, b_eq=b_eq, bounds=(0, None), method=method,
