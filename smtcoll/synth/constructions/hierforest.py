@@ -151,10 +151,10 @@ def _allgather(topo: Topology, sub: Topology, members: list[list[int]], c: int, 
                     continue  # its NIC lane brings it
                 r, i = owner(x, snd.chunk)
                 steps[s].append(Send(r * c + i, members[x][snd.src], members[x][snd.dst]))
-        for (chunk, v), at in sorted(moved.items()):  # from the peer of the same local rank in the owner's node
+        for (chunk, v), step in sorted(moved.items()):  # from the peer of the same local rank in the owner's node
             r, i = owner(x, chunk)
             y = (x - 1 - (chunk % trees - c) // c) % n
-            steps[at].append(Send(r * c + i, members[y][v], members[x][v]))
+            steps[step].append(Send(r * c + i, members[y][v], members[x][v]))
         for b in range(p):
             for j in range(c, trees):  # the NIC: the peers' pieces in the order their root needs them
                 r, i = owner(x, b * trees + j)
