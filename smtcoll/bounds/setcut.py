@@ -38,6 +38,7 @@ link charged to one of its groups), the best few get the exact cover.
 
 from __future__ import annotations
 
+import copy
 import functools
 import itertools
 from collections.abc import Iterable, Sequence
@@ -425,9 +426,10 @@ def set_witness(topo: Topology, coll: Collective, inside: Sequence[int], family:
 def setcut_bound(topo: Topology, coll: Collective) -> Bound:
     """The strongest rank-set cut over the candidate sets (module docstring), in rounds for the collective
     as given; value None when no set proves anything. Computed once per instance (`bounds` and `synth`'s
-    gap both ask); the caller gets its own witness."""
+    gap both ask); the caller gets its own witness, lists included (a caller that edits it, as the tests of
+    the certificates do, must not change the cached one)."""
     b = _setcut_bound(topo, coll)
-    return Bound(b.name, b.value, b.unit, dict(b.witness), b.note, b.per_chunk)
+    return Bound(b.name, b.value, b.unit, copy.deepcopy(b.witness), b.note, b.per_chunk)
 
 
 @functools.lru_cache(maxsize=2)  # the instance at hand (bounds, then the gap): large collectives are large

@@ -139,10 +139,13 @@ def _client(where: Where) -> tuple[Any, Any]:
     except ImportError:
         raise ClusterError("smtcoll sweep needs Dask: pip install 'smtcoll[sweep]'") from None
     try:
+        # how long to keep trying a scheduler: Dask's own knob (`distributed.comm.timeouts.connect`, 30 s unless
+        # the user's Dask config or DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT says otherwise)
+        connect = dask.config.get("distributed.comm.timeouts.connect")
         if where.scheduler is not None:
-            return Client(where.scheduler, timeout="20s"), None
+            return Client(where.scheduler, timeout=connect), None
         if where.scheduler_file is not None:
-            return Client(_scheduler_address(where.scheduler_file), timeout="20s"), None
+            return Client(_scheduler_address(where.scheduler_file), timeout=connect), None
         import logging
 
         with dask.config.set(CLUSTER_CONFIG), _workers_ignore_ctrl_c():

@@ -86,6 +86,9 @@ def test_a_witness_that_names_a_link_outside_the_topology_or_an_unknown_family_i
         check_witness("setcut", {**w, "links": [[0, 0]]}, topo, coll)
     with pytest.raises(ModelError, match="family"):
         check_witness("setcut", {**w, "family": "sideways"}, topo, coll)
+    # a caller that edits its witness (as above, or in its lists) leaves the next caller's alone
+    w["inside"].append(99)
+    assert 99 not in setcut_bound(topo, coll).witness["inside"]
 
 
 def test_a_routing_that_meets_the_cut_is_the_lp_optimum_without_solving_it():

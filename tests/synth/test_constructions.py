@@ -503,7 +503,6 @@ def test_pairwise_offers_a_fused_program_that_lowers_at_8_instances() -> None:
     also gets the program with at most 32 messages per connection, which lowers there and at 1 GiB is within
     5% of the sweep's bound (0.954), faster than the unfused one at its most instances that lower (4: 0.935,
     docs/benchmarks.md "Unseen machines and sizes (session 9)")."""
-    from smtcoll.lower import CannotLower, lower
     from smtcoll.sweep.cost import Model
     from smtcoll.sweep.tasks import model_bound
     from smtcoll.synth.constructions.pairwise import FUSED_LIMIT, pairwises
@@ -517,10 +516,7 @@ def test_pairwise_offers_a_fused_program_that_lowers_at_8_instances() -> None:
     per_pair = Counter((x.src, x.dst) for st in fused.steps for x in st.sends)
     assert max(per_pair.values()) <= FUSED_LIMIT < max(Counter((x.src, x.dst) for st in unfused.steps
                                                                 for x in st.sends).values())
-    opts = LowerOptions(8, "Simple", "executor", "outofplace", GIB, GIB, True)
-    # (a rank of it also holds more steps than the readers' MAX_NODES: the depid tries are not made)
-    with pytest.raises(CannotLower, match="depid"):
-        lower(unfused, opts)
+    # (the unfused one is refused at 8 instances: depid, the refusal tests/lower/test_lower_implied.py checks)
     t = schedule_time(fused, "Simple", 8, GIB, nodes=3)  # (the unfused one at 4 instances: 0.935, not timed here)
     assert t is not None and model_bound(topo, coll, 3, Model.load())(GIB) / t >= 0.95
 

@@ -261,23 +261,6 @@ def test_mi250_two_nodes_packs_on_one_lane_per_nic() -> None:
     assert time_bound(topo, coll).us_per_byte / _link_time(s) >= Fraction(96, 100)
 
 
-@pytest.mark.slow
-# (Allgather and Allreduce over the 32 ranks are timed against hierforest in test_hierforest.py and
-# docs/benchmarks.md; ReduceScatter, the cheapest, keeps the forest's own floor)
-@pytest.mark.parametrize("kind, instances, share", [("reducescatter", 2, 0.72)])
-def test_mi250_two_nodes_in_the_sweep_model(kind: str, instances: int, share: float) -> None:
-    """mi250 x2 at 1 GiB, timed as the sweep times it: Allgather 0.85, ReduceScatter 0.74 (at 2 instances:
-    8 pass the runtime's 127 waited-for thread blocks), Allreduce 0.67 of the proved bound, ahead of every
-    other construction (hier2d 0.48, rail 0.45 and 0.38, docs/benchmarks.md)."""
-    topo = library.topology("mi250", 2)
-    coll = library.collective(kind, 32)
-    s = build("forest", topo, coll)
-    t = schedule_time(s, "Simple", instances, GIB, None, 2)
-    assert t is not None
-    bound = float(time_bound(topo, coll).busbw_gbps(GIB) or 0)
-    assert (bus_bandwidth(kind, 32, GIB, t) or 0) >= share * bound
-
-
 def test_rooted_forest_repeats_its_trees_to_pipeline() -> None:
     """ndv2 Broadcast: one root's 30 packed trees carried 5 pieces each over 3-4 hops (0.58 of the sweep's
     bound at 1 GiB, 8 instances); each tree is now repeated as often as fits the readers' 4096 XML nodes at 8

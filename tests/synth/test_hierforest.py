@@ -123,20 +123,14 @@ def test_where_it_does_not_apply_it_says_why(name: str, nodes: int, why: str) ->
 
 
 @pytest.mark.slow
-def test_mi250_x2_allgather_at_1gib_beats_the_packing_over_all_32_ranks() -> None:
-    """In the sweep's model (Simple, 8 instances): 0.94 of the proved 343.1 GB/s, where `forest` over the 32
-    ranks (the NIC lanes its busiest links) gives 0.85 (docs/benchmarks.md, "mi250 x2 (session 8)")."""
+def test_mi250_x2_allgather_at_1gib_within_7_percent_of_the_proved_bound() -> None:
+    """In the sweep's model (Simple, 8 instances): 0.94 of the proved 343.1 GB/s (`forest` over the 32 ranks,
+    the NIC lanes its busiest links, gives 0.85: docs/benchmarks.md, "mi250 x2 (session 8)")."""
     topo = library.topology("mi250", nodes=2)
     coll = library.collective("allgather", 32)
     proved = time_bound(topo, coll).busbw_gbps(GIB)
     assert proved is not None
-    bound = float(proved)
-    got = {}
-    for method in ("hierforest", "forest"):
-        t = schedule_time(build(method, topo, coll), "Simple", 8, GIB, nodes=2)
-        assert t is not None
-        bw = bus_bandwidth("allgather", 32, GIB, t)
-        assert bw is not None
-        got[method] = bw / bound
-    assert got["hierforest"] >= 0.93
-    assert got["hierforest"] > got["forest"] + 0.05
+    t = schedule_time(build("hierforest", topo, coll), "Simple", 8, GIB, nodes=2)
+    assert t is not None
+    bw = bus_bandwidth("allgather", 32, GIB, t)
+    assert bw is not None and bw / float(proved) >= 0.93

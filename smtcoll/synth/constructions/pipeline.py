@@ -199,6 +199,7 @@ def _list_schedule(topo: Topology, plan: Plan, order: list[int], release: Mappin
     group_load: list[dict[int, int]] = []
     step_of: dict[int, int] = {}
     first_free: dict[tuple[int, int], int] = {}  # per link: every step before it is full
+    group_free: dict[int, int] = {}  # per switch group: the same (loads only grow, so it only moves on)
     for i in order:
         t = plan.transfers[i]
         key = (t.src, t.dst)
@@ -207,7 +208,8 @@ def _list_schedule(topo: Topology, plan: Plan, order: list[int], release: Mappin
             raise ValueError(f"no link {t.src} -> {t.dst}")  # a construction's bug: caught by its tests
         if key not in groups_of:
             groups_of[key] = topo.switches_of(*key)
-        s = max([first_free.get(key, 0), *(step_of[d] + 1 for d in t.after), (release or {}).get(i, 0)])
+        s = max([first_free.get(key, 0), *(step_of[d] + 1 for d in t.after), (release or {}).get(i, 0),
+                 *(group_free.get(g, 0) for g in groups_of[key])])
         while True:
             while len(link_load) <= s:
                 link_load.append({})
@@ -224,6 +226,11 @@ def _list_schedule(topo: Topology, plan: Plan, order: list[int], release: Mappin
         while f < len(link_load) and link_load[f].get(key, 0) >= bw:
             f += 1
         first_free[key] = f
+        for g in groups_of[key]:
+            f, cap = group_free.get(g, 0), topo.switches[g].bandwidth
+            while f < len(group_load) and group_load[f].get(g, 0) >= cap:
+                f += 1
+            group_free[g] = f
     per_step: list[list[Send]] = [[] for _ in link_load]
     for i, s in step_of.items():
         t = plan.transfers[i]
