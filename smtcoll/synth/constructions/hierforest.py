@@ -128,10 +128,11 @@ def _allgather(topo: Topology, sub: Topology, members: list[list[int]], c: int, 
                 for t in at.values():
                     if plan.transfers[t].src == b:
                         release[t] = first
-    found = [_list_schedule(sub, plan, o, release, keep_empty=True) for o in list_orders(plan, True)]
+    lag = nicx.FORWARD_LAG if fine else 1
+    found = [_list_schedule(sub, plan, o, release, keep_empty=True, lag=lag) for o in list_orders(plan, True)]
     inner = min(found, key=lambda st: (link_time(sub, st), len(st)))
     # packed at its end (`pipeline.backward`), unless that moves a peer's piece before the NIC brings it
-    late = backward(sub, plan, inner)
+    late = backward(sub, plan, inner, lag)
     when = {(x.chunk, x.src, x.dst): s for s, st in enumerate(late) for x in st.sends}
     if len(late) <= len(inner) and all(when[(plan.transfers[t].chunk, plan.transfers[t].src,
                                              plan.transfers[t].dst)] >= r for t, r in release.items()):

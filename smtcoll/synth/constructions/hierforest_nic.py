@@ -21,6 +21,12 @@ from fractions import Fraction
 from smtcoll.model import Step, Topology
 
 MARGIN = 4  # steps between the NIC send that replaces a transfer and that transfer's own step
+# The finer candidate's in-node forwards go 2 steps after their receive, not 1: its pieces are half as large,
+# so a hop's latency (Simple: 3.4 µs + the link's α) is as long as a message at 256 MiB, 4 instances; a
+# step between lets the link carry another piece meanwhile. mi250 x2 Allgather, 4 instances, 256 MiB /
+# 1 GiB: 0.852 / 0.952 of the sweep's bound with 1, 0.919 / 0.954 with 2, 0.930 / 0.948 with 3, 0.893 /
+# 0.922 with 4 (docs/benchmarks.md "mi250 x2 (session 12)")
+FORWARD_LAG = 2
 
 
 def extras(sub: Topology, inner: list[Step], trees: int, c: int, ratio: Fraction) -> dict[tuple[int, int], int]:
