@@ -16,9 +16,29 @@ inside the node holds only contributions of ranks within reach, each at most onc
 
     L_v(t) <= sum over ranks z of v's node with d(z, v) <= t of (1 + R_z * (L(0) + ... + L(t - d(z, v) - 1))),
 
-L(t) the most of these over all ranks (at most N), L(0) = 1. A rank needs all N contributions: rounds >=
-the least t with L_v(t) >= N, for every v. Like the holdings bound it bounds the total rounds (a step of k
-rounds moves a value one hop and takes k R_z values held when it began, which k one-round steps exceed).
+L(t) the most of these over all ranks (at most N), L(0) = 1. Gathered by round, the same sum is
+sum over z within t hops (1) + sum over s < t of L(s) C_v(t - s - 1), with C_v(k) = the R_z of the ranks
+within k hops summed; but the occurrences of v's tree at one round are sends of that one round, so C_v(k) is
+also at most what crosses into the set Z of those ranks in one round: a NIC shared by several GPUs (its
+switch group covering links into several ranks of Z) counts once for all of them, one value per link
+otherwise; the least of the two is taken (pairs8 x 3: 4 NICs, each shared by a pair of GPUs, bring 4 values
+a round into a node where the ranks' R_z sum to 32; 2 rounds reach at most 21 of 24 contributions: 3).
+
+The tree is also narrow where a rank takes few values a round from its own node (an NVSwitch port: one). A
+value of v's tree at round r has at most c_z + 1 local children (its own earlier value or a copy, and at most c_z
+arrivals over the links inside the node from distinct ranks, c_z what they carry into z in one round, a port's
+group counting once): so at most B_k(v) values lie k rounds below v (B_0 = 1, B_k(v) = B_(k-1)(v) + the c_v
+largest B_(k-1)(u) of v's in-neighbours u), the local contributions are among the B_t(v) leaves, and the values
+k rounds below take at most A_k(v) NIC values (the same recursion from A_0(v) = R_v), each held by a rank with
+a link out of its node after round t - k - 1: at most M(t - k - 1), M the most over those ranks. In all
+
+    L_v(t) <= min(ranks within t hops, B_t(v)) + sum over k < t of min(C_v(k), A_k(v)) M(t - k - 1).
+
+dgx2 (an NVSwitch port of one value a round, NICs from the odd GPUs into the even ones): an odd GPU holds at
+most 1, 2, 5, 13, 34, 66, 148 after rounds 0..6, so dgx2 x 10-12 (160-192 contributions) need 7 rounds, where
+the holdings bound gives 6. A rank needs all N contributions: rounds >= the least t with L_v(t) >= N, for
+every v. Like the holdings bound it bounds the total rounds (a step of k rounds moves a value one hop and
+takes k R_z values held when it began, k C_v into a set, k c_z local ones, which k one-round steps exceed).
 
 It binds where the links inside a node are few: MI250 (16 GCDs, 3 or 4 xGMI links each, one NIC each), GCD
 4 after rounds 0..3 at most 1, 5, 18, 68 where the holdings bound allows 1, 5, 28, 158: mi250 x 5 (80
@@ -28,7 +48,10 @@ other) it proves little. Plain integers, no solver: `proof check` recomputes it 
 
 from __future__ import annotations
 
+import itertools
 from collections import deque
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import attrs
@@ -53,50 +76,69 @@ def reach_bound(topo: Topology, coll: Collective) -> Bound:
                                                   "needed everywhere")
     n = topo.ranks
     inner: dict[int, list[int]] = {}  # rank -> ranks of its node with a link into it
+    local: dict[int, list] = {}  # rank -> those links, one value each
     remote: dict[int, list] = {}
     for l in topo.links:
         if l.bandwidth <= 0 or l.src == l.dst:
             continue
         if nodes[l.src] == nodes[l.dst]:
             inner.setdefault(l.dst, []).append(l.src)
+            local.setdefault(l.dst, []).append(attrs.evolve(l, bandwidth=1))
         else:
             remote.setdefault(l.dst, []).append(attrs.evolve(l, bandwidth=1))  # one value per link
     cap = [_capacity(topo, remote.get(v, []), {v}) if remote.get(v) else 0 for v in range(n)]
-    # per rank v: for each hop count d, (ranks z within d of v, the sum of their R_z)
-    rings = [_rings(v, inner, cap) for v in range(n)]
-    ramp = [1]  # L(0..t)
-    prefix = [0, 1]  # prefix[k] = L(0) + ... + L(k - 1)
+    # per rank v: for each hop count d, (ranks z exactly d hops from v, C_v(d) - C_v(d - 1))
+    into = _node_groups(topo, nodes)
+    memo: dict[frozenset[int], int] = {}
+    rings = [_rings(v, inner, cap, partial(_shared, remote=remote, groups=into.get(nodes[v], []), memo=memo))
+             for v in range(n)]
+    local_in = [_capacity(topo, local.get(v, []), {v}) for v in range(n)]  # c_v: values from its node a round
+    senders = sorted({l.src for l in topo.links if l.bandwidth > 0 and nodes[l.src] != nodes[l.dst]})
+    fan = [cap[:]]  # fan[k][v] = A_k(v): NIC values the occurrences k rounds below v in its tree can take
+    width = [[1] * n]  # width[k][v] = B_k(v): occurrences k rounds below v (B_t(v) leaves: local contributions)
+    ramp = [1]  # M(0..t): the most a rank with a link out of its node holds
     last = [1] * n
     while True:
         t = len(ramp)
         if t > MAX_ROUNDS:
             return Bound("reach", None, "rounds", {}, "the recursion did not converge")
-        now = [min(n, sum(cnt + r * prefix[max(0, t - d)] for d, (cnt, r) in enumerate(rings[v]) if d <= t))
-               for v in range(n)]
+        for grow in (fan, width):
+            prev = grow[-1]
+            grow.append([prev[v] + sum(sorted((prev[u] for u in set(inner.get(v, []))), reverse=True)[:local_in[v]])
+                         for v in range(n)])
+        now = [_at(rings[v], fan, width, v, ramp, t, n) for v in range(n)]
         if now == last:
             return Bound("reach", None, "rounds", {}, "the ramp stops growing short of every contribution")
-        ramp.append(max(now))
-        prefix.append(prefix[-1] + ramp[-1])
+        ramp.append(max(now[u] for u in senders) if senders else 0)
         last = now
         if min(now) >= n:
             break
     t = len(ramp) - 1
-    short = [v for v in range(n) if _at(rings[v], prefix, t - 1, n) < n]
+    short = [v for v in range(n) if _at(rings[v], fan, width, v, ramp, t - 1, n) < n]
     v = short[0]
-    row = [_at(rings[v], prefix, s, n) for s in range(t + 1)]
+    row = [_at(rings[v], fan, width, v, ramp, s, n) for s in range(t + 1)]
     w: dict[str, Any] = {"rank": v, "must_hold": n, "reach": row, "ramp": ramp[:-1], "chunks": coll.chunk_factor}
     return Bound("reach", t, "rounds", w,
                  "rounds: a rank gathers only what its node's links reach, plus what its NIC brings each round")
 
 
-def _at(ring: list[tuple[int, int]], prefix: list[int], t: int, n: int) -> int:
-    """L_v(t) from v's rings (module docstring)."""
-    return min(n, sum(cnt + r * prefix[max(0, t - d)] for d, (cnt, r) in enumerate(ring) if d <= t))
+def _at(ring: list[tuple[int, int]], fan: list[list[int]], width: list[list[int]], v: int, ramp: list[int], t: int,
+        n: int) -> int:
+    """L_v(t) (module docstring): the ranks within t hops (at most B_t(v), the leaves of v's tree), plus for each
+    round s + 1 <= t the NIC values that the occurrences t - s - 1 rounds below v can take (the least of
+    C_v(t - s - 1) and A_(t - s - 1)(v)), each at most M(s)."""
+    within = min(width[t][v], sum(cnt for d, (cnt, _) in enumerate(ring) if d <= t))
+    cum = list(itertools.accumulate(r for _, r in ring))
+    far = len(cum) - 1
+    return min(n, within + sum(min(cum[min(k, far)], fan[k][v]) * ramp[t - 1 - k] for k in range(t)))
 
 
-def _rings(v: int, inner: dict[int, list[int]], cap: list[int]) -> list[tuple[int, int]]:
-    """(ranks exactly d hops from v inside its node, the sum of their R_z), for d = 0, 1, ...: a
-    breadth-first search backwards over the links inside the node."""
+def _rings(v: int, inner: dict[int, list[int]], cap: list[int], shared: Callable[[frozenset[int]], int],
+           ) -> list[tuple[int, int]]:
+    """(ranks exactly d hops from v inside its node, C_v(d) - C_v(d - 1)), for d = 0, 1, ...: a breadth-first
+    search backwards over the links inside the node; C_v(d) the least of the R_z summed over the ranks within
+    d hops and of what crosses into them at once (`_shared`), made non-decreasing from the farthest down
+    (what bounds the crossings into a set bounds them into any part of it)."""
     dist = {v: 0}
     queue = deque([v])
     while queue:
@@ -105,8 +147,64 @@ def _rings(v: int, inner: dict[int, list[int]], cap: list[int]) -> list[tuple[in
             if y not in dist:
                 dist[y] = dist[x] + 1
                 queue.append(y)
-    out = [(0, 0)] * (max(dist.values()) + 1)
+    far = max(dist.values())
+    counts = [0] * (far + 1)
+    summed = [0] * (far + 1)
     for z, d in dist.items():
-        cnt, r = out[d]
-        out[d] = (cnt + 1, r + cap[z])
-    return out
+        counts[d] += 1
+        summed[d] += cap[z]
+    within: set[int] = set()
+    cum = []
+    total = 0
+    for d in range(far + 1):
+        within.update(z for z, dz in dist.items() if dz == d)
+        total += summed[d]
+        cum.append(min(total, shared(frozenset(within))))
+    for d in range(far - 1, -1, -1):
+        cum[d] = min(cum[d], cum[d + 1])
+    return [(counts[d], cum[d] - (cum[d - 1] if d else 0)) for d in range(far + 1)]
+
+
+def _node_groups(topo: Topology, nodes: list[int]) -> dict[int, list[tuple[int, frozenset[int], frozenset[int]]]]:
+    """Per node, its switch groups that only bring values in: (bandwidth, sources, destinations), every
+    source in another node, every destination in this one (a NIC's in-group, shared or not)."""
+    out: dict[int, list[tuple[int, frozenset[int], frozenset[int]]]] = {}
+    for g in topo.switches:
+        dsts = frozenset(g.dsts)
+        where = {nodes[x] for x in dsts}
+        if len(where) != 1 or not dsts:
+            continue
+        a = next(iter(where))
+        if any(nodes[x] == a for x in g.srcs):
+            continue
+        out.setdefault(a, []).append((g.bandwidth, frozenset(g.srcs), dsts))
+    # a node whose in-groups each serve one rank: the ranks' own R_z count them already (mi250: 16 NICs)
+    return {a: gs for a, gs in out.items() if any(len(d) > 1 for _, _, d in gs)}
+
+
+def _shared(inside: frozenset[int], remote: dict[int, list], groups: list[tuple[int, frozenset[int], frozenset[int]]],
+            memo: dict[frozenset[int], int]) -> int:
+    """Values that can cross into `inside` (ranks of one node) from other nodes in one round: one per link,
+    or a chosen in-group's bandwidth for all the links it covers; the groups chosen greedily, the least
+    bandwidth per link newly covered first, while that beats counting the links (any choice is an upper bound:
+    each covered link's values count in a chosen group)."""
+    if not groups:
+        return 1 << 62  # no shared in-group: the sum of the R_z is the bound
+    if inside in memo:
+        return memo[inside]
+    left = {(l.src, l.dst) for z in inside for l in remote.get(z, [])}
+    mine = [(gbw, frozenset(k for k in left if k[0] in srcs and k[1] in dsts)) for gbw, srcs, dsts in groups
+            if dsts & inside]
+    cap = 0
+    while True:
+        best = None
+        for gbw, links in mine:
+            new = len(links & left)
+            if new > gbw and (best is None or gbw * best[1] < best[0] * new):
+                best = (gbw, new, links)
+        if best is None:
+            break
+        cap += best[0]
+        left -= best[2]
+    memo[inside] = cap + len(left)
+    return memo[inside]

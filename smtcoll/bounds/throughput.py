@@ -96,14 +96,16 @@ def rates(topo: Topology, gbps_per_unit: float | Fraction = DEFAULT_GBPS_PER_UNI
 CHARGES = ("links", "first group", "last group", "widest group")
 
 
-def cut_rate(topo: Topology, r: Rates, inside: Iterable[int]) -> Fraction:
+def cut_rate(topo: Topology, r: Rates, inside: Iterable[int], crossing: list[int] | None = None) -> Fraction:
     """An upper bound on the bytes per microsecond that can enter the rank set: the least over the
     charges in CHARGES of (links charged to themselves) + sum over groups of min(group rate, links
     charged to it). Any charge is an upper bound; "widest group" charges each link to its group that bounds
     the most crossing links, whatever the file order (a rank's in-port listed after the sources'
-    out-ports, with a bridge group listed last: neither first nor last is the in-port)."""
-    s = set(inside)
-    crossing = [e for e, l in enumerate(topo.links) if l.dst in s and l.src not in s]
+    out-ports, with a bridge group listed last: neither first nor last is the in-port). `crossing`: the
+    indices of the links into the set, where the caller has them (one rank at a time: no scan of all links)."""
+    if crossing is None:
+        s = set(inside)
+        crossing = [e for e, l in enumerate(topo.links) if l.dst in s and l.src not in s]
     groups_of = r.groups_of
     width: dict[int, int] = {}
     for e in crossing:

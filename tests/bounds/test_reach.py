@@ -53,3 +53,15 @@ def test_the_witness_is_recomputed_and_a_changed_number_is_caught():
     assert check_witness("reach", {"bound": "reach", **b.witness}, topo, coll) == 4
     with pytest.raises(Exception, match="reach"):
         check_witness("reach", {"bound": "reach", **b.witness, "reach": [1, 5, 19, 70, 80]}, topo, coll)
+
+
+def test_a_port_of_one_value_a_round_narrows_the_tree_dgx2_ten_nodes_need_seven_rounds():
+    # an odd GPU (no NIC in, one NVSwitch value a round) holds at most 1, 2, 5, 13, 34, 66, 148 after rounds
+    # 0..6 of 160: 7 rounds where the holdings bound says 6; the engine's 10 steps are within 1.5x
+    topo, coll = _allreduce("dgx2", 10)
+    b = reach_bound(topo, coll)
+    assert b.value == 7 and holdings_bound(topo, coll).value == 6
+    assert b.witness["reach"] == [1, 2, 5, 13, 34, 66, 148, 160]
+    assert check_witness("reach", {"bound": "reach", **b.witness}, topo, coll) == 7
+    with pytest.raises(Exception, match="reach"):
+        check_witness("reach", {"bound": "reach", **b.witness, "reach": [1, 2, 5, 13, 34, 66, 160, 160]}, topo, coll)

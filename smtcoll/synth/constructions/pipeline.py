@@ -196,44 +196,49 @@ def _list_schedule(topo: Topology, plan: Plan, order: list[int], release: Mappin
     it crosses; steps of one round. `keep_empty`: steps without a send stay, as empty steps (their
     numbers are those `release` counts). `lag`: steps from a dependency to its dependant (more than 1
     lets other pieces go on a link while a relayed piece is still in flight: a hop's latency hidden)."""
-    groups_of: dict[tuple[int, int], list[int]] = {}
-    link_load: list[dict[tuple[int, int], int]] = []
-    group_load: list[dict[int, int]] = []
+    groups_of: dict[tuple[int, int], list[tuple[Any, int]]] = {}  # link -> its resources and their capacities
+    load: dict[tuple[Any, int], int] = {}  # (resource, step) -> transfers placed
+    # per resource, its full steps, each pointing at a later step to try (path-compressed): the earliest step
+    # with room on every resource is found without walking the full ones one by one (a busy switch group is
+    # full for most of a long schedule)
+    full: dict[Any, dict[int, int]] = {}
+
+    def room(res: Any, s: int) -> int:
+        jump = full.get(res)
+        if not jump or s not in jump:
+            return s
+        path = []
+        while s in jump:
+            path.append(s)
+            s = jump[s]
+        for p in path:
+            jump[p] = s
+        return s
+
     step_of: dict[int, int] = {}
-    first_free: dict[tuple[int, int], int] = {}  # per link: every step before it is full
-    group_free: dict[int, int] = {}  # per switch group: the same (loads only grow, so it only moves on)
     for i in order:
         t = plan.transfers[i]
         key = (t.src, t.dst)
-        bw = topo.bandwidth(*key)
-        if bw == 0:
-            raise ValueError(f"no link {t.src} -> {t.dst}")  # a construction's bug: caught by its tests
         if key not in groups_of:
-            groups_of[key] = topo.switches_of(*key)
-        s = max([first_free.get(key, 0), *(step_of[d] + lag for d in t.after), (release or {}).get(i, 0),
-                 *(group_free.get(g, 0) for g in groups_of[key])])
-        while True:
-            while len(link_load) <= s:
-                link_load.append({})
-                group_load.append({})
-            if link_load[s].get(key, 0) < bw and all(group_load[s].get(g, 0) < topo.switches[g].bandwidth
-                                                     for g in groups_of[key]):
-                break
-            s += 1
-        link_load[s][key] = link_load[s].get(key, 0) + 1
-        for g in groups_of[key]:
-            group_load[s][g] = group_load[s].get(g, 0) + 1
+            bw = topo.bandwidth(*key)
+            if bw == 0:
+                raise ValueError(f"no link {t.src} -> {t.dst}")  # a construction's bug: caught by its tests
+            groups_of[key] = [(key, bw), *((g, topo.switches[g].bandwidth) for g in topo.switches_of(*key))]
+        held = groups_of[key]
+        s = max([0, *(step_of[d] + lag for d in t.after), (release or {}).get(i, 0)])
+        moved = True
+        while moved:  # until every resource has room at s
+            moved = False
+            for res, _ in held:
+                r = room(res, s)
+                if r != s:
+                    s, moved = r, True
+        for res, cap in held:
+            n = load[(res, s)] = load.get((res, s), 0) + 1
+            if n >= cap:
+                full.setdefault(res, {})[s] = s + 1
         step_of[i] = s
-        f = first_free.get(key, 0)
-        while f < len(link_load) and link_load[f].get(key, 0) >= bw:
-            f += 1
-        first_free[key] = f
-        for g in groups_of[key]:
-            f, cap = group_free.get(g, 0), topo.switches[g].bandwidth
-            while f < len(group_load) and group_load[f].get(g, 0) >= cap:
-                f += 1
-            group_free[g] = f
-    per_step: list[list[Send]] = [[] for _ in link_load]
+    per_step: list[list[Send]] = [[] for _ in range(max(step_of.values(), default=-1) + 1)]
     for i, s in step_of.items():
         t = plan.transfers[i]
         per_step[s].append(Send(t.chunk, t.src, t.dst))
@@ -294,10 +299,7 @@ def timed_schedule(topo: Topology, plan: Plan, latency: Mapping[tuple[int, int],
                 break
             t = u
         for res, d in holds:
-            starts, ends = busy[res]
-            j = bisect.bisect_left(starts, t)
-            starts.insert(j, t)
-            ends.insert(j, t + d)
+            _occupy(*busy[res], t, t + d)
         start[i], end[i] = t, t + max(d for _, d in holds) + (latency or {}).get(key, 0.0)
     # steps in start order, a link's transfers in separate steps (a step's sends are lowered in chunk order)
     step_of = [0] * len(plan.transfers)
@@ -311,6 +313,26 @@ def timed_schedule(topo: Topology, plan: Plan, latency: Mapping[tuple[int, int],
     for i, tr in enumerate(plan.transfers):
         per_step[step_of[i]].append(Send(tr.chunk, tr.src, tr.dst))
     return [Step(_rounds(topo, sends), sorted(sends, key=send_key)) for sends in per_step if sends]
+
+
+def _occupy(starts: list[float], ends: list[float], t: float, e: float) -> None:
+    """Mark [t, e) busy in the sorted disjoint intervals, merged with those it touches: a busy switch group's
+    intervals stay one, so `gap` does not walk every transfer it carried (same answers: touching intervals
+    leave no idle time between them)."""
+    import bisect
+
+    j = bisect.bisect_left(starts, t)
+    if j and ends[j - 1] == t:
+        if j < len(starts) and starts[j] == e:
+            ends[j - 1] = ends[j]
+            del starts[j], ends[j]
+        else:
+            ends[j - 1] = e
+    elif j < len(starts) and starts[j] == e:
+        starts[j] = t
+    else:
+        starts.insert(j, t)
+        ends.insert(j, e)
 
 
 def _rounds(topo: Topology, sends: Sequence[Send]) -> int:

@@ -38,6 +38,7 @@ import itertools
 from collections.abc import Callable
 
 from smtcoll.bounds.entry import node_of
+from smtcoll.check.schedule import check_schedule
 from smtcoll.model import Collective, Schedule, Topology
 from smtcoll.synth.scale.allreduce import _asap, _every_rank_all, _Plan, _schedule
 from smtcoll.synth.scale.nodes_allreduce import _named_nodes, _node_sums, _tree
@@ -51,13 +52,21 @@ def windows_allreduce(topo: Topology, coll: Collective) -> Schedule | None:
     shape = _shape(topo, coll)
     if shape is None:
         return None
-    best: list[list[tuple[int, int]]] | None = None
-    for plan in (_direct(topo, *shape), _relayed(topo, *shape), _blocks(topo, *shape), _halves_plan(topo, *shape),
-                 _block_halves(topo, *shape)):
-        steps = None if plan is None else _asap(topo, plan)
-        if steps is not None and (best is None or len(steps) < len(best)):
-            best = steps
-    return None if best is None else _schedule(topo, coll, best)
+    _, p, linked, _ = shape
+    whole = all((u, v) in linked for u in range(p) for v in range(p) if u != v)  # node sums in one step
+    plans = [_direct(topo, *shape), _relayed(topo, *shape), _blocks(topo, *shape), _halves_plan(topo, *shape),
+             _block_halves(topo, *shape)]
+    if whole:
+        plans += [_direct(topo, *shape, at_once=True), _relayed(topo, *shape, at_once=True)]
+    found = [(len(steps), i, steps) for i, plan in enumerate(plans)
+             if plan is not None and (steps := _asap(topo, plan)) is not None]
+    for _, _, steps in sorted(found, key=lambda x: x[:2]):
+        # the shortest the checker accepts: where a shared NIC delays a send past a later one into its
+        # sender (pairs8: two GPUs behind one NIC), it would carry more than the plan gave it
+        s = _schedule(topo, coll, steps)
+        if check_schedule(s).verdict == "ok":
+            return s
+    return None
 
 
 Shape = tuple[int, int, set[tuple[int, int]], dict[int, list[int]]]
@@ -84,11 +93,19 @@ def _shape(topo: Topology, coll: Collective) -> Shape | None:
     return (n, p, linked, into) if into else None
 
 
-def _summed(topo: Topology, n: int, p: int, linked: set[tuple[int, int]]) -> _Plan | None:
-    """A plan in which every GPU gets its node's sum, its next phase started (or None): recursive doubling
-    where the xor partners are links, else a reduce to the node's most central GPU along a breadth-first tree
-    and the sum back as copies."""
+def _summed(topo: Topology, n: int, p: int, linked: set[tuple[int, int]], at_once: bool = False) -> _Plan | None:
+    """A plan in which every GPU gets its node's sum, its next phase started (or None): `at_once`, every GPU
+    sends its own value to every other of its node in one step (a node whose GPUs are all linked, no port
+    limit: pairs8's 8 GPUs in 1 step where recursive doubling takes 3; where switch ports allow one chunk a
+    round, the schedule spreads it over many and the other plan wins); else recursive doubling where the xor
+    partners are links, else a reduce to the node's most central GPU along a breadth-first tree and the sum
+    back as copies."""
     plan = _Plan(topo.ranks)
+    if at_once:
+        for b in range(0, n * p, p):
+            plan.everyone(list(range(b, b + p)))
+        plan.start_phase()
+        return plan
     bit = 1
     while bit < p and all((r, r ^ bit) in linked for r in range(p)):
         bit <<= 1
@@ -119,7 +136,8 @@ def _depth(tree: list[tuple[int, int]]) -> int:
     return max(level.values(), default=0)
 
 
-def _direct(topo: Topology, n: int, p: int, linked: set[tuple[int, int]], into: dict[int, list[int]]) -> _Plan | None:
+def _direct(topo: Topology, n: int, p: int, linked: set[tuple[int, int]], into: dict[int, list[int]],
+            at_once: bool = False) -> _Plan | None:
     """The direct plan: windows doubled or split in halves over the receivers that reach each other."""
     group = sorted(g for g in into if g in into.get(g, []))
     if not group:
@@ -127,7 +145,7 @@ def _direct(topo: Topology, n: int, p: int, linked: set[tuple[int, int]], into: 
     rounds = _build(n, group, into)
     if rounds is None:
         return None
-    plan = _summed(topo, n, p, linked)
+    plan = _summed(topo, n, p, linked, at_once)
     if plan is None:
         return None
     for rnd in rounds:
@@ -176,7 +194,8 @@ def _halves(group: list[int], into: dict[int, list[int]]) -> list[tuple[int, int
     return pairs
 
 
-def _relayed(topo: Topology, n: int, p: int, linked: set[tuple[int, int]], into: dict[int, list[int]]) -> _Plan | None:
+def _relayed(topo: Topology, n: int, p: int, linked: set[tuple[int, int]], into: dict[int, list[int]],
+             at_once: bool = False) -> _Plan | None:
     """The relay plan: one chain of window sizes for every receiver, the added windows sent by relays that
     took copies of them."""
     relay: dict[int, int] = {}
@@ -191,7 +210,7 @@ def _relayed(topo: Topology, n: int, p: int, linked: set[tuple[int, int]], into:
     chain = _chain(n)
     if chain is None:
         return None
-    plan = _summed(topo, n, p, linked)
+    plan = _summed(topo, n, p, linked, at_once)
     if plan is None:
         return None
     sizes = [1]
