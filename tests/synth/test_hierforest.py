@@ -11,9 +11,12 @@ import pytest
 
 from smtcoll import library, specs
 from smtcoll.bounds.throughput import addresses, rates, time_bound
+from smtcoll.check.parse_rules import rank_nodes
 from smtcoll.check.schedule import check_schedule
 from smtcoll.errors import ModelError
+from smtcoll.lower import LowerOptions, lower
 from smtcoll.model import Schedule
+from smtcoll.msccl.runtime import MAX_NODES
 from smtcoll.sweep.cost import bus_bandwidth, schedule_time
 from smtcoll.synth.constructions import build
 from smtcoll.synth.constructions.rings import nodes_of
@@ -83,6 +86,29 @@ def test_it_applies_to_a_topology_file_of_that_shape() -> None:
     for kind in ("allgather", "reducescatter"):
         s = build("hierforest", topo, library.collective(kind, 24))
         assert check_schedule(s).verdict == "ok"
+
+
+def test_the_finer_candidate_is_offered_verifies_and_lowers_at_4_instances(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The sweep gets `hierforest` twice: C pieces a rank, and n C with the NIC's extras (late peer pieces on
+    the busiest lanes brought over the receiver's own NIC lane instead). The second verifies, its NIC lanes
+    carry more than the peer's own pieces, and it lowers at 4 instances within the runtimes' limits (`lower`
+    refuses steps, thread blocks and depid beyond them; XML nodes a rank here). The sweep verifies the XML
+    of every file it writes; that check (1.4 CPU s here) is left to it and to tests/lower."""
+    import smtcoll.synth.constructions as cons
+
+    monkeypatch.setattr(cons, "_FAMILIES", {"hierforest": cons._FAMILIES["hierforest"]})
+    topo = specs.resolve_topology(str(CHORDRING_NIC), 2)
+    coll = library.collective("allgather", 24)
+    offered = cons.constructions(topo, coll)
+    assert [(c.name, c.chunks) for c in offered] == [("hierforest", 3), ("hierforest", 7)]
+    fine = offered[1].schedule
+    assert check_schedule(fine).verdict == "ok"
+    node = nodes_of(topo)
+    across = Counter((x.src, x.dst) for st in fine.steps for x in st.sends if node[x.src] != node[x.dst])
+    assert set(across) == {(r, (r + 12) % 24) for r in range(24)}  # still the NIC lanes only
+    assert max(across.values()) > 7  # the extras on top of the peer's 7 own pieces
+    low = lower(fine, LowerOptions(4, "Simple", "executor", "outofplace", 1 << 28, 1 << 30, True))
+    assert max(rank_nodes(low.program, g) for g in low.program.gpus) <= MAX_NODES
 
 
 @pytest.mark.parametrize(("name", "nodes", "why"), [

@@ -72,10 +72,12 @@ _FAMILIES: dict[str, tuple[Builder, str | None]] = {
 # families that offer the sweep more than one schedule: name -> every schedule, the family's own first
 # (`forest`: its count of trees per root and the most trees within the runtimes' limits, `forest.forests`;
 # `pairwise`: across nodes also its program with fused connections, which lowers at 8 instances, `pairwise.pairwises`;
-# `treepack`: where the links' speeds per unit differ also the packing by speed, `treepack.treepacks`)
+# `treepack`: where the links' speeds per unit differ also the packing by speed, `treepack.treepacks`;
+# `hierforest`: also its finer pieces with the NIC's extras, `hierforest.hierforests`)
 _SEVERAL: dict[str, Callable[[Topology, Collective], list[Schedule]]] = {"forest": forest.forests,
                                                                           "pairwise": pairwise.pairwises,
-                                                                          "treepack": treepack.treepacks}
+                                                                          "treepack": treepack.treepacks,
+                                                                          "hierforest": hierforest.hierforests}
 # `synth --method` names (short) -> family
 METHODS: dict[str, Builder] = {
     "ring": nccl.ring,

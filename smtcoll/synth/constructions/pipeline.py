@@ -143,13 +143,14 @@ def turn(steps: Sequence[Step]) -> list[Step]:
             for st in reversed(steps)]
 
 
-def backward(topo: Topology, plan: Plan, steps: Sequence[Step]) -> list[Step]:
+def backward(topo: Topology, plan: Plan, steps: Sequence[Step], lag: int = 1) -> list[Step]:
     """The backward pass of forward-backward list scheduling: `plan`'s transfers turned round (on the
     reversed links, each waiting for the transfers that waited for it) list-scheduled with those that end
     `steps` (a schedule of `plan`) last first, then turned back: the same transfers, each as late as the
     capacity after it allows. A forward list schedule packs its start and leaves its end ragged (mi250's
     exact packing: the slow links' last transfers slip a step behind the relays' forwards); this packs the
-    end, keeping the forward pass's order elsewhere. A chunk crosses a link once in `plan` (trees)."""
+    end, keeping the forward pass's order elsewhere. A chunk crosses a link once in `plan` (trees). `lag`:
+    as `_list_schedule`'s."""
     when: dict[tuple[int, int, int], int] = {}
     for s, st in enumerate(steps):
         for x in st.sends:
@@ -164,7 +165,7 @@ def backward(topo: Topology, plan: Plan, steps: Sequence[Step]) -> list[Step]:
         t = plan.transfers[i]
         reverse.add(t.chunk, t.dst, t.src, [n - 1 - j for j in then[i]])
     last = [-when[(t.chunk, t.src, t.dst)] for t in reversed(plan.transfers)]
-    return turn(_list_schedule(topo.reversed(), reverse, topological(reverse, last)))
+    return turn(_list_schedule(topo.reversed(), reverse, topological(reverse, last), lag=lag))
 
 
 def topological(plan: Plan, key: Sequence[Any]) -> list[int]:
@@ -189,11 +190,12 @@ def topological(plan: Plan, key: Sequence[Any]) -> list[int]:
 
 
 def _list_schedule(topo: Topology, plan: Plan, order: list[int], release: Mapping[int, int] | None = None,
-                   keep_empty: bool = False) -> list[Step]:
+                   keep_empty: bool = False, lag: int = 1) -> list[Step]:
     """Each transfer, in `order` (dependencies first), into the earliest step after its dependencies (and
     no earlier than `release`, by index) with a free lane on its link and a free unit in each switch group
     it crosses; steps of one round. `keep_empty`: steps without a send stay, as empty steps (their
-    numbers are those `release` counts)."""
+    numbers are those `release` counts). `lag`: steps from a dependency to its dependant (more than 1
+    lets other pieces go on a link while a relayed piece is still in flight: a hop's latency hidden)."""
     groups_of: dict[tuple[int, int], list[tuple[Any, int]]] = {}  # link -> its resources and their capacities
     load: dict[tuple[Any, int], int] = {}  # (resource, step) -> transfers placed
     # per resource, its full steps, each pointing at a later step to try (path-compressed): the earliest step
@@ -223,7 +225,7 @@ def _list_schedule(topo: Topology, plan: Plan, order: list[int], release: Mappin
                 raise ValueError(f"no link {t.src} -> {t.dst}")  # a construction's bug: caught by its tests
             groups_of[key] = [(key, bw), *((g, topo.switches[g].bandwidth) for g in topo.switches_of(*key))]
         held = groups_of[key]
-        s = max([0, *(step_of[d] + 1 for d in t.after), (release or {}).get(i, 0)])
+        s = max([0, *(step_of[d] + lag for d in t.after), (release or {}).get(i, 0)])
         moved = True
         while moved:  # until every resource has room at s
             moved = False
