@@ -106,6 +106,14 @@ def _capacity(topo: Topology, crossing: list, inside: set[int]) -> int:
         mine = frozenset(k for k in bw if k[0] in srcs and k[1] in dsts)
         if mine:
             links_of.append((g.bandwidth, mine))
+    return greedy_cover(bw, links_of)
+
+
+def greedy_cover(bw: dict[tuple[int, int], int], links_of: list[tuple[int, frozenset[tuple[int, int]]]]) -> int:
+    """Per round, an upper bound on what the links `bw` (link -> bandwidth) carry in all when the switch groups
+    `links_of` ((bandwidth, the links it bounds)) are counted instead of the links they cover: the groups
+    chosen greedily, the least bandwidth per link bandwidth newly covered first, while that beats counting the
+    links; the uncovered links count their own bandwidth. Any choice is an upper bound."""
     left = set(bw)
     cap = 0
     while True:

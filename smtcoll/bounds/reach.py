@@ -57,7 +57,7 @@ from typing import Any
 import attrs
 
 from smtcoll.bounds.cycle import _one_address_sum
-from smtcoll.bounds.entry import _capacity, node_of
+from smtcoll.bounds.entry import _capacity, greedy_cover, node_of
 from smtcoll.bounds.results import Bound
 from smtcoll.model import Collective, Topology
 
@@ -192,19 +192,8 @@ def _shared(inside: frozenset[int], remote: dict[int, list], groups: list[tuple[
         return 1 << 62  # no shared in-group: the sum of the R_z is the bound
     if inside in memo:
         return memo[inside]
-    left = {(l.src, l.dst) for z in inside for l in remote.get(z, [])}
-    mine = [(gbw, frozenset(k for k in left if k[0] in srcs and k[1] in dsts)) for gbw, srcs, dsts in groups
+    one = dict.fromkeys(((l.src, l.dst) for z in inside for l in remote.get(z, [])), 1)  # one value per link
+    mine = [(gbw, frozenset(k for k in one if k[0] in srcs and k[1] in dsts)) for gbw, srcs, dsts in groups
             if dsts & inside]
-    cap = 0
-    while True:
-        best = None
-        for gbw, links in mine:
-            new = len(links & left)
-            if new > gbw and (best is None or gbw * best[1] < best[0] * new):
-                best = (gbw, new, links)
-        if best is None:
-            break
-        cap += best[0]
-        left -= best[2]
-    memo[inside] = cap + len(left)
+    memo[inside] = greedy_cover(one, mine)
     return memo[inside]
