@@ -79,3 +79,33 @@ def test_machines_within_1_5x_by_default(name, nodes, steps, bound):
     result = _default(name, nodes)
     assert len(result.schedule.steps) == steps
     assert result.gap is not None and result.gap.steps_bound == bound
+
+
+SHARED_NIC4 = """
+[topology]
+name = "sharednic4"
+ranks = 4
+links = [
+""" + "".join(f"    {{ src = {u}, dst = {v}, bandwidth = 1 }},\n" for u in range(4) for v in range(4) if u != v) + """]
+[[topology.nics]]
+senders = [0, 1, 2, 3]
+receivers = [0, 1, 2, 3]
+bandwidth = 1
+rail = 0
+"""
+
+
+def test_a_nic_shared_by_a_node_carries_one_send_a_round(tmp_path) -> None:
+    # the node's rotations map one NIC send onto another of the same orbit: the encoding counted the orbit's
+    # variable once, so z3 returned schedules with 2-4 sends a round through the one NIC (exit 70 by the checker)
+    from smtcoll import specs
+
+    path = tmp_path / "sharednic4.toml"
+    path.write_text(SHARED_NIC4)
+    topo = specs.load_topology(path, 3)
+    coll = library.collective("allreduce", topo.ranks)
+    assert groups(topo, coll)
+    found, _, _ = sums_schedule(topo, coll, 3, 8, None, None)
+    assert found is not None and check_schedule(found).verdict == "ok"
+    result = synthesize(topo, coll, SynthRequest())
+    assert result.schedule is not None and check_schedule(result.schedule).verdict == "ok"

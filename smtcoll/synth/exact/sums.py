@@ -171,7 +171,9 @@ class SumsEncoding:
         for r in range(1, steps + 1):
             seen: set[tuple[str, ...]] = set()
             for sw in topo.switches:
-                es = sorted({var("e", r, u, v) for u in sw.srcs for v in sw.dsts if topo.has_link(u, v)})
+                # one term per send, not per orbit: two sends of a group in one orbit share a variable and
+                # both happen (a NIC shared by a node's ranks under a rotation of the node)
+                es = sorted(var("e", r, u, v) for u in sw.srcs for v in sw.dsts if topo.has_link(u, v))
                 if len(es) > sw.bandwidth and tuple(es) not in seen:
                     seen.add(tuple(es))
                     out.append(f"(assert ((_ at-most {sw.bandwidth}) {' '.join(es)}))")
