@@ -374,18 +374,19 @@ def _screen(topo: Topology, coll: Collective, sets: Sequence[tuple[int, ...]]) -
         xb = x[:, lo:lo + 256]
         for family in FAMILIES:
             if family == "arrivals":
-                mask, count = xb[a.dst], ins @ xb
+                count = ins @ xb
             elif family == "departures":
-                mask, count = xb[a.src], outs @ xb
+                count = outs @ xb
             elif family == "entry":
-                mask, count = xb[a.dst] & ~xb[a.src], a.enter_counts(xb).astype(np.float64)
+                count = a.enter_counts(xb).astype(np.float64)
             else:
-                mask, count = xb[a.src] & ~xb[a.dst], a.enter_counts(~xb).astype(np.float64)
-            m = mask.astype(np.float32)  # links x sets
-            cap = bw @ m
+                count = a.enter_counts(~xb).astype(np.float64)
+            m = _family_mask(a, xb, family)  # links x sets, sparse: most sets are crossed by few of the links
+            mt = m.T.tocsr()
+            cap = mt @ bw
             for charged_bw, free_bw in charges:
-                charged = charged_bw @ m  # groups x sets
-                cap = np.minimum(cap, free_bw @ m + np.minimum(charged, gbw[:, None]).sum(axis=0))
+                charged = (charged_bw @ m).toarray()  # groups x sets
+                cap = np.minimum(cap, mt @ free_bw + np.minimum(charged, gbw[:, None]).sum(axis=0))
             with np.errstate(divide="ignore", invalid="ignore"):
                 scores[family][lo:lo + xb.shape[1]] = np.where((count > 0) & (cap > 0),
                                                                count / np.maximum(cap, 1e-300), 0.0)
@@ -394,6 +395,22 @@ def _screen(topo: Topology, coll: Collective, sets: Sequence[tuple[int, ...]]) -
         order = np.lexsort((np.arange(len(sets)), -score))
         out[family] = [int(j) for j in order[:EXACT_PER_FAMILY] if score[j] > 0]
     return out
+
+
+def _family_mask(a: Any, xb: Any, family: str) -> Any:
+    """The links each set's family counts (links x sets, sparse 0/1): into it, out of it, entering, leaving."""
+    import numpy as np
+    from scipy.sparse import csc_array
+
+    rows, ptr = [], [0]
+    for j in range(xb.shape[1]):
+        at_dst, at_src = xb[a.dst, j], xb[a.src, j]
+        on = {"arrivals": at_dst, "departures": at_src, "entry": at_dst & ~at_src, "exit": at_src & ~at_dst}[family]
+        idx = np.flatnonzero(on)
+        rows.append(idx)
+        ptr.append(ptr[-1] + len(idx))
+    r = np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64)
+    return csc_array((np.ones(len(r)), r, np.array(ptr)), shape=(len(a.dst), xb.shape[1]))
 
 
 # --- the bound ---------------------------------------------------------------------------------------
