@@ -61,17 +61,25 @@ def cut_capacity(topo: Topology, inside: Iterable[int], net: nx.DiGraph | None =
         crossing = [l for l in topo.links if l.dst in inside and l.src not in inside]
         return sum(l.bandwidth for l in crossing), {
             "links": [{"src": l.src, "dst": l.dst, "capacity": l.bandwidth} for l in crossing], "switch_groups": []}
-    net = (net or flow_network(topo)).copy()
-    for r in range(topo.ranks):
-        if r in inside:
-            net.add_edge(r, SINK)
-        else:
-            net.add_edge(SOURCE, r)
-    import networkx as nx
+    net = net or flow_network(topo)
+    found = _scipy_min_cut(topo, inside, net)
+    value: Any
+    if found is not None:
+        value, src_side = found
+    else:  # a capacity that is not an integer: networkx's max-flow in exact arithmetic
+        import networkx as nx
 
-    value, (src_side, _) = nx.minimum_cut(net, SOURCE, SINK)
+        flow = net.copy()
+        for r in range(topo.ranks):
+            if r in inside:
+                flow.add_edge(r, SINK)
+            else:
+                flow.add_edge(SOURCE, r)
+        value, (src_side, _) = nx.minimum_cut(flow, SOURCE, SINK)
     links, groups = [], []
     for a in src_side:
+        if a == SOURCE:
+            continue
         for b, data in net[a].items():
             if b in src_side or "capacity" not in data:
                 continue
@@ -91,29 +99,61 @@ def cut_value(topo: Topology, inside: Iterable[int], net: nx.DiGraph) -> Any:
     the witness: scipy's max-flow in C where every capacity is an integer, networkx otherwise. For the
     many candidate cuts the bounds refine; the cut they keep gets its witness from `cut_capacity`."""
     inside = set(inside)
+    built = _flow_matrix(topo, inside, net)
+    if built is None:
+        return cut_capacity(topo, inside, net)[0]
+    from scipy.sparse.csgraph import maximum_flow
+
+    m, source, sink = built
+    return int(maximum_flow(m, source, sink).flow_value)
+
+
+def _scipy_min_cut(topo: Topology, inside: set[int], net: nx.DiGraph) -> tuple[int, set[Any]] | None:
+    """The max-flow value into `inside` and the source side of the minimum cut networkx's `minimum_cut`
+    returns (every node that cannot reach the sink in the residual network: the same set for every
+    maximum flow), by scipy's max-flow in C; None where a capacity is not an integer."""
+    built = _flow_matrix(topo, inside, net)
+    if built is None:
+        return None
+    import numpy as np
+    from scipy.sparse import csr_array
+    from scipy.sparse.csgraph import breadth_first_order, maximum_flow
+
+    m, source, sink = built
+    res = maximum_flow(m, source, sink)
+    residual = csr_array(m - res.flow)
+    residual.data = np.where(residual.data > 0, residual.data, 0)
+    residual.eliminate_zeros()
+    to_sink = set(breadth_first_order(residual.T.tocsr(), sink, return_predecessors=False).tolist())
+    labels = list(net.graph["_csr"][0])
+    return int(res.flow_value), {x for i, x in enumerate(labels) if i not in to_sink}
+
+
+def _flow_matrix(topo: Topology, inside: set[int], net: nx.DiGraph) -> tuple[Any, int, int] | None:
+    """The network with a source into every rank outside `inside` and a sink out of every rank inside, as
+    scipy's integer capacity matrix (its nodes in `net`'s order, then the source and the sink); None where a
+    capacity is not an integer. The network's own part is built once and kept in `net.graph`."""
     base = net.graph.get("_csr")
     if base is None:
         base = net.graph["_csr"] = _csr_parts(net)
     if base is False:
-        return cut_capacity(topo, inside, net)[0]
+        return None
     import numpy as np
     from scipy.sparse import csr_array
-    from scipy.sparse.csgraph import maximum_flow
 
     index, rows, cols, caps, big = base
     p = topo.ranks
     n = len(index)
     source, sink = n, n + 1
-    ranks = np.arange(p)
     is_in = np.zeros(p, dtype=bool)
     is_in[list(inside)] = True
     node = np.array([index[r] for r in range(p)], dtype=np.int64)
     r2 = np.concatenate([rows, node[is_in], np.full(int((~is_in).sum()), source)])
     c2 = np.concatenate([cols, np.full(int(is_in.sum()), sink), node[~is_in]])
-    w2 = np.concatenate([caps, np.full(len(ranks), big, dtype=np.int64)])
+    w2 = np.concatenate([caps, np.full(p, big, dtype=np.int64)])
     m = csr_array((w2, (r2, c2)), shape=(n + 2, n + 2))  # int64, as w2
     m.sum_duplicates()
-    return int(maximum_flow(m, source, sink).flow_value)
+    return m, source, sink
 
 
 def _csr_parts(net: nx.DiGraph) -> Any:
