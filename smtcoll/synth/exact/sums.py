@@ -38,7 +38,9 @@ from smtcoll.synth.exact.nodes import check_within
 
 # the largest encoding `auto` builds (`size`): building and parsing cost CPU and memory before the search,
 # and beyond it z3 found nothing within the budget where measured (mi250 x 3 at 4 steps: 56,832, 9 CPU s in
-# vain; x 5: 176,640, 12 CPU s and 805 MB); mi250 x 2 at 4 steps (21,504) and ndv2 x 8 at 11 (33,792) find one
+# vain; x 5: 176,640, 12 CPU s and 805 MB); mi250 x 2 at 4 steps (21,504) and ndv2 x 8 at 11 (33,792) find one.
+# Raised to 150,000 (session 13) the held-out torus2x2x4z x 4 / x 5 found 16 / 12 steps (engine 17 / 19), but
+# dgx2 x 9 / x 10 spent 6-7 CPU s more in vain (1.8 -> 8.0 / 9.1 s): kept
 MAX_SIZE = 50_000
 MAX_GROUPS = 4  # groups tried per step count, largest first
 # the default budget when the user sets none, in z3 resource units (deterministic): more than the exact
@@ -232,11 +234,12 @@ def sums_schedule(topo: Topology, coll: Collective, lo: int, hi: int, work: int 
     with the units spent and per count and group tried (steps, verdict, CPU s, units); None when the
     machine is not of this form or nothing is found.
 
-    First 1.5x the bound (issue 24's target; hi - 1 if less), with copies of the total only and then with
-    any copy, every group largest first, with all the budget: a count near the bound is often beyond the
-    shape and costs the most to give up on. Then, from the bound up, the counts below the one found, with
-    the copies that found it, the first two groups and at most a quarter of the budget per attempt, until
-    one is found (the least)."""
+    First 1.5x the bound (issue 24's target; hi - 1 if less), with copies of the total only, every group
+    largest first, with all the budget: a count near the bound is often beyond the shape and costs the most
+    to give up on; with any copy on a group where z3 proved that copies of the total cannot (ringofrings12
+    x 4: 18 steps, where the budget went to the other groups' copies of the total), and last on every group.
+    Then, from the bound up, the counts below the one found, with the copies that found it, the first two
+    groups and at most a quarter of the budget per attempt, until one is found (the least)."""
     tried: list[tuple[int, str, float, int]] = []
     spent = 0
     found_groups = groups(topo, coll)
@@ -262,11 +265,19 @@ def sums_schedule(topo: Topology, coll: Collective, lo: int, hi: int, work: int 
         return None, 0, tried
     best: Schedule | None = None
     full = True
-    for full in (True, False):
-        for group in found_groups:
-            best, _ = attempt(target, group, full, None)
-            if best is not None:
-                break
+    later = []  # the groups whose copies of the total z3 did not rule out: any copy on them last
+    for group in found_groups:
+        best, none = attempt(target, group, True, None)
+        if best is None and none:
+            full = False
+            best, _ = attempt(target, group, False, None)
+        elif best is None:
+            later.append(group)
+        if best is not None:
+            break
+    for group in later if best is None else []:
+        full = False
+        best, _ = attempt(target, group, False, None)
         if best is not None:
             break
     if best is None:
