@@ -121,3 +121,29 @@ def test_half_blocks_start_across_the_nics_in_the_square_sums() -> None:
         if nodes == 6:
             bound = reach_bound(t, coll).value  # 4, the strongest (tests/bounds/test_reach.py)
             assert bound is not None and len(s.steps) <= 1.5 * bound
+
+
+TORUS_NODE = """
+[topology]
+name = "torus4x4nic"
+generator = "torus2d:4x4"
+[[topology.nics]]
+senders = [0]
+receivers = [10]
+bandwidth = 1
+rail = 0
+"""
+
+
+def test_a_relay_far_from_its_receiver_gets_its_copies_along_a_path(tmp_path) -> None:
+    # the NIC's receiver (GPU 10) and sender (GPU 0) of a torus node are 4 hops apart: the relay plan took
+    # them only when linked (None here, the engine's reduce + broadcast); its copies now walk the path
+    from smtcoll import specs
+
+    path = tmp_path / "torus4x4nic.toml"
+    path.write_text(TORUS_NODE)
+    topo = specs.load_topology(path, 6)
+    coll = library.collective("allreduce", topo.ranks)
+    s = windows_allreduce.windows_allreduce(topo, coll)
+    assert s is not None and check_schedule(s).verdict == "ok"
+    assert len(s.steps) == 17 <= 1.5 * _strongest(topo, coll)  # the bound: 13

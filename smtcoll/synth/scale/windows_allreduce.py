@@ -55,7 +55,7 @@ def windows_allreduce(topo: Topology, coll: Collective) -> Schedule | None:
     _, p, linked, _ = shape
     whole = all((u, v) in linked for u in range(p) for v in range(p) if u != v)  # node sums in one step
     plans = [_direct(topo, *shape), _relayed(topo, *shape), _blocks(topo, *shape), _halves_plan(topo, *shape),
-             _block_halves(topo, *shape)]
+             _block_halves(topo, *shape), _relayed(topo, *shape, spaced=True)]
     if whole:
         plans += [_direct(topo, *shape, at_once=True), _relayed(topo, *shape, at_once=True)]
     found = [(len(steps), i, steps) for i, plan in enumerate(plans)
@@ -195,19 +195,31 @@ def _halves(group: list[int], into: dict[int, list[int]]) -> list[tuple[int, int
 
 
 def _relayed(topo: Topology, n: int, p: int, linked: set[tuple[int, int]], into: dict[int, list[int]],
-             at_once: bool = False) -> _Plan | None:
+             at_once: bool = False, spaced: bool = False) -> _Plan | None:
     """The relay plan: one chain of window sizes for every receiver, the added windows sent by relays that
-    took copies of them."""
+    took copies of them, over a link or, where the receiver and its relay are not linked (a torus node whose
+    NIC GPUs are far apart), along a shortest path inside the node. `spaced`: a chain whose addends wait
+    for the path's hops (the copies reach the relay in time; else the relay's sends wait: either can be
+    shorter, torus2x2x4z x 5 15 / 16 steps, x 8 18 / 17); None where the path is one hop."""
     relay: dict[int, int] = {}
+    path: dict[int, list[int]] = {}  # receiver -> the GPUs its copies go through to its relay, the relay last
     for g in sorted(into):  # each receiver its own relay, not itself a receiver of this plan
         if g in relay.values():
             continue
         h = next((h for h in into[g] if h != g and h not in relay and h not in relay.values()), None)
         if h is not None and (g, h) in linked:
-            relay[g] = h
-    if not relay:
+            relay[g], path[g] = h, [h]
+    if not relay:  # no relay one hop away: one receiver, its copies along a path (several paths could cross)
+        local = {(u, v) for u, v in linked if u < p and v < p}
+        g = min(into)
+        way = next((w for h in into[g] if h != g and (w := _path(local, g, h)) is not None), None)
+        if way is None:
+            return None
+        relay[g], path[g] = way[-1], way
+    hops = max(len(w) for w in path.values())
+    if spaced and hops == 1:
         return None
-    chain = _chain(n)
+    chain = _chain(n, 1 + hops if spaced else 2)
     if chain is None:
         return None
     plan = _summed(topo, n, p, linked, at_once)
@@ -222,10 +234,33 @@ def _relayed(topo: Topology, n: int, p: int, linked: set[tuple[int, int]], into:
                 plan.send(((a - sizes[-1]) % n) * p + h, a * p + g)
         if j - 1 in needed and j > 1:  # relays copy W_(s_(j-1)), the value their receiver starts step j with
             for b in range(0, n * p, p):
-                for g, h in relay.items():
-                    _copy(plan, b + g, b + h, held[b + g])
+                for g in relay:
+                    src, deps = b + g, held[b + g]
+                    for x in path[g]:
+                        _copy(plan, src, b + x, deps)
+                        src, deps = b + x, tuple(plan.into[b + x])
         sizes.append(sizes[-1] + sizes[i])
     return _spread(plan, n, p, linked, sorted(relay))
+
+
+def _path(local: set[tuple[int, int]], g: int, h: int) -> list[int] | None:
+    """The GPUs after g on the first shortest path from g to h over the node's links (h last), or None."""
+    parent = {g: g}
+    frontier = [g]
+    while frontier and h not in parent:
+        nxt = []
+        for u in frontier:
+            for v in sorted(v for x, v in local if x == u):
+                if v not in parent:
+                    parent[v] = u
+                    nxt.append(v)
+        frontier = nxt
+    if h not in parent:
+        return None
+    way = [h]
+    while parent[way[-1]] != g:
+        way.append(parent[way[-1]])
+    return way[::-1]
 
 
 def _copy(plan: _Plan, src: int, dst: int, deps: tuple[int, ...]) -> None:
@@ -243,17 +278,19 @@ def _raw(plan: _Plan, src: int, dst: int, deps: tuple[int, ...], after: tuple[in
     plan.sends.append((src, dst))
 
 
-def _chain(n: int) -> list[tuple[int, int]] | None:
-    """The shortest sequence s_0 = 1, s_j = s_(j-1) + s_(i_j) with i_j <= j - 2 non-decreasing (a relay's
-    copies only grow) that reaches n, as (i_j, s_j); the first found by iterative deepening."""
+def _chain(n: int, gap: int = 2) -> list[tuple[int, int]] | None:
+    """The shortest sequence s_0 = 1, s_j = s_(j-1) + s_(i_j) with i_j <= j - gap non-decreasing (a relay's
+    copies only grow; `gap` - 1 the hops of a copy to the relay) that reaches n, as (i_j, s_j); the first
+    found by iterative deepening."""
     for depth in range(1, MAX_CHAIN + 1):
-        found = _deepen([1], [], n, depth)
+        found = _deepen([1], [], n, depth, gap)
         if found is not None:
             return found
     return None
 
 
-def _deepen(sizes: list[int], picks: list[tuple[int, int]], n: int, depth: int) -> list[tuple[int, int]] | None:
+def _deepen(sizes: list[int], picks: list[tuple[int, int]], n: int, depth: int, gap: int,
+            ) -> list[tuple[int, int]] | None:
     s = sizes[-1]
     if s == n:
         return picks
@@ -262,11 +299,11 @@ def _deepen(sizes: list[int], picks: list[tuple[int, int]], n: int, depth: int) 
     j = len(sizes)
     low = picks[-1][0] if picks else 0
     for i in range(j - 1, low - 1, -1):  # the largest addend first; relays hold s_0 from the start
-        # s_i reaches the relays at step i + 1 and replaces what they held: the steps from i + 2 on add it
-        if (i == 0 or i <= j - 2) and all(picks[k - 1][0] == i for k in range(i + 2, j)):
+        # s_i reaches the relays at step i + gap - 1 and replaces what they held: the steps from i + gap on add it
+        if (i == 0 or i <= j - gap) and all(picks[k - 1][0] == i for k in range(i + 2, j)):
             nxt = s + sizes[i]
             if nxt <= n:
-                found = _deepen([*sizes, nxt], [*picks, (i, nxt)], n, depth)
+                found = _deepen([*sizes, nxt], [*picks, (i, nxt)], n, depth, gap)
                 if found is not None:
                     return found
     return None
