@@ -55,7 +55,7 @@ def windows_allreduce(topo: Topology, coll: Collective) -> Schedule | None:
     _, p, linked, _ = shape
     whole = all((u, v) in linked for u in range(p) for v in range(p) if u != v)  # node sums in one step
     plans = [_direct(topo, *shape), _relayed(topo, *shape), _blocks(topo, *shape), _halves_plan(topo, *shape),
-             _block_halves(topo, *shape), _relayed(topo, *shape, spaced=True)]
+             _block_halves(topo, *shape), _relayed(topo, *shape, linear=True)]
     if whole:
         plans += [_direct(topo, *shape, at_once=True), _relayed(topo, *shape, at_once=True)]
     found = [(len(steps), i, steps) for i, plan in enumerate(plans)
@@ -195,12 +195,12 @@ def _halves(group: list[int], into: dict[int, list[int]]) -> list[tuple[int, int
 
 
 def _relayed(topo: Topology, n: int, p: int, linked: set[tuple[int, int]], into: dict[int, list[int]],
-             at_once: bool = False, spaced: bool = False) -> _Plan | None:
+             at_once: bool = False, linear: bool = False) -> _Plan | None:
     """The relay plan: one chain of window sizes for every receiver, the added windows sent by relays that
     took copies of them, over a link or, where the receiver and its relay are not linked (a torus node whose
-    NIC GPUs are far apart), along a shortest path inside the node. `spaced`: a chain whose addends wait
-    for the path's hops (the copies reach the relay in time; else the relay's sends wait: either can be
-    shorter, torus2x2x4z x 5 15 / 16 steps, x 8 18 / 17); None where the path is one hop."""
+    NIC GPUs are far apart), along a shortest path inside the node. `linear`: the chain 1, 2, ..., n, every
+    step adding the relay's own node sum, so no relay waits for a copy (where the copies walk several hops
+    either can be shorter: torus2x2x4z x 5 15 / 16 steps, x 8 18 / 17); None where the path is one hop."""
     relay: dict[int, int] = {}
     path: dict[int, list[int]] = {}  # receiver -> the GPUs its copies go through to its relay, the relay last
     for g in sorted(into):  # each receiver its own relay, not itself a receiver of this plan
@@ -216,10 +216,9 @@ def _relayed(topo: Topology, n: int, p: int, linked: set[tuple[int, int]], into:
         if way is None:
             return None
         relay[g], path[g] = way[-1], way
-    hops = max(len(w) for w in path.values())
-    if spaced and hops == 1:
+    if linear and max(len(w) for w in path.values()) == 1:
         return None
-    chain = _chain(n, 1 + hops if spaced else 2)
+    chain = [(0, s) for s in range(2, n + 1)] if linear else _chain(n)
     if chain is None:
         return None
     plan = _summed(topo, n, p, linked, at_once)
@@ -278,19 +277,17 @@ def _raw(plan: _Plan, src: int, dst: int, deps: tuple[int, ...], after: tuple[in
     plan.sends.append((src, dst))
 
 
-def _chain(n: int, gap: int = 2) -> list[tuple[int, int]] | None:
-    """The shortest sequence s_0 = 1, s_j = s_(j-1) + s_(i_j) with i_j <= j - gap non-decreasing (a relay's
-    copies only grow; `gap` - 1 the hops of a copy to the relay) that reaches n, as (i_j, s_j); the first
-    found by iterative deepening."""
+def _chain(n: int) -> list[tuple[int, int]] | None:
+    """The shortest sequence s_0 = 1, s_j = s_(j-1) + s_(i_j) with i_j <= j - 2 non-decreasing (a relay's
+    copies only grow) that reaches n, as (i_j, s_j); the first found by iterative deepening."""
     for depth in range(1, MAX_CHAIN + 1):
-        found = _deepen([1], [], n, depth, gap)
+        found = _deepen([1], [], n, depth)
         if found is not None:
             return found
     return None
 
 
-def _deepen(sizes: list[int], picks: list[tuple[int, int]], n: int, depth: int, gap: int,
-            ) -> list[tuple[int, int]] | None:
+def _deepen(sizes: list[int], picks: list[tuple[int, int]], n: int, depth: int) -> list[tuple[int, int]] | None:
     s = sizes[-1]
     if s == n:
         return picks
@@ -299,11 +296,11 @@ def _deepen(sizes: list[int], picks: list[tuple[int, int]], n: int, depth: int, 
     j = len(sizes)
     low = picks[-1][0] if picks else 0
     for i in range(j - 1, low - 1, -1):  # the largest addend first; relays hold s_0 from the start
-        # s_i reaches the relays at step i + gap - 1 and replaces what they held: the steps from i + gap on add it
-        if (i == 0 or i <= j - gap) and all(picks[k - 1][0] == i for k in range(i + 2, j)):
+        # s_i reaches the relays at step i + 1 and replaces what they held: the steps from i + 2 on add it
+        if (i == 0 or i <= j - 2) and all(picks[k - 1][0] == i for k in range(i + 2, j)):
             nxt = s + sizes[i]
             if nxt <= n:
-                found = _deepen([*sizes, nxt], [*picks, (i, nxt)], n, depth, gap)
+                found = _deepen([*sizes, nxt], [*picks, (i, nxt)], n, depth)
                 if found is not None:
                     return found
     return None
