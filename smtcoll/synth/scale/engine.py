@@ -142,7 +142,7 @@ def _plain(topo: Topology, coll: Collective, b: SearchBounds | None, mirror_ok: 
     direct_first = not routing.full_lp_fits(topo)
     if direct_first and straight():
         return found[-1]
-    r = routing.routed_alltoall(topo, coll, limit)
+    r = routing.routed_unicast(topo, coll, limit)
     if r is not None:
         found.append((r, "LP-routed paths (HiGHS), store and forward"))
         if len(r.steps) <= target:
