@@ -9,28 +9,17 @@ from pathlib import Path
 
 import pytest
 import z3
+from helpers.machines import fat_tree
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from smtcoll import library
 from smtcoll.bounds import entry_bound, lower_bounds
 from smtcoll.check.schedule import check_schedule
-from smtcoll.model import Collective, Link, SwitchGroup, Topology
+from smtcoll.model import Collective
 from smtcoll.proofs import Claim, check_certificate, write_certificate
 from smtcoll.proofs.encoding import encode
 from smtcoll.synth.scale import engine
-
-
-def fat_tree(nodes: int, gpus: int, inside: int = 8) -> Topology:
-    """Nodes of `gpus` GPUs (`inside` chunks a round per pair inside), each GPU with its own NIC (1 a round in,
-    1 out) to every GPU of the other nodes."""
-    p = nodes * gpus
-    links = [Link(a, b, inside if a // gpus == b // gpus else 1) for a in range(p) for b in range(p) if a != b]
-    groups = []
-    for v in range(p):
-        away = [r for r in range(p) if r // gpus != v // gpus]
-        groups += [SwitchGroup([v], away, 1, f"nicout{v}"), SwitchGroup(away, [v], 1, f"nicin{v}")]
-    return Topology(f"fat{nodes}x{gpus}", p, links, groups)
 
 
 @pytest.mark.parametrize("name, direction", [("gather", "in"), ("scatter", "out")])

@@ -6,10 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from helpers.machines import fat_tree, pairs_on_a_switch
 
 from smtcoll import library, specs
 from smtcoll.check.schedule import check_schedule
-from smtcoll.model import Link, SwitchGroup, Topology
 from smtcoll.synth.scale import engine, routing
 from smtcoll.synth.scale.matched_rounds import matched_rounds
 from smtcoll.synth.scale.translate import alltoall_shape
@@ -104,23 +104,11 @@ def test_shortest_paths_let_the_rounding_split_half_way_chunks(topo: str) -> Non
     assert s.rounds == engine.search_bounds(t, coll).rounds(1)
 
 
-def _fat_tree(nodes: int, gpus: int) -> Topology:
-    """Nodes of `gpus` GPUs (NVLink 8 per pair inside), each GPU with its own NIC (1 a round in, 1 out) to
-    every GPU of the other nodes: the root's own NIC is the narrow way into it."""
-    p = nodes * gpus
-    links = [Link(a, b, 8 if a // gpus == b // gpus else 1) for a in range(p) for b in range(p) if a != b]
-    groups = []
-    for v in range(p):
-        away = [r for r in range(p) if r // gpus != v // gpus]
-        groups += [SwitchGroup([v], away, 1, f"nicout{v}"), SwitchGroup(away, [v], 1, f"nicin{v}")]
-    return Topology("fat2x4", p, links, groups)
-
-
 @pytest.mark.parametrize("name", ["gather", "scatter"])
 def test_rooted_unicast_spreads_over_the_root_nodes_nics(name: str) -> None:
     """Gather and Scatter are unicast: the flow LP sends the other node's chunks through all four NICs of
     the root's node and on over NVLink (2 steps), where the greedy queued them at the root's own NIC (4)."""
-    t = _fat_tree(2, 4)
+    t = fat_tree(2, 4)
     coll = library.collective(name, t.ranks)
     assert routing.unicast_pairs(coll) is not None
     r = engine.synthesize(t, coll)
@@ -131,21 +119,13 @@ def test_rooted_unicast_spreads_over_the_root_nodes_nics(name: str) -> None:
         assert r.bounds.rounds(1) == 2  # at the holdings bound
 
 
-def _pairs_on_a_switch(gpus: int, nodes: int) -> Topology:
-    """NVL-style nodes: `gpus` GPUs on one switch, a NIC shared by each GPU pair (rail i), composed."""
-    nics = [{"senders": [2 * i, 2 * i + 1], "receivers": [2 * i, 2 * i + 1], "bandwidth": 1, "rail": i}
-            for i in range(gpus // 2)]
-    return specs.topology_from_dict({"name": "pairs", "generator": f"hub-and-spoke:{gpus}", "nics": nics}
-                                    ).compose(nodes)
-
-
 def test_switch_nodes_with_shared_nics_are_routed_by_their_rotations(monkeypatch: pytest.MonkeyPatch) -> None:
     """A switch node has too many automorphisms to list; its rotations by two GPUs map each NIC pair onto
     the next and extend to the machine, so the reduced LP has 2 x 4 elements (nvl36 x 2 Alltoall: 36, the
     greedy's 140 rounds -> 72, the cut bound). Here with the full LP's size limit lowered below this one's."""
     from smtcoll.bounds.symmetric_lp import node_group
 
-    t = _pairs_on_a_switch(8, 2)
+    t = pairs_on_a_switch(8, 2)
     group = node_group(t)
     assert group is not None and len(group) == 8
     assert all(p[r] % 2 == r % 2 for p in group for r in range(t.ranks))  # a NIC pair onto a NIC pair

@@ -48,6 +48,7 @@ from smtcoll.synth.scale import (
     nodes_allreduce,
     orbit,
     orbit_allgather,
+    round_deliveries,
     routing,
     translate,
     windows_allreduce,
@@ -167,6 +168,14 @@ def _plain(topo: Topology, coll: Collective, b: SearchBounds | None, mirror_ok: 
                 return found[-1]
     if _out_of_time(found):
         return min(found, key=lambda x: (len(x[0].steps), x[0].rounds))
+    # multicast on switch machines: each round the most deliveries ports and NICs allow together, by an integer
+    # program (nvl36 x 2 Allgather: 48 rounds, the set-cut bound; the greedy 56, the node rings 70)
+    if mirror_ok and not mirror.scatter_shaped(coll) and routing.unicast_pairs(coll) is None:
+        d = round_deliveries.round_deliveries(topo, coll, limit, target)
+        if d is not None:
+            found.append((d, "the most deliveries per round (an integer program over ports and NICs, HiGHS)"))
+            if len(d.steps) <= target:
+                return found[-1]
     # ... and every link full each round, the rarest chunks first (wide links inside a node: MI250)
     m = matching.matched_allgather(topo, coll, limit)
     if m is not None:
