@@ -5,11 +5,13 @@ Which method (docs/synth.md):
   hypercube or fully connected and the collective is Allgather- or Alltoall-shaped; on switch domains
   (every pair a link, switch groups at the ports) the Latin square of `direct`; for Alltoall-shaped
   ones the LP-routed paths of `routing` (any topology), then, on machines a translation group maps
-  onto themselves (a100 x N), rank 0's routes timed by the integer program of `orbit`, and where NICs
+  onto themselves (a100 x N), rank 0's routes timed by the integer program of `orbit` (the LP routing takes
+  any unicast collective: Gather and Scatter too), and where NICs
   join every pair of GPUs of two nodes (mi250 x N) the Latin square of `direct`;
   Allgather-shaped ones on machines of several nodes, on those a translation group maps onto themselves
   (a100 x N) rank 0's broadcast trees of `orbit_allgather`, the node rings fed by the NICs of `hierarchy`
-  and the per-rank assignments of `matching`; otherwise, or when these miss the bound, the greedy
+  and, for multicast ones, the most deliveries per round of `round_deliveries` (an integer program over
+  ports and NICs) and the per-rank assignments of `matching`; otherwise, or when these miss the bound, the greedy
   (`synth/greedy.py`) in its link-by-link order, and for up to 32 ranks also in its farthest-first
   order, the best schedule kept; Scatter-shaped ones that miss the bound also as the time-reversal of
   their Gather-shaped mirror (`mirror`);
