@@ -25,3 +25,13 @@ def pairs_on_a_switch(gpus: int, nodes: int) -> Topology:
             for i in range(gpus // 2)]
     return specs.topology_from_dict({"name": "pairs", "generator": f"hub-and-spoke:{gpus}", "nics": nics}
                                     ).compose(nodes)
+
+
+def torus_2x2xn(n: int) -> Topology:
+    """A 2 x 2 x n torus (rank = x + 2y + 4z): x and y links of 1 chunk a round, the rings along z of 2."""
+    links = []
+    for r in range(4 * n):
+        x, y, z = r % 2, (r // 2) % 2, r // 4
+        links += [Link(r, (1 - x) + 2 * y + 4 * z, 1), Link(r, x + 2 * (1 - y) + 4 * z, 1)]
+        links += [Link(r, x + 2 * y + 4 * ((z + d) % n), 2) for d in (1, n - 1)]
+    return Topology(f"torus2x2x{n}", 4 * n, links)

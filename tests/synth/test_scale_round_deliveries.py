@@ -4,7 +4,7 @@ switch nodes whose GPU pairs share a NIC (nvl36-style) it meets the set-cut boun
 from __future__ import annotations
 
 import pytest
-from helpers.machines import pairs_on_a_switch
+from helpers.machines import pairs_on_a_switch, torus_2x2xn
 
 from smtcoll import library
 from smtcoll.check.schedule import check_schedule
@@ -32,3 +32,14 @@ def test_deterministic_and_bounded() -> None:
     assert a is not None and a.steps == round_deliveries.round_deliveries(t, coll, 100, 10).steps  # type: ignore[union-attr]
     assert round_deliveries.round_deliveries(t, coll, 9, 10) is None  # more rounds than allowed
     assert round_deliveries.round_deliveries(t, library.collective("allreduce", t.ranks), 100, 10) is None
+
+
+def test_chunks_only_this_sender_can_give_come_first() -> None:
+    """On a 2x2x4 torus with z links twice as wide, at 8 chunks: the chunk a receiver's other neighbours lack is
+    sent now (26 rounds; the machine-wide rarest first left the x/y links to finish what z brought: 35)."""
+    t = torus_2x2xn(4)
+    coll = library.collective("allgather", t.ranks, None, 8)
+    s = round_deliveries.round_deliveries(t, coll, 1000, 20)
+    assert s is not None and check_schedule(s).verdict == "ok"
+    g = greedy_schedule(t, coll, 1000, order="links")
+    assert g is not None and len(s.steps) <= 26 < len(g.steps)

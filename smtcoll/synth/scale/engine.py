@@ -175,7 +175,7 @@ def _plain(topo: Topology, coll: Collective, b: SearchBounds | None, mirror_ok: 
     if mirror_ok and not mirror.scatter_shaped(coll) and routing.unicast_pairs(coll) is None:
         d = round_deliveries.round_deliveries(topo, coll, limit, target)
         if d is not None:
-            found.append((d, "the most deliveries per round (an integer program over ports and NICs, HiGHS)"))
+            found.append((d, "the most deliveries per round (an integer program over links and switch groups, HiGHS)"))
             if len(d.steps) <= target:
                 return found[-1]
     # ... and every link full each round, the rarest chunks first (wide links inside a node: MI250)
