@@ -34,7 +34,8 @@ WORK_LIMIT = 400_000
 
 def round_deliveries(topo: Topology, coll: Collective, max_steps: int, least_rounds: int) -> Schedule | None:
     """The schedule (module docstring), or None: a combining collective, beyond WORK_LIMIT (links x
-    `least_rounds`), a round that delivers nothing, or more than `max_steps` rounds."""
+    `least_rounds`), a round that delivers nothing, or more than `max_steps` rounds (it stops as soon as some
+    rank lacks more than its in-links carry in the rounds left)."""
     if coll.is_combining or len(topo.links) * max(least_rounds, 1) > WORK_LIMIT:
         return None
     import numpy as np
@@ -54,14 +55,17 @@ def round_deliveries(topo: Topology, coll: Collective, max_steps: int, least_rou
         for g in topo.switches_of(u, v):
             group_links[g].append(i)
     feeders: list[list[tuple[int, int]]] = [[] for _ in range(p)]  # per rank, its in-neighbours and bandwidths
+    incap = [0] * p
     for u, v, b in links:
         feeders[v].append((u, b))
+        incap[v] += b
     steps: list[Step] = []
     while True:
         lack = [wants[v] & ~holds[v] for v in range(p)]
         if not any(lack):
             return Schedule(topo, coll, steps)
-        if len(steps) >= max_steps:
+        # what the rank furthest behind still lacks over all its in-links' bandwidth: rounds it needs at least
+        if len(steps) + max(-(-x.bit_count() // incap[v]) if x else 0 for v, x in enumerate(lack)) > max_steps:
             return None
         cand = [i for i, (u, v, _) in enumerate(links) if holds[u] & lack[v]]
         if not cand:
@@ -90,7 +94,12 @@ def round_deliveries(topo: Topology, coll: Collective, max_steps: int, least_rou
         matrix = coo_matrix((np.ones(len(rows)), (np.array(rows), np.array(cols))), shape=(len(caps), n)).tocsr()
         cons = [LinearConstraint(matrix, -np.inf, np.array(caps))] if caps else []
         weight = np.array([need[links[e][1]] for e in cand], float)
-        res = milp(-weight, constraints=cons, bounds=Bounds(np.zeros(n), ub), integrality=np.ones(n, dtype=np.int64))
+        # the LP first: on ports and NICs its vertex optimum is integral (a bipartite structure); else the integer
+        # program (mi250 x 4: its wide links and NICs make it fractional)
+        res = milp(-weight, constraints=cons, bounds=Bounds(np.zeros(n), ub))
+        if res.x is not None and np.abs(res.x - np.round(res.x)).max(initial=0.0) > 1e-6:
+            res = milp(-weight, constraints=cons, bounds=Bounds(np.zeros(n), ub),
+                       integrality=np.ones(n, dtype=np.int64))
         if res.x is None:
             return None
         x = np.round(res.x).astype(int)
