@@ -201,10 +201,11 @@ def _plain(topo: Topology, coll: Collective, b: SearchBounds | None, mirror_ok: 
     # groups allow together, by an integer program (nvl36 x 2 Allgather: 48 rounds, the set-cut bound; the greedy
     # 56, the node rings 70); only a schedule shorter than the best is wanted, so it stops once it cannot be one.
     # Not where the per-rank assignments answered: links outside every switch group, wide inside a node, are
-    # theirs (mi250 x 4: 13 steps here against their 10, 0.6 CPU s for nothing)
+    # theirs (mi250 x 4: 13 steps here against their 10, 0.6 CPU s for nothing); and only with a bound to miss
+    # (the duals of reductions and an Allreduce's phases come without: dgx2 x 4 ReduceScatter, 1 CPU s for nothing)
     best = min((len(s.steps) for s, _ in found), default=limit + 1)
     multicast = not mirror.scatter_shaped(coll) and routing.unicast_pairs(coll) is None
-    if best > target and m is None and mirror_ok and multicast:
+    if b is not None and best > target and m is None and mirror_ok and multicast:
         d = round_deliveries.round_deliveries(topo, coll, min(limit, best - 1), target)
         if d is not None:
             found.append((d, "the most deliveries per round (an integer program over links and switch groups, HiGHS)"))
