@@ -169,6 +169,8 @@ def _ramp(topo: Topology, d: int, crossing: list, inside: set[int], hops: dict[i
     while sum(caps) < d:
         j = len(caps)
         if j > far:  # every crossing rank is near: the capacity no longer grows
+            if not caps[-1]:
+                return None
             k = -(-(d - sum(caps)) // caps[-1])
             return caps + [caps[-1]] * k
         near = frozenset(v for v in ends if hops.get(v, far + 1) <= j)

@@ -137,7 +137,7 @@ def test_scatter_is_the_time_reversal_of_its_gather_mirror_where_the_greedy_miss
     """Held-out 4x4 torus with x links twice the y links, 8 chunks: the greedy sent the root's chunks out
     in an order that blocked the y links (39 steps); the Gather-shaped mirror on the reversed torus reaches
     the root's egress bound, 120 chunks at 6 per round, and its time-reversal is a Scatter of 20 steps."""
-    from smtcoll.model import Link, Topology
+    from smtcoll.model import Collective, Link, Schedule, Topology
 
     links = []
     for y in range(4):
@@ -154,6 +154,11 @@ def test_scatter_is_the_time_reversal_of_its_gather_mirror_where_the_greedy_miss
     from smtcoll.synth.greedy import greedy_schedule
     from smtcoll.synth.scale import mirror
 
-    mi = mirror.mirrored(topo, coll, lambda t, c: (greedy_schedule(t, c, 1000, order="links"), "greedy"))
+    def greedy(t: Topology, c: Collective) -> tuple[Schedule, str]:
+        g = greedy_schedule(t, c, 1000, order="links")
+        assert g is not None
+        return g, "greedy"
+
+    mi = mirror.mirrored(topo, coll, greedy)
     assert mi is not None and mi[1].startswith("mirror of") and check_schedule(mi[0]).verdict == "ok"
-    assert len(mi[0].steps) == 20 < len(greedy_schedule(topo, coll, 1000, order="links").steps)  # 39
+    assert len(mi[0].steps) == 20 < len(greedy(topo, coll)[0].steps)  # 39

@@ -10,11 +10,11 @@ Which method (docs/synth.md):
   join every pair of GPUs of two nodes (mi250 x N) the Latin square of `direct`;
   Allgather-shaped ones on machines of several nodes, on those a translation group maps onto themselves
   (a100 x N) rank 0's broadcast trees of `orbit_allgather`, the node rings fed by the NICs of `hierarchy`
-  and, for multicast ones, the most deliveries per round of `round_deliveries` (an integer program over
-  ports and NICs) and the per-rank assignments of `matching`; otherwise, or when these miss the bound, the greedy
+  and the per-rank assignments of `matching`; otherwise, or when these miss the bound, the greedy
   (`synth/greedy.py`) in its link-by-link order, and for up to 32 ranks also in its farthest-first
   order, the best schedule kept; Scatter-shaped ones that miss the bound also as the time-reversal of
-  their Gather-shaped mirror (`mirror`);
+  their Gather-shaped mirror (`mirror`); multicast ones (Allgather) still above the bound, where `matching`
+  did not answer, the most deliveries per round of `round_deliveries` (an LP or integer program a round);
 - ReduceScatter, Reduce (combining, with a non-combining dual): the reversal of a tree-shaped schedule
   of the dual on the reversed topology (every method above gives each rank each chunk once);
 - Allreduce: on hypercubes with one address, recursive doubling; otherwise the fewest steps of: reduce
