@@ -17,6 +17,7 @@ from smtcoll.bounds.cuts import candidate_cuts, cut_bound, cut_witness, hops_bou
 from smtcoll.bounds.cycle import cycle_bound
 from smtcoll.bounds.demand import must_enter, must_receive, must_receive_all
 from smtcoll.bounds.distance import distance_bound
+from smtcoll.bounds.entry import entry_bound
 from smtcoll.bounds.forest import gb_capacities, throughput_bound, unit_speed
 from smtcoll.bounds.holdings import holdings_bound
 from smtcoll.bounds.lp import lp_bound
@@ -40,7 +41,7 @@ from smtcoll.bounds.time import time_bound
 from smtcoll.bounds.witness import check_witness
 
 __all__ = ["Bound", "Bounds", "SearchBounds", "best_rounds", "candidate_cuts", "check_witness", "cut_bound",
-           "cut_capacity", "cut_witness", "cycle_bound", "distance_bound", "explain", "flow_network", "gb_capacities",
-           "holdings_bound", "hops_bound", "lower_bounds", "lp_bound", "min_rounds", "min_steps", "must_enter",
-           "must_receive", "must_receive_all", "reach_bound", "receive_bound", "relay_bound", "search_bounds",
-           "setcut_bound", "strongest_bounds", "throughput_bound", "time_bound", "unit_speed"]
+           "cut_capacity", "cut_witness", "cycle_bound", "distance_bound", "entry_bound", "explain", "flow_network",
+           "gb_capacities", "holdings_bound", "hops_bound", "lower_bounds", "lp_bound", "min_rounds", "min_steps",
+           "must_enter", "must_receive", "must_receive_all", "reach_bound", "receive_bound", "relay_bound",
+           "search_bounds", "setcut_bound", "strongest_bounds", "throughput_bound", "time_bound", "unit_speed"]

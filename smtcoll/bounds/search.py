@@ -221,6 +221,14 @@ def explain(b: Bound) -> str:
                 f"{w['capacity']} per round")
     if b.name == "hops" and w:
         return f"hops: {w['chunk_hops']} chunk-hops over links carrying {w['capacity']} per round"
+    if b.name == "entry" and w and w.get("direction") == "out":
+        return (f"exit: rank {w['source']} alone holds {count(w['must_leave'], 'chunk')} needed outside node "
+                f"{w['node']}, and at most {', '.join(map(str, w['ramp']))} of them can leave it in rounds "
+                f"1..{len(w['ramp'])} (from its ranks within 0, 1, ... hops of rank {w['source']})")
+    if b.name == "entry" and w and "ramp" in w:
+        return (f"entry: rank {w['farthest']} needs {count(w['must_enter'], 'chunk')} from outside node {w['node']}, "
+                f"and at most {', '.join(map(str, w['ramp']))} of them can enter it in the last, second-last, ... "
+                f"round and still reach rank {w['farthest']} in time")
     if b.name == "entry" and w:
         last = f", and rank {w['farthest']} is {count(w['hops'], 'hop')} from where they enter" if w["hops"] else ""
         return (f"entry: {count(w['must_enter'], 'chunk')} must enter node {w['node']}, at most {w['capacity']} per "

@@ -56,8 +56,12 @@ def node_group(topo: Topology) -> list[tuple[int, ...]] | None:
     for m in DiGraphMatcher(graph, graph, edge_match=lambda a, b: a["bandwidth"] == b["bandwidth"]).isomorphisms_iter():
         auts.append(tuple(m[i] for i in range(g)))
         if len(auts) > MAX_NODE_AUTOMORPHISMS:
-            # too many to list (an NVSwitch node has g! of them): the node shifts alone are still a group
-            auts = [tuple(range(g))]
+            # too many to list (an NVSwitch node has g! of them): the node's rotations r -> r + k instead, a
+            # cyclic group acting freely (the machine check below keeps those that map NICs onto NICs: nvl36
+            # x 2, a NIC per GPU pair, keeps the even ones: 36 elements, its Alltoall LP 191,808 -> 5,328)
+            bwi = {(l.src, l.dst): l.bandwidth for l in inside.links}
+            auts = [a for a in (tuple((r + k) % g for r in range(g)) for k in range(g))
+                    if all(bwi.get((a[u], a[v])) == b for (u, v), b in bwi.items())]
             break
     elements = sorted({tuple(((r // g + k) % n) * g + a[r % g] for r in range(topo.ranks))
                        for k in range(n) for a in auts})

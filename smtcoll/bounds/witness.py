@@ -11,6 +11,7 @@ from smtcoll.bounds.cuts import hops_bound
 from smtcoll.bounds.cycle import cycle_bound
 from smtcoll.bounds.demand import must_enter, must_receive
 from smtcoll.bounds.distance import bfs
+from smtcoll.bounds.entry import entry_bound
 from smtcoll.bounds.holdings import holdings_bound
 from smtcoll.bounds.network import cut_capacity
 from smtcoll.bounds.reach import reach_bound
@@ -22,6 +23,8 @@ from smtcoll.model import Collective, Topology
 # the bounds whose witness records a recursion, and the numbers of it that `proof check` compares
 RECOMPUTED: dict[str, tuple[Callable[[Topology, Collective], Bound], tuple[str, ...]]] = {
     "relay": (relay_bound, ("nodes", "capacity", "far", "relay", "last", "known")),
+    "entry": (entry_bound, ("node", "inside", "direction", "must_enter", "must_leave", "source", "capacity",
+                              "farthest", "hops", "ramp")),
     "cycle": (cycle_bound, ("cycle", "distance")),
     "reach": (reach_bound, ("rank", "must_hold", "reach", "ramp")),
 }
@@ -75,8 +78,8 @@ def check_witness(kind: str, witness: dict[str, Any], topo: Topology, coll: Coll
             return int(b.value)
     except (KeyError, TypeError, ValueError) as e:
         raise ModelError("witness", f"malformed {kind} witness: {e}") from None
-    raise ModelError("witness", f"unknown bound kind {kind!r} (expected steps, receive, cut, hops, holdings, relay, "
-                                f"cycle, reach or setcut)")
+    raise ModelError("witness", f"unknown bound kind {kind!r} (expected steps, receive, cut, hops, holdings, entry, "
+                                f"relay, cycle, reach or setcut)")
 
 
 def _fraction(x: Any, what: str) -> Fraction:

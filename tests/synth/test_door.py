@@ -212,13 +212,14 @@ def test_auto_counts_a_combining_encodings_contributions_before_building_it() ->
 
 
 def test_an_exact_search_that_does_not_beat_the_engine_names_the_engines_method_and_gap() -> None:
-    # a 2-level fat tree (benchmarks/topologies/heldout): Scatter's greedy (the search's own) ties with the
-    # engine's 12 steps; the answer was labelled "exact" with no gap although no exact schedule was found
+    # a 2-level fat tree (benchmarks/topologies/heldout): Scatter's greedy (the search's own) tied with the
+    # engine's 12 steps; the answer was labelled "exact" with no gap although no exact schedule was found.
+    # Scatter is at its bound since session 13 (4, the exit ramp); Allgather is one above its 4
     fattree = REPO / "benchmarks" / "topologies" / "heldout" / "fattree4x4.toml"
     topo = specs.resolve_topology(str(fattree))
-    result = synthesize(topo, specs.resolve_collective("scatter", topo.ranks),
+    result = synthesize(topo, specs.resolve_collective("allgather", topo.ranks),
                         SynthRequest(limits=Limits(work=200_000)))
     assert result.schedule is not None and result.stopped_by == "budget" and not result.optimal.proved
     assert result.method.startswith("scale") and result.gap is not None
-    assert result.gap.steps == len(result.schedule.steps) and result.gap.gap_steps == result.gap.steps - 3
+    assert result.gap.steps == len(result.schedule.steps) and result.gap.gap_steps == result.gap.steps - 4 > 0
     assert result.to_json()["gap"]["gap_steps"] == result.gap.gap_steps

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from helpers.machines import fat_tree, pairs_on_a_switch
 
 from smtcoll import library, specs
 from smtcoll.check.schedule import check_schedule
@@ -33,7 +34,7 @@ def test_routed_alltoall_at_the_bound(topo: str, nodes: int, chunks: int, rounds
 
 def test_routed_alltoall_on_two_a100_nodes() -> None:
     t = library.topology("a100", 2)
-    s = routing.routed_alltoall(t, library.collective("alltoall", t.ranks), 100)
+    s = routing.routed_unicast(t, library.collective("alltoall", t.ranks), 100)
     assert s is not None and check_schedule(s).verdict == "ok"
     assert s.rounds <= 12  # was 20; the flow LP proves 10, which `orbit` reaches (test_scale_orbit.py)
 
@@ -41,15 +42,15 @@ def test_routed_alltoall_on_two_a100_nodes() -> None:
 def test_routing_respects_switch_groups_and_is_deterministic() -> None:
     t = library.topology("ndv2", 2)
     coll = library.collective("alltoall", t.ranks)
-    a = routing.routed_alltoall(t, coll, 1000)
-    b = routing.routed_alltoall(t, coll, 1000)
+    a = routing.routed_unicast(t, coll, 1000)
+    b = routing.routed_unicast(t, coll, 1000)
     assert a is not None and b is not None and a.steps == b.steps
     assert check_schedule(a).verdict == "ok"  # includes the switch-group capacity of every step
 
 
 def test_not_alltoall_shaped_is_not_routed() -> None:
     t = library.topology("ring:4")
-    assert routing.routed_alltoall(t, library.collective("allgather", 4), 100) is None
+    assert routing.routed_unicast(t, library.collective("allgather", 4), 100) is None
 
 
 
@@ -59,14 +60,14 @@ def test_routed_alltoall_beyond_the_full_lp_solves_one_commodity_per_orbit(monke
     proves 122). Here on dgx2 x 3 with the limit lowered below its full LP: the same rounds as the full LP's."""
     t = library.topology("dgx2", 3)
     coll = library.collective("alltoall", t.ranks)
-    full = routing.routed_alltoall(t, coll, 1000)
+    full = routing.routed_unicast(t, coll, 1000)
     monkeypatch.setattr(routing, "LP_MAX_VARIABLES", t.ranks * len(t.links) // 2)
-    reduced = routing.routed_alltoall(t, coll, 1000)
+    reduced = routing.routed_unicast(t, coll, 1000)
     assert full is not None and reduced is not None and check_schedule(reduced).verdict == "ok"
     # the flow LP proves 86; each rounding's rounds chosen by the integer program (the list order alone: 89)
     assert reduced.rounds <= 87 and full.rounds <= 87
-    monkeypatch.setattr(routing, "LP_MAX_VARIABLES", t.ranks * len(t.links) // 4)  # too large even reduced
-    assert routing.routed_alltoall(t, coll, 1000) is None
+    monkeypatch.setattr(routing, "LP_MAX_VARIABLES", t.ranks * len(t.links) // 64)  # too large even reduced
+    assert routing.routed_unicast(t, coll, 1000) is None
 
 
 def test_rounds_chosen_by_integer_program_reach_the_paths_load() -> None:
@@ -98,6 +99,39 @@ def test_shortest_paths_let_the_rounding_split_half_way_chunks(topo: str) -> Non
     without them, for 12 / 18; tuned on torus3d:3x3x4, not on these)."""
     t = library.topology(topo)
     coll = library.collective("alltoall", t.ranks)
-    s = routing.routed_alltoall(t, coll, 100)
+    s = routing.routed_unicast(t, coll, 100)
     assert s is not None and check_schedule(s).verdict == "ok"
     assert s.rounds == engine.search_bounds(t, coll).rounds(1)
+
+
+@pytest.mark.parametrize("name", ["gather", "scatter"])
+def test_rooted_unicast_spreads_over_the_root_nodes_nics(name: str) -> None:
+    """Gather and Scatter are unicast: the flow LP sends the other node's chunks through all four NICs of
+    the root's node and on over NVLink (2 steps), where the greedy queued them at the root's own NIC (4)."""
+    t = fat_tree(2, 4)
+    coll = library.collective(name, t.ranks)
+    assert routing.unicast_pairs(coll) is not None
+    r = engine.synthesize(t, coll)
+    assert check_schedule(r.schedule).verdict == "ok"
+    assert r.method.startswith("LP-routed")
+    assert len(r.schedule.steps) == r.schedule.rounds == 2
+    if name == "gather":
+        assert r.bounds.rounds(1) == 2  # at the holdings bound
+
+
+def test_switch_nodes_with_shared_nics_are_routed_by_their_rotations(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A switch node has too many automorphisms to list; its rotations by two GPUs map each NIC pair onto
+    the next and extend to the machine, so the reduced LP has 2 x 4 elements (nvl36 x 2 Alltoall: 36, the
+    greedy's 140 rounds -> 72, the cut bound). Here with the full LP's size limit lowered below this one's."""
+    from smtcoll.bounds.symmetric_lp import node_group
+
+    t = pairs_on_a_switch(8, 2)
+    group = node_group(t)
+    assert group is not None and len(group) == 8
+    assert all(p[r] % 2 == r % 2 for p in group for r in range(t.ranks))  # a NIC pair onto a NIC pair
+    monkeypatch.setattr(routing, "LP_MAX_VARIABLES", t.ranks * len(t.links) // 4)
+    coll = library.collective("alltoall", t.ranks)
+    s = routing.routed_unicast(t, coll, 1000)
+    b = engine.synthesize(t, coll).bounds
+    assert s is not None and check_schedule(s).verdict == "ok"
+    assert s.rounds == b.rounds(1) == 16  # 64 chunks leave a node through 4 NICs

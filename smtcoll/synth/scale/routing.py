@@ -1,5 +1,6 @@
-"""Alltoall routed with a global view: a flow LP spreads the traffic over the bottleneck links and switch
-groups, its flows are rounded into one path per chunk, and the paths into steps.
+"""Alltoall (any unicast collective: Gather, Scatter too) routed with a global view: a flow LP spreads the
+traffic over the bottleneck links and switch groups, its flows are rounded into one path per chunk, and the
+paths into steps.
 
 1. **LP**: the bounds' concurrent flow LP (`smtcoll.bounds.lp.concurrent_flow`, HiGHS): one commodity
    per source rank (P x links variables, not P^2 x links), flow conservation with the demands, and
@@ -27,7 +28,6 @@ import attrs
 
 from smtcoll.model import Collective, Schedule, Send, Step, Topology
 from smtcoll.synth.scale.matched_rounds import matched_rounds
-from smtcoll.synth.scale.translate import alltoall_shape
 
 # chunks x steps (at least) of one list schedule: a few seconds (ndv2 x 12 Alltoall, 6.4 M: 2.6 s CPU); the
 # second order, tried only where the first and the integer program missed, gets the smaller share
@@ -36,10 +36,34 @@ FALLBACK_ORDER_WORK = 2_000_000
 LP_MAX_VARIABLES = 40_000  # P x links (or per orbit): HiGHS takes about 5 s CPU at 20,000 (a100 x 4), 15-20 s at 67,584
 
 
-def routed_alltoall(topo: Topology, coll: Collective, max_steps: int) -> Schedule | None:
-    """The LP-routed schedule of an Alltoall-shaped collective, or None (another shape, an LP too large,
-    or more than `max_steps` steps)."""
-    pairs = alltoall_shape(coll)
+def unicast_pairs(coll: Collective) -> dict[tuple[int, int], list[int]] | None:
+    """(source, destination) -> its chunks, when every chunk starts at one rank and is needed by at most
+    one other (Alltoall, Gather, Scatter), with at least one such pair; else None."""
+    if coll.is_combining:
+        return None
+    holder: dict[int, int] = {}
+    for r, c in coll.pre:
+        if c in holder:
+            return None
+        holder[c] = r
+    pairs: dict[tuple[int, int], list[int]] = {}
+    needed: set[int] = set()
+    for r, c in coll.post:
+        if holder.get(c) == r:
+            continue
+        if c in needed or c not in holder:
+            return None
+        needed.add(c)
+        pairs.setdefault((holder[c], r), []).append(c)
+    return pairs or None
+
+
+def routed_unicast(topo: Topology, coll: Collective, max_steps: int) -> Schedule | None:
+    """The LP-routed schedule of a unicast collective (`unicast_pairs`), or None (another shape, an LP
+    too large, or more than `max_steps` steps). Into one rank (Gather) the LP spreads the chunks over the
+    root's neighbours' ports where the root's own port is narrow (a NIC per GPU: 12 chunks through 4 NICs
+    of the root's node, then over NVLink, not 12 through the root's)."""
+    pairs = unicast_pairs(coll)
     if pairs is None:
         return None
     links = sorted((l.src, l.dst) for l in topo.links)
@@ -98,7 +122,8 @@ def _lp_flows(topo: Topology, links: list[tuple[int, int]], pairs: dict[tuple[in
     else:
         # too large as it is: a machine of identical nodes has the same optimum among flows its node shifts
         # (and node automorphisms) map onto each other, one commodity per orbit (dgx2 x 4: 67,584 -> 16,896)
-        group = node_group(topo)
+        # (only where every pair exchanges the same: a Gather's demand is not invariant under the shifts)
+        group = node_group(topo) if _complete(topo, pairs) else None
         if group is None or len(sources) * len(links) > LP_MAX_VARIABLES * len(group):
             return None
         sol = symmetric_flow(topo, commodities, *caps)
@@ -106,6 +131,11 @@ def _lp_flows(topo: Topology, links: list[tuple[int, int]], pairs: dict[tuple[in
         return None
     return {s: {(topo.links[e].src, topo.links[e].dst): f for e, f in enumerate(sol.flows[i]) if f > 1e-7}
             for i, s in enumerate(sources)}
+
+
+def _complete(topo: Topology, pairs: dict[tuple[int, int], list[int]]) -> bool:
+    """Every ordered pair of distinct ranks has the same number of chunks (Alltoall-shaped)."""
+    return len(pairs) == topo.ranks * (topo.ranks - 1) and len({len(c) for c in pairs.values()}) == 1
 
 
 def decompose(s: int, flow: dict[tuple[int, int], float], demand: dict[int, int]
