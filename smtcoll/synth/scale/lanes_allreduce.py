@@ -1,0 +1,144 @@
+"""One-address Allreduce on nodes whose GPUs share a few NICs: one lane per NIC, windows of nodes grown
+over the lanes, then copies inside.
+
+`windows_allreduce` lets every GPU that a NIC reaches receive a window each round; where a NIC is shared
+(one switch group for the traffic of several GPUs: pcie4slow's one NIC for 4 GPUs, shared2nic8's two for 8,
+dualplane8's one per half) those windows queue at the NIC, a round each, and the plan ends at 2-3x the
+reach bound. Here each NIC carries one window a round:
+
+1. the node sums, by recursive doubling where the xor partners are links, else a reduce to a centre and a
+   copy back (`windows_allreduce._summed`): every GPU holds its node's sum S_a;
+2. a *lane* per NIC: a receiving GPU g behind it that also sends through it to the g of every other node,
+   and a *plain* GPU h that sends through it too and keeps S_a. Node a's g holds the window
+   W_w(a) = S_a + S_(a-1) + ... + S_(a-w+1) (nodes mod n); a round adds W_w(a - w) from the g of node a - w
+   (w doubles), or S_(a-w) from the h of node a - w (w + 1): disjoint windows, for any n. The shortest
+   sequence of doublings and +1 reaches n in log2(n) rounds plus one per further 1-bit of n (pcie4slow x 5:
+   1, 2, 4, 5). Each node sends and receives one value a round per NIC, which is what the NIC carries;
+   every lane runs the same sequence, so every lane's g ends with the total;
+3. the total spreads as copies along a breadth-first tree from the lanes' g.
+
+pcie4slow x 5: 2 + 3 + 2 = 7 steps (the windows plan 9); the plan is scheduled as soon as possible
+(`allreduce._asap`, which keeps every switch group within its bandwidth) and checked by the engine.
+"""
+
+from __future__ import annotations
+
+from smtcoll.model import Collective, Schedule, Topology
+from smtcoll.synth.scale.allreduce import _asap, _Plan, _schedule
+from smtcoll.synth.scale.windows_allreduce import _raw, _shape, _summed
+
+
+def lanes_allreduce(topo: Topology, coll: Collective) -> Schedule | None:
+    """The schedule of the module docstring for a one-address Allreduce on nodes with shared NICs, or None
+    where no GPU shares a NIC (the windows plan serves those) or no lane has a plain GPU."""
+    shape = _shape(topo, coll)
+    if shape is None:
+        return None
+    n, p, linked, _ = shape
+    lanes = _lanes(topo, n, p, linked)
+    if not lanes:
+        return None
+    plan = _summed(topo, n, p, linked)
+    if plan is None:
+        return None
+    sizes = [1]
+    for double in _sequence(n):
+        held = {r: tuple(plan.into[r]) for r in range(topo.ranks)}  # the values as the round begins
+        w = sizes[-1]
+        for a in range(n):
+            b = (a - w) % n
+            for g, h in lanes:
+                src = b * p + (g if double else h)
+                _raw(plan, src, a * p + g, held[src], held[a * p + g])
+        sizes.append(2 * w if double else w + 1)
+    plan.start_phase()
+    tree = _broadcast(topo, p, sorted(g for g, _ in lanes))
+    if tree is None:
+        return None
+    for base in range(0, n * p, p):
+        for child, par in tree:
+            plan.send(base + par, base + child, copy=True)
+    steps = _asap(topo, plan)
+    return None if steps is None else _schedule(topo, coll, steps)
+
+
+def _sequence(n: int) -> list[bool]:
+    """Rounds from W_1 to W_n: True doubles, False adds one (the bits of n after the first, most
+    significant first: a 1-bit doubles then adds one)."""
+    out: list[bool] = []
+    for bit in bin(n)[3:]:
+        out.append(True)
+        if bit == "1":
+            out.append(False)
+    return out
+
+
+def _lanes(topo: Topology, n: int, p: int, linked: set[tuple[int, int]]) -> list[tuple[int, int]]:
+    """(g, h) per shared NIC of node 0 (module docstring), the same in every node as composed; [] where some
+    NIC is not shared or lacks such GPUs. A NIC is the switch groups common to every link from the other
+    nodes into a GPU (its in-key) or out of it (its out-key); GPUs with the same non-empty key share it."""
+    def key(links: list[tuple[int, int]]) -> frozenset[int]:
+        common: set[int] | None = None
+        for u, v in links:
+            gs = set(topo.switches_of(u, v))
+            common = gs if common is None else common & gs
+        return frozenset(common or ())
+
+    others = [b for b in range(n) if b != 0]
+    in_key = {v: key([(b * p + u, v) for b in others for u in range(p) if (b * p + u, v) in linked]) for v in range(p)}
+    out_key = {u: key([(u, b * p + v) for b in others for v in range(p) if (u, b * p + v) in linked])
+               for u in range(p)}
+    nics: dict[frozenset[int], list[int]] = {}
+    for v in range(p):
+        if in_key[v]:
+            nics.setdefault(in_key[v], []).append(v)
+    if not nics or any(len(gs) < 2 for gs in nics.values()):
+        return []
+    lanes: list[tuple[int, int]] = []
+    used_out: set[frozenset[int]] = set()
+
+    def reaches(u: int, v: int) -> bool:  # u of every node to v of every other
+        return all((b * p + u, a * p + v) in linked for a in range(n) for b in range(n) if a != b)
+
+    for gs in sorted(nics.values()):
+        g = next((g for g in gs if out_key[g] and out_key[g] not in used_out and reaches(g, g)), None)
+        if g is None:
+            return []
+        h = next((h for h in range(p) if h != g and h not in gs[:0] and out_key[h] == out_key[g] and reaches(h, g)),
+                 None)
+        if h is None:
+            return []
+        used_out.add(out_key[g])
+        lanes.append((g, h))
+    if any(h == g2 for _, h in lanes for g2, _ in lanes):
+        return []  # a plain GPU must keep its node's sum: not a lane's receiver
+    return lanes
+
+
+def _broadcast(topo: Topology, p: int, holders: list[int]) -> list[tuple[int, int]] | None:
+    """(child, parent) in round order: a copy from the holders to every GPU of node 0, each round every holder
+    sending to as many new GPUs as its links and switch groups carry in one round (a port of one chunk a
+    round: doubling, 1 -> 2 -> 4, where a breadth-first tree has one GPU send to all its neighbours in
+    turn); None if some GPU is not reached."""
+    have = list(holders)
+    order: list[tuple[int, int]] = []
+    while len(have) < p:
+        load: dict[tuple[int, int], int] = {}
+        gload: dict[int, int] = {}
+        new: list[int] = []
+        for u in have:
+            for v in range(p):
+                if v in have or v in new or topo.bandwidth(u, v) <= load.get((u, v), 0):
+                    continue
+                groups = topo.switches_of(u, v)
+                if any(gload.get(g, 0) >= topo.switches[g].bandwidth for g in groups):
+                    continue
+                load[(u, v)] = load.get((u, v), 0) + 1
+                for g in groups:
+                    gload[g] = gload.get(g, 0) + 1
+                order.append((v, u))
+                new.append(v)
+        if not new:
+            return None
+        have += new
+    return order
