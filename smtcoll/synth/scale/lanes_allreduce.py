@@ -24,7 +24,7 @@ pcie4slow x 5: 2 + 3 + 2 = 7 steps (the windows plan 9); the plan is scheduled a
 from __future__ import annotations
 
 from smtcoll.model import Collective, Schedule, Topology
-from smtcoll.synth.scale.allreduce import _asap, _Plan, _schedule
+from smtcoll.synth.scale.allreduce import _asap, _schedule
 from smtcoll.synth.scale.windows_allreduce import _raw, _shape, _summed
 
 
