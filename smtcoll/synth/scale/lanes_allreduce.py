@@ -24,7 +24,7 @@ pcie4slow x 5: 2 + 3 + 2 = 7 steps (the windows plan 9); the plan is scheduled a
 from __future__ import annotations
 
 from smtcoll.model import Collective, Schedule, Topology
-from smtcoll.synth.scale.allreduce import _asap, _schedule
+from smtcoll.synth.scale.allreduce import _asap, _Plan, _schedule
 from smtcoll.synth.scale.windows_allreduce import _raw, _shape, _summed
 
 
@@ -38,9 +38,19 @@ def lanes_allreduce(topo: Topology, coll: Collective) -> Schedule | None:
     lanes = _lanes(topo, n, p, linked)
     if not lanes:
         return None
-    plan = _summed(topo, n, p, linked)
-    if plan is None:
+    found = []
+    for summed in _node_sums(topo, n, p, linked):
+        steps = _plan_steps(topo, n, p, linked, lanes, summed)
+        if steps is not None:
+            found.append(steps)
+    if not found:
         return None
+    return _schedule(topo, coll, min(found, key=len))  # the first of the shortest
+
+
+def _plan_steps(topo: Topology, n: int, p: int, linked: set[tuple[int, int]], lanes: list[tuple[int, int]],
+                plan: _Plan) -> list[list[tuple[int, int]]] | None:
+    """Steps 2 and 3 of the module docstring after the node sums of `plan`, scheduled as soon as possible."""
     sizes = [1]
     for double in _sequence(n):
         held = {r: tuple(plan.into[r]) for r in range(topo.ranks)}  # the values as the round begins
@@ -58,8 +68,7 @@ def lanes_allreduce(topo: Topology, coll: Collective) -> Schedule | None:
     for base in range(0, n * p, p):
         for child, par in tree:
             plan.send(base + par, base + child, copy=True)
-    steps = _asap(topo, plan)
-    return None if steps is None else _schedule(topo, coll, steps)
+    return _asap(topo, plan)
 
 
 def _sequence(n: int) -> list[bool]:
@@ -142,3 +151,44 @@ def _broadcast(topo: Topology, p: int, holders: list[int]) -> list[tuple[int, in
             return None
         have += new
     return order
+
+
+def _node_sums(topo: Topology, n: int, p: int, linked: set[tuple[int, int]]) -> list[_Plan]:
+    """Plans in which every GPU gets its node's sum: `windows_allreduce._summed`'s, and one per ordered
+    factorization p = r_1 * ... * r_k whose groups are linked: in level i the GPUs that differ only in
+    digit i (mixed radix) all send each other their values (disjoint: each adds the others'). Where a GPU's
+    port carries several chunks a round, fewer, wider levels are shorter (dualplane8: 4 x 2 in 2 steps, an
+    NVSwitch port of 3 a round, where recursive doubling takes 3)."""
+    plans = [plan] if (plan := _summed(topo, n, p, linked)) is not None else []
+    for radices in _factorizations(p):
+        if len(radices) == (p - 1).bit_length() and all(r == 2 for r in radices):
+            continue  # recursive doubling: `_summed`'s
+        groups = _digit_groups(p, radices)
+        if any((u, v) not in linked for level in groups for grp in level for u in grp for v in grp if u != v):
+            continue
+        plan = _Plan(topo.ranks)
+        for level in groups:
+            for base in range(0, n * p, p):
+                for grp in level:
+                    plan.everyone([base + r for r in grp])
+        plan.start_phase()
+        plans.append(plan)
+    return plans
+
+
+def _factorizations(p: int) -> list[tuple[int, ...]]:
+    """The ordered factorizations of p into factors >= 2 (p itself first)."""
+    if p == 1:
+        return [()]
+    return [(f, *rest) for f in range(p, 1, -1) if p % f == 0 for rest in _factorizations(p // f)]
+
+
+def _digit_groups(p: int, radices: tuple[int, ...]) -> list[list[list[int]]]:
+    """Per level i, the groups of local GPUs whose mixed-radix digits differ only in digit i."""
+    out = []
+    stride = 1
+    for r in radices:
+        level = [[base + k * stride for k in range(r)] for base in range(p) if (base // stride) % r == 0]
+        out.append(level)
+        stride *= r
+    return out
