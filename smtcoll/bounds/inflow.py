@@ -1,0 +1,115 @@
+"""The inflow bound: one-address Allreduce where a node's NICs let in few values a round and its GPUs pass
+few on a round, so that what enters late reaches few of the node's GPUs.
+
+Take a node V of p ranks and E = the contributions of the ranks outside it (one each). Every v in V must
+hold all E at the end. Follow a contribution e in v's final set back along the sends that brought it (the
+checker's arrival rule: a rank's set is its base plus what arrived, each the set of a sender a round
+earlier): the last of those sends that crosses into V arrived at some y in V in a round s, and from y the
+value travelled to v over sends inside V only, one hop a round. So each v's E is covered by the sets of
+the values that entered V and reached v inside V in time. Counted over all of V:
+
+    p * E <= sum over the values m that enter V of |m's set outside V| * |ranks of V m reaches by round T|.
+
+- At most K values enter V a round (the capacity of the links into V, a NIC's switch group counting once
+  for all its links, one value per link: `entry._capacity`), and one that enters in round s was held by a
+  rank with a link out of its node after round s - 1: at most M(s - 1) contributions (the reach bound's
+  ramp, `reach.py`), and at most E of them outside V.
+- A value that arrived at y in round s reaches at most F(T - s) ranks of V by round T: each rank it has
+  reached passes it to at most c more a round (c: the most values a rank of V sends to others of V in a
+  round, over its links inside V, a port's switch group counting once), so F(k) = min(p, (1 + c)^k).
+
+So T rounds need sum over s = 1..T of K * min(E, M(s - 1)) * F(T - s) >= p * E. pcie4slow x 5 (4 GPUs on
+PCIe ports of one value a round, one NIC: K = 1, c = 1, E = 16): 4, 12, 16, 16 = 48 < 64 after 4 rounds
+(ramp 1, 3, 8, 16), so 5 rounds, where the reach bound gives 4: the last value in reaches one GPU, the one
+before two. Like the reach bound it bounds the total rounds (a step of k rounds brings at most k K values
+held when it began and passes a value on to at most k c ranks per rank). Plain integers, no solver:
+`proof check` recomputes it with this same function.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from smtcoll.bounds.cycle import _one_address_sum
+from smtcoll.bounds.entry import _capacity, greedy_cover, node_of
+from smtcoll.bounds.reach import reach_bound
+from smtcoll.bounds.results import Bound
+from smtcoll.model import Collective, Topology
+
+MAX_ROUNDS = 1 << 16  # the count grows by at least K a round: it stops far earlier
+
+
+def inflow_bound(topo: Topology, coll: Collective, reach: Bound | None = None) -> Bound:
+    """The inflow bound (module docstring), in rounds; value None where it does not apply. `reach`: the
+    reach bound already computed for this instance (its ramp is used; recomputed when not given)."""
+    if topo.ranks != coll.ranks:
+        return Bound("inflow", None, "rounds", {}, "the topology and collective differ in ranks")
+    nodes = node_of(topo)
+    if nodes is None:
+        return Bound("inflow", None, "rounds", {}, "one node")
+    if not _one_address_sum(coll):
+        return Bound("inflow", None, "rounds", {}, "not a sum of one contribution per rank at one address, "
+                                                   "needed everywhere")
+    if reach is None:
+        reach = reach_bound(topo, coll)
+    # M(0..): what a rank with a link out of its node holds after each round (1: its own); beyond the reach
+    # bound's ramp, everything
+    ramp = [int(x) for x in reach.witness.get("ramp", [1])] if reach.value is not None else [1]
+    best: Bound = Bound("inflow", None, "rounds", {}, "no node takes in fewer values than it must")
+    for a in sorted(set(nodes)):
+        w = _node(topo, nodes, a, ramp)
+        if w is not None and (best.value is None or w["rounds"] > best.value):
+            best = Bound("inflow", w["rounds"], "rounds", {**w, "chunks": coll.chunk_factor},
+                         "rounds: the values that enter a node late reach few of its ranks in time")
+    return best
+
+
+def _node(topo: Topology, nodes: list[int], a: int, ramp: list[int]) -> dict[str, Any] | None:
+    """The bound for node a with its numbers, or None where nothing enters it (no schedule: other bounds
+    say so) or it has one rank."""
+    inside = {r for r in range(topo.ranks) if nodes[r] == a}
+    p = len(inside)
+    outside = topo.ranks - p
+    crossing = [l for l in topo.links if l.bandwidth > 0 and l.src not in inside and l.dst in inside]
+    # one value per link a round (one address: a send carries the sender's one value)
+    k = _capacity(topo, [_one(l) for l in crossing], inside)
+    if k <= 0 or p < 2 or outside < 1:
+        return None
+    fan = max(_out(topo, u, inside) for u in inside)
+    need = p * outside
+    counts = [0]
+    t = 0
+    while counts[-1] < need:
+        t += 1
+        if t > MAX_ROUNDS:
+            return None
+        counts.append(sum(k * min(outside, ramp[s - 1] if s - 1 < len(ramp) else outside) * _reach(p, fan, t - s)
+                          for s in range(1, t + 1)))
+    return {"node": a, "ranks": p, "outside": outside, "entry": k, "fanout": fan,
+            "ramp": [min(outside, x) for x in ramp[:max(t - 1, 1)]], "inflow": counts, "must": need, "rounds": t}
+
+
+def _one(link: Any) -> Any:
+    import attrs
+
+    return attrs.evolve(link, bandwidth=1)
+
+
+def _out(topo: Topology, u: int, inside: set[int]) -> int:
+    """The most values u sends to other ranks of `inside` in one round: one per link, or a switch group's
+    bandwidth for all the links of u it covers (chosen greedily: any choice is an upper bound)."""
+    bw = {(u, l.dst): 1 for l in topo.links if l.src == u and l.dst in inside and l.dst != u and l.bandwidth > 0}
+    if not bw:
+        return 0
+    groups = [(g.bandwidth, frozenset(k for k in bw if k[1] in g.dsts)) for g in topo.switches if u in g.srcs]
+    return greedy_cover(bw, [(gbw, mine) for gbw, mine in groups if mine])
+
+
+def _reach(p: int, fan: int, k: int) -> int:
+    """F(k) = min(p, (1 + fan)^k): the ranks of a node a value reaches k rounds after it entered."""
+    f = 1
+    for _ in range(k):
+        f = min(p, f * (1 + fan))
+        if f == p:
+            break
+    return f
