@@ -11,7 +11,7 @@ the values that entered V and reached v inside V in time. Counted over all of V:
     p * E <= sum over the values m that enter V of |m's set outside V| * |ranks of V m reaches by round T|.
 
 - At most K values enter V a round (the capacity of the links into V, a NIC's switch group counting once
-  for all its links, one value per link: `entry._capacity`), and one that enters in round s was held by a
+  for all its links, one value per link, as `entry._capacity` counts), and one that enters in round s was held by a
   rank with a link out of its node after round s - 1: at most M(s - 1) contributions (the reach bound's
   ramp, `reach.py`), and at most E of them outside V.
 - A value that arrived at y in round s reaches at most F(T - s) ranks of V by round T: each rank it has
@@ -31,7 +31,7 @@ from __future__ import annotations
 from typing import Any
 
 from smtcoll.bounds.cycle import _one_address_sum
-from smtcoll.bounds.entry import _capacity, greedy_cover, node_of
+from smtcoll.bounds.entry import greedy_cover, node_of
 from smtcoll.bounds.reach import reach_bound
 from smtcoll.bounds.results import Bound
 from smtcoll.model import Collective, Topology
@@ -56,26 +56,41 @@ def inflow_bound(topo: Topology, coll: Collective, reach: Bound | None = None) -
     # bound's ramp, everything
     ramp = [int(x) for x in reach.witness.get("ramp", [1])] if reach.value is not None else [1]
     best: Bound = Bound("inflow", None, "rounds", {}, "no node takes in fewer values than it must")
+    crossing: dict[int, dict[tuple[int, int], int]] = {}  # node -> the links into it from others, one value each
+    local: dict[int, dict[tuple[int, int], int]] = {}  # rank -> its links to other ranks of its node, one each
+    for l in topo.links:
+        if l.bandwidth <= 0 or l.src == l.dst:
+            continue
+        if nodes[l.src] != nodes[l.dst]:
+            crossing.setdefault(nodes[l.dst], {})[(l.src, l.dst)] = 1
+        else:
+            local.setdefault(l.src, {})[(l.src, l.dst)] = 1
+    groups_from: dict[int, list[int]] = {}
+    into: dict[int, list[int]] = {}  # node -> its groups with every destination in it and no source
+    for i, g in enumerate(topo.switches):
+        for u in g.srcs:
+            groups_from.setdefault(u, []).append(i)
+        where = {nodes[x] for x in g.dsts}
+        if len(where) == 1 and not where & {nodes[x] for x in g.srcs}:
+            into.setdefault(where.pop(), []).append(i)
+    fan = [_out(topo, local.get(u, {}), groups_from.get(u, [])) for u in range(topo.ranks)]
     for a in sorted(set(nodes)):
-        w = _node(topo, nodes, a, ramp)
+        w = _node(topo, nodes, a, ramp, _into(topo, crossing.get(a, {}), into.get(a, [])), fan)
         if w is not None and (best.value is None or w["rounds"] > best.value):
             best = Bound("inflow", w["rounds"], "rounds", {**w, "chunks": coll.chunk_factor},
                          "rounds: the values that enter a node late reach few of its ranks in time")
     return best
 
 
-def _node(topo: Topology, nodes: list[int], a: int, ramp: list[int]) -> dict[str, Any] | None:
+def _node(topo: Topology, nodes: list[int], a: int, ramp: list[int], k: int, fan: list[int]) -> dict[str, Any] | None:
     """The bound for node a with its numbers, or None where nothing enters it (no schedule: other bounds
-    say so) or it has one rank."""
+    say so) or it has one rank. `k`: the values that enter it a round; `fan`: c per rank."""
     inside = {r for r in range(topo.ranks) if nodes[r] == a}
     p = len(inside)
     outside = topo.ranks - p
-    crossing = [l for l in topo.links if l.bandwidth > 0 and l.src not in inside and l.dst in inside]
-    # one value per link a round (one address: a send carries the sender's one value)
-    k = _capacity(topo, [_one(l) for l in crossing], inside)
     if k <= 0 or p < 2 or outside < 1:
         return None
-    fan = max(_out(topo, u, inside) for u in inside)
+    c = max(fan[u] for u in inside)
     need = p * outside
     counts = [0]
     t = 0
@@ -83,26 +98,39 @@ def _node(topo: Topology, nodes: list[int], a: int, ramp: list[int]) -> dict[str
         t += 1
         if t > MAX_ROUNDS:
             return None
-        counts.append(sum(k * min(outside, ramp[s - 1] if s - 1 < len(ramp) else outside) * _reach(p, fan, t - s)
+        counts.append(sum(k * min(outside, ramp[s - 1] if s - 1 < len(ramp) else outside) * _reach(p, c, t - s)
                           for s in range(1, t + 1)))
-    return {"node": a, "ranks": p, "outside": outside, "entry": k, "fanout": fan,
+    return {"node": a, "ranks": p, "outside": outside, "entry": k, "fanout": c,
             "ramp": [min(outside, x) for x in ramp[:max(t - 1, 1)]], "inflow": counts, "must": need, "rounds": t}
 
 
-def _one(link: Any) -> Any:
-    import attrs
+def _into(topo: Topology, bw: dict[tuple[int, int], int], groups: list[int]) -> int:
+    """K: the values that cross into a node in one round over the links `bw` (one each), a switch group
+    (`groups`: sources all outside, destinations all inside) counting its bandwidth for all the links it
+    covers, as `entry._capacity` counts them."""
+    mine = [(g.bandwidth, _covered(bw, g.srcs, g.dsts)) for g in (topo.switches[i] for i in groups)]
+    return greedy_cover(bw, [(gbw, links) for gbw, links in mine if links])
 
-    return attrs.evolve(link, bandwidth=1)
+
+def _covered(bw: dict[tuple[int, int], int], srcs: tuple[int, ...], dsts: tuple[int, ...],
+             ) -> frozenset[tuple[int, int]]:
+    """The links of `bw` from srcs to dsts (by the pairs where they are fewer: a NIC's group on mi250 x 16
+    has 15 sources and one destination among 3,840 links into the node)."""
+    if len(srcs) * len(dsts) < len(bw):
+        return frozenset(k for k in ((u, v) for u in srcs for v in dsts) if k in bw)
+    a, b = set(srcs), set(dsts)
+    return frozenset(k for k in bw if k[0] in a and k[1] in b)
 
 
-def _out(topo: Topology, u: int, inside: set[int]) -> int:
-    """The most values u sends to other ranks of `inside` in one round: one per link, or a switch group's
-    bandwidth for all the links of u it covers (chosen greedily: any choice is an upper bound)."""
-    bw = {(u, l.dst): 1 for l in topo.links if l.src == u and l.dst in inside and l.dst != u and l.bandwidth > 0}
+def _out(topo: Topology, bw: dict[tuple[int, int], int], groups: list[int]) -> int:
+    """The most values a rank sends to other ranks of its node in one round (`bw`: its links there, one
+    value each): one per link, or a switch group's bandwidth (`groups`: those with the rank among their
+    sources) for all the links it covers, chosen greedily (any choice is an upper bound)."""
     if not bw:
         return 0
-    groups = [(g.bandwidth, frozenset(k for k in bw if k[1] in g.dsts)) for g in topo.switches if u in g.srcs]
-    return greedy_cover(bw, [(gbw, mine) for gbw, mine in groups if mine])
+    u = next(iter(bw))[0]
+    mine = [(topo.switches[i].bandwidth, _covered(bw, (u,), topo.switches[i].dsts)) for i in groups]
+    return greedy_cover(bw, [(gbw, links) for gbw, links in mine if links])
 
 
 def _reach(p: int, fan: int, k: int) -> int:
