@@ -93,6 +93,8 @@ def _lanes(topo: Topology, n: int, p: int, linked: set[tuple[int, int]]) -> list
             common = gs if common is None else common & gs
         return frozenset(common or ())
 
+    if not any(len(g.dsts) > 1 and max(g.dsts) < p and min(g.srcs) >= p for g in topo.switches):
+        return []  # no switch group brings values from other nodes into several GPUs of node 0: no shared NIC
     others = [b for b in range(n) if b != 0]
     in_key = {v: key([(b * p + u, v) for b in others for u in range(p) if (b * p + u, v) in linked]) for v in range(p)}
     out_key = {u: key([(u, b * p + v) for b in others for v in range(p) if (u, b * p + v) in linked])
