@@ -31,7 +31,7 @@ from smtcoll.synth.scale.windows_allreduce import _raw, _shape, _summed
 def lanes_allreduce(topo: Topology, coll: Collective) -> Schedule | None:
     """The schedule of the module docstring for a one-address Allreduce on nodes with shared NICs, or None
     where no GPU shares a NIC (the windows plan serves those) or no lane has a plain GPU."""
-    shape = _shape(topo, coll)
+    shape = _shape(topo, coll, least=2)
     if shape is None:
         return None
     n, p, linked, _ = shape
