@@ -247,8 +247,8 @@ def explain(b: Bound) -> str:
                 f"links reach, plus what its NIC brings each round)")
     if b.name == "inflow" and w:
         return (f"inflow: the {count(w['outside'], 'contribution')} from other nodes must reach all {w['ranks']} "
-                f"ranks of node {w['node']}; at most {count(w['entry'], 'value')} enter it a round and a rank passes "
-                f"one on to at most {w['fanout']} a round, which covers at most "
+                f"ranks of node {w['node']}; it takes in at most {count(w['entry'], 'value')} a round and a rank "
+                f"passes one on to at most {w['fanout']} a round, which covers at most "
                 f"{', '.join(map(str, w['inflow']))} of the {w['must']} needed after rounds 0..{len(w['inflow']) - 1}")
     if b.name == "lp" and w:
         return f"flow LP optimum {w['lp_optimum']}"
