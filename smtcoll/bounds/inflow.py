@@ -68,9 +68,10 @@ def inflow_bound(topo: Topology, coll: Collective, reach: Bound | None = None) -
     groups_from: dict[int, list[int]] = {}
     into: dict[int, list[int]] = {}  # node -> its groups with every destination in it and no source
     for i, g in enumerate(topo.switches):
-        for u in g.srcs:
-            groups_from.setdefault(u, []).append(i)
         where = {nodes[x] for x in g.dsts}
+        for u in g.srcs:
+            if nodes[u] in where:  # it may bound u's links inside its node (a NIC's out-group does not)
+                groups_from.setdefault(u, []).append(i)
         if len(where) == 1 and not where & {nodes[x] for x in g.srcs}:
             into.setdefault(where.pop(), []).append(i)
     fan = [_out(topo, local.get(u, {}), groups_from.get(u, [])) for u in range(topo.ranks)]
