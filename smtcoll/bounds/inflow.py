@@ -18,11 +18,15 @@ the values that entered V and reached v inside V in time. Counted over all of V:
   reached passes it to at most c more a round (c: the most values a rank of V sends to others of V in a
   round, over its links inside V, a port's switch group counting once), so F(k) = min(p, (1 + c)^k).
 
-So T rounds need sum over s = 1..T of K * min(E, M(s - 1)) * F(T - s) >= p * E. pcie4slow x 5 (4 GPUs on
-PCIe ports of one value a round, one NIC: K = 1, c = 1, E = 16): 4, 12, 16, 16 = 48 < 64 after 4 rounds
-(ramp 1, 3, 8, 16), so 5 rounds, where the reach bound gives 4: the last value in reaches one GPU, the one
-before two. Like the reach bound it bounds the total rounds (a step of k rounds brings at most k K values
-held when it began and passes a value on to at most k c ranks per rank). Plain integers, no solver:
+So T rounds need sum over s = 1..T of K * min(E, M(s - 1)) * F(T - s) >= p * E. And per rank: the values
+that enter in rounds s..T reach at most sum over s' = s..T of K F(T - s') ranks; where that is fewer than p,
+some rank of V takes all E from the values of rounds 1..s - 1, so sum over s' < s of K min(E, M(s' - 1)) >= E
+(`early`, for the least such s). pcie4slow x 5 (4 GPUs on PCIe ports of one value a round, one NIC: K = 1,
+c = 1, E = 16, ramp 1, 3, 8, 16): after 5 rounds the values of rounds 4 and 5 reach at most 2 + 1 GPUs, so
+one GPU takes its 16 from those of rounds 1..3, at most 1 + 3 + 8 = 12: 6 rounds, where the reach bound
+gives 4 (the sum alone: 5). Like the reach bound it bounds the total rounds (a step of k rounds brings at
+most k K values held when it began, each counted as one of its rounds, and passes a value on to at most k c
+ranks per rank). Plain integers, no solver:
 `proof check` recomputes it with this same function.
 """
 
@@ -93,16 +97,28 @@ def _node(topo: Topology, nodes: list[int], a: int, ramp: list[int], k: int, fan
         return None
     c = max(fan[u] for u in inside)
     need = p * outside
+
+    def held(s: int) -> int:  # what a value entering in round s carries from outside, at most
+        return min(outside, ramp[s - 1] if s - 1 < len(ramp) else outside)
+
     counts = [0]
+    early = [0]
     t = 0
-    while counts[-1] < need:
+    while counts[-1] < need or early[-1] < outside:
         t += 1
         if t > MAX_ROUNDS:
             return None
-        counts.append(sum(k * min(outside, ramp[s - 1] if s - 1 < len(ramp) else outside) * _reach(p, c, t - s)
-                          for s in range(1, t + 1)))
+        counts.append(sum(k * held(s) * _reach(p, c, t - s) for s in range(1, t + 1)))
+        # the values entering in rounds s..t reach at most sum k F(t - s') ranks: where that is fewer than p,
+        # some rank takes everything from outside from the values of rounds before s (the latest such s binds)
+        late, s = 0, t
+        while s >= 1 and late + k * _reach(p, c, t - s) < p:
+            late += k * _reach(p, c, t - s)
+            s -= 1
+        early.append(outside if s == t else sum(k * held(x) for x in range(1, s + 1)))
     return {"node": a, "ranks": p, "outside": outside, "entry": k, "fanout": c,
-            "ramp": [min(outside, x) for x in ramp[:max(t - 1, 1)]], "inflow": counts, "must": need, "rounds": t}
+            "ramp": [min(outside, x) for x in ramp[:max(t - 1, 1)]], "inflow": counts, "must": need,
+            "early": early, "rounds": t}
 
 
 def _into(topo: Topology, bw: dict[tuple[int, int], int], groups: list[int]) -> int:

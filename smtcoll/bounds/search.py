@@ -249,7 +249,9 @@ def explain(b: Bound) -> str:
         return (f"inflow: the {count(w['outside'], 'contribution')} from other nodes must reach all {w['ranks']} "
                 f"ranks of node {w['node']}; it takes in at most {count(w['entry'], 'value')} a round and a rank "
                 f"passes one on to at most {w['fanout']} a round, which covers at most "
-                f"{', '.join(map(str, w['inflow']))} of the {w['must']} needed after rounds 0..{len(w['inflow']) - 1}")
+                f"{', '.join(map(str, w['inflow']))} of the {w['must']} needed after rounds 0..{len(w['inflow']) - 1}, "
+                f"and a rank the latest values miss takes at most {', '.join(map(str, w['early']))} of its "
+                f"{w['outside']}")
     if b.name == "lp" and w:
         return f"flow LP optimum {w['lp_optimum']}"
     if b.name == "setcut" and w:

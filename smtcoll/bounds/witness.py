@@ -25,7 +25,7 @@ RECOMPUTED: dict[str, tuple[Callable[[Topology, Collective], Bound], tuple[str, 
     "relay": (relay_bound, ("nodes", "capacity", "far", "relay", "last", "known")),
     "cycle": (cycle_bound, ("cycle", "distance")),
     "reach": (reach_bound, ("rank", "must_hold", "reach", "ramp")),
-    "inflow": (inflow_bound, ("node", "ranks", "outside", "entry", "fanout", "ramp", "inflow", "must")),
+    "inflow": (inflow_bound, ("node", "ranks", "outside", "entry", "fanout", "ramp", "inflow", "must", "early")),
 }
 
 
