@@ -115,8 +115,8 @@ def _lanes(topo: Topology, n: int, p: int, linked: set[tuple[int, int]]) -> list
         g = next((g for g in gs if out_key[g] and out_key[g] not in used_out and reaches(g, g)), None)
         if g is None:
             return []
-        h = next((h for h in range(p) if h != g and h not in gs[:0] and out_key[h] == out_key[g] and reaches(h, g)),
-                 None)
+        # the plain GPU sends through the same NIC (its out-key): a round carries g's window or h's sum, not both
+        h = next((h for h in range(p) if h != g and out_key[h] == out_key[g] and reaches(h, g)), None)
         if h is None:
             return []
         used_out.add(out_key[g])
