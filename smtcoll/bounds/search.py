@@ -14,6 +14,7 @@ from smtcoll.bounds.distance import distance_bound
 from smtcoll.bounds.entry import entry_bound
 from smtcoll.bounds.forest import throughput_bound
 from smtcoll.bounds.holdings import holdings_bound
+from smtcoll.bounds.inflow import inflow_bound
 from smtcoll.bounds.lp import lp_bound
 from smtcoll.bounds.network import flow_network
 from smtcoll.bounds.reach import reach_bound
@@ -45,11 +46,12 @@ def lower_bounds(topo: Topology, coll: Collective, size: int | None = None, gbps
     relay = relay_bound(topo, coll)  # multi-node machines: what a node knows of the others, relayed
     cycle = cycle_bound(topo, coll)  # one-address sums on an odd cycle: one more than the distance
     reach = reach_bound(topo, coll)  # one-address sums on nodes with few links inside: what a rank reaches
+    inflow = inflow_bound(topo, coll, reach)  # one-address sums: what enters a node late reaches few ranks
     held = holdings_bound(topo, coll)  # the ramp: what each rank can hold round by round
     others = [steps, receive, cut, lpb, hops, *([entry] if entry.value is not None else []),
               *([setcut] if setcut.value is not None else []),
               *([relay] if relay.value is not None else []), *([cycle] if cycle.value is not None else []),
-              *([reach] if reach.value is not None else [])]
+              *([reach] if reach.value is not None else []), *([inflow] if inflow.value is not None else [])]
     # the holdings bound is named only where it is stronger than all the others (or proves no schedule)
     top = max((b.value for b in others if b.value is not None), default=None)
     if held.value is None or top is None or held.value > top:
@@ -63,6 +65,8 @@ def lower_bounds(topo: Topology, coll: Collective, size: int | None = None, gbps
         rounds = attrs.evolve(rounds, witness={"from": "cycle", "cycle": cycle.witness}, note=explain(cycle))
     if rounds.witness.get("from") == "reach":  # nor the reach bound
         rounds = attrs.evolve(rounds, witness={"from": "reach", "reach": reach.witness}, note=explain(reach))
+    if rounds.witness.get("from") == "inflow":  # nor the inflow bound
+        rounds = attrs.evolve(rounds, witness={"from": "inflow", "inflow": inflow.witness}, note=explain(inflow))
     rpc = _rounds_per_chunk(cut, lpb, coll, hops, setcut)
     # the set-cut row is shown only where it is the strongest: it generalizes the receive and cut rows
     strongest = "setcut" in (rounds.witness.get("from"), rpc.witness.get("from"))
@@ -119,6 +123,7 @@ class SearchBounds:
     cycle: Bound | None = None  # bounds.cycle: one-address sums on an odd cycle
     reach: Bound | None = None  # bounds.reach: one-address sums on nodes with few links inside
     setcut: Bound | None = None  # bounds.setcut: rank sets, with the last step's tail (its per-chunk part is above)
+    inflow: Bound | None = None  # bounds.inflow: one-address sums, what enters a node late reaches few ranks
 
     @property
     def steps_value(self) -> int:
@@ -135,7 +140,7 @@ class SearchBounds:
         computed for (a finer split lowers them: their ramps are counted in chunks of that size)."""
         best: tuple[int, Bound | None] = (0, None)
         # the entry bound's reason on ties: it names the node
-        for e in (self.setcut, self.reach, self.cycle, self.holdings, self.relay, self.entry):
+        for e in (self.setcut, self.inflow, self.reach, self.cycle, self.holdings, self.relay, self.entry):
             if e is None or e.value is None or chunks != e.witness.get("chunks"):
                 continue
             if int(e.value) >= best[0]:
@@ -197,8 +202,10 @@ def search_bounds(topo: Topology, coll: Collective) -> SearchBounds:
     if not cands:
         return SearchBounds(steps, Fraction(0), "nothing must cross any cut")
     q, why = max(cands, key=lambda x: x[0])
+    reach = reach_bound(topo, coll)
     return SearchBounds(steps, q, why, entry_bound(topo, coll), _with_chunks(holdings_bound(topo, coll), coll),
-                        relay_bound(topo, coll), cycle_bound(topo, coll), reach_bound(topo, coll), setcut)
+                        relay_bound(topo, coll), cycle_bound(topo, coll), reach, setcut,
+                        inflow_bound(topo, coll, reach))
 
 
 def _with_chunks(b: Bound, coll: Collective) -> Bound:
@@ -246,6 +253,13 @@ def explain(b: Bound) -> str:
         return (f"reach: rank {w['rank']} must hold {w['must_hold']} contributions and can hold at most "
                 f"{', '.join(map(str, w['reach']))} after rounds 0..{len(w['reach']) - 1} (only what its node's "
                 f"links reach, plus what its NIC brings each round)")
+    if b.name == "inflow" and w:
+        return (f"inflow: the {count(w['outside'], 'contribution')} from other nodes must reach all {w['ranks']} "
+                f"ranks of node {w['node']}; it takes in at most {count(w['entry'], 'value')} a round and a rank "
+                f"passes one on to at most {w['fanout']} a round, which covers at most "
+                f"{', '.join(map(str, w['inflow']))} of the {w['must']} needed after rounds 0..{len(w['inflow']) - 1}, "
+                f"and a rank the latest values miss takes at most {', '.join(map(str, w['early']))} of its "
+                f"{w['outside']}")
     if b.name == "lp" and w:
         return f"flow LP optimum {w['lp_optimum']}"
     if b.name == "setcut" and w:

@@ -13,6 +13,7 @@ from smtcoll.bounds.demand import must_enter, must_receive
 from smtcoll.bounds.distance import bfs
 from smtcoll.bounds.entry import entry_bound
 from smtcoll.bounds.holdings import holdings_bound
+from smtcoll.bounds.inflow import inflow_bound
 from smtcoll.bounds.network import cut_capacity
 from smtcoll.bounds.reach import reach_bound
 from smtcoll.bounds.relay import relay_bound
@@ -27,6 +28,7 @@ RECOMPUTED: dict[str, tuple[Callable[[Topology, Collective], Bound], tuple[str, 
                               "farthest", "hops", "ramp")),
     "cycle": (cycle_bound, ("cycle", "distance")),
     "reach": (reach_bound, ("rank", "must_hold", "reach", "ramp")),
+    "inflow": (inflow_bound, ("node", "ranks", "outside", "entry", "fanout", "ramp", "inflow", "must", "early")),
 }
 
 
@@ -79,7 +81,7 @@ def check_witness(kind: str, witness: dict[str, Any], topo: Topology, coll: Coll
     except (KeyError, TypeError, ValueError) as e:
         raise ModelError("witness", f"malformed {kind} witness: {e}") from None
     raise ModelError("witness", f"unknown bound kind {kind!r} (expected steps, receive, cut, hops, holdings, entry, "
-                                f"relay, cycle, reach or setcut)")
+                                f"relay, cycle, reach, inflow or setcut)")
 
 
 def _fraction(x: Any, what: str) -> Fraction:

@@ -23,7 +23,8 @@ Which method (docs/synth.md):
   address, the overlapping constructions of `allreduce` (recursive doubling over xor partners where
   those are links, four or two arcs or one or two junctions per cycle on rings and tori) and, on machines of several
   nodes, the node sums exchanged over the NICs of `nodes_allreduce` (to receivers, or by recursive doubling
-  over the nodes) and the windows of consecutive nodes of `windows_allreduce` (any node count); and
+  over the nodes) and the windows of consecutive nodes of `windows_allreduce` (any node count), one lane per
+  shared NIC in `lanes_allreduce`; and
   recursive doubling with the ranks above a power of two folded in and out (switch domains); and the
   squares of `diagonal_allreduce` (2^j nodes of GPU squares, mi250).
 Every schedule is checked by `smtcoll.check` before it is returned; a rejected one is an internal error.
@@ -45,6 +46,7 @@ from smtcoll.synth.scale import (
     diagonal_allreduce,
     direct,
     hierarchy,
+    lanes_allreduce,
     matching,
     mirror,
     nodes_allreduce,
@@ -236,6 +238,8 @@ def _allreduce(topo: Topology, coll: Collective) -> tuple[Schedule, str]:
                           "node sums, recursive doubling over the nodes through one NIC pair, then copies inside"),
                          (windows_allreduce.windows_allreduce,
                           "node sums, windows of nodes across every NIC at once, then copies inside"),
+                         (lanes_allreduce.lanes_allreduce,
+                          "node sums, windows of nodes over one lane per shared NIC, then copies inside"),
                          (allreduce.folded_doubling_allreduce,
                           "recursive doubling, the ranks above a power of two folded in and out"),
                          (diagonal_allreduce.diagonal_allreduce,

@@ -72,15 +72,15 @@ def windows_allreduce(topo: Topology, coll: Collective) -> Schedule | None:
 Shape = tuple[int, int, set[tuple[int, int]], dict[int, list[int]]]
 
 
-def _shape(topo: Topology, coll: Collective) -> Shape | None:
+def _shape(topo: Topology, coll: Collective, least: int = 3) -> Shape | None:
     """(nodes, GPUs per node, links, receiver -> the local GPUs that reach it from every other node) for a
-    one-address Allreduce on identical nodes of consecutive ranks; None otherwise."""
+    one-address Allreduce on at least `least` identical nodes of consecutive ranks; None otherwise."""
     nodes = node_of(topo) or _named_nodes(topo)
     if nodes is None or len(coll.addresses) != 1 or len(coll.pre) != coll.chunks or not _every_rank_all(coll):
         return None
     n = max(nodes) + 1
     p = topo.ranks // n
-    if n < 3 or nodes != [r // p for r in range(topo.ranks)]:
+    if n < least or nodes != [r // p for r in range(topo.ranks)]:
         return None
     linked = {(l.src, l.dst) for l in topo.links if l.bandwidth > 0}
     inside = {(u, v) for u, v in linked if u < p and v < p}
