@@ -381,12 +381,15 @@ def _screen(topo: Topology, coll: Collective, sets: Sequence[tuple[int, ...]]) -
                 count = a.enter_counts(xb).astype(np.float64)
             else:
                 count = a.enter_counts(~xb).astype(np.float64)
-            m = _family_mask(a, xb, family)  # links x sets, sparse: most sets are crossed by few of the links
-            mt = m.T.tocsr()
-            cap = mt @ bw
-            for charged_bw, free_bw in charges:
-                charged = (charged_bw @ m).toarray()  # groups x sets
-                cap = np.minimum(cap, mt @ free_bw + np.minimum(charged, gbw[:, None]).sum(axis=0))
+            if not charges:  # no switch groups: nothing to charge, and no scipy to load (`synth -t ring:4`)
+                cap = bw @ _crossed(a.src, a.dst, xb, family).astype(np.float64)
+            else:
+                m = _family_mask(a, xb, family)  # links x sets, sparse: most sets are crossed by few links
+                mt = m.T.tocsr()
+                cap = mt @ bw
+                for charged_bw, free_bw in charges:
+                    charged = (charged_bw @ m).toarray()  # groups x sets
+                    cap = np.minimum(cap, mt @ free_bw + np.minimum(charged, gbw[:, None]).sum(axis=0))
             with np.errstate(divide="ignore", invalid="ignore"):
                 scores[family][lo:lo + xb.shape[1]] = np.where((count > 0) & (cap > 0),
                                                                count / np.maximum(cap, 1e-300), 0.0)
@@ -404,13 +407,22 @@ def _family_mask(a: Any, xb: Any, family: str) -> Any:
 
     rows, ptr = [], [0]
     for j in range(xb.shape[1]):
-        at_dst, at_src = xb[a.dst, j], xb[a.src, j]
-        on = {"arrivals": at_dst, "departures": at_src, "entry": at_dst & ~at_src, "exit": at_src & ~at_dst}[family]
-        idx = np.flatnonzero(on)
+        idx = np.flatnonzero(_crossed(a.src, a.dst, xb[:, j], family))
         rows.append(idx)
         ptr.append(ptr[-1] + len(idx))
     r = np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64)
     return csc_array((np.ones(len(r)), r, np.array(ptr)), shape=(len(a.dst), xb.shape[1]))
+
+
+def _crossed(src: Any, dst: Any, x: Any, family: str) -> Any:
+    """Per link (and set, for a ranks x sets `x`), whether the family counts it: into, out of, entering,
+    leaving the set."""
+    at_dst, at_src = x[dst], x[src]
+    if family == "arrivals":
+        return at_dst
+    if family == "departures":
+        return at_src
+    return at_dst & ~at_src if family == "entry" else at_src & ~at_dst
 
 
 # --- the bound ---------------------------------------------------------------------------------------
