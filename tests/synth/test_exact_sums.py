@@ -110,26 +110,3 @@ def test_a_nic_shared_by_a_node_carries_one_send_a_round(tmp_path) -> None:
     result = synthesize(topo, coll, SynthRequest())
     assert result.schedule is not None and check_schedule(result.schedule).verdict == "ok"
 
-
-def test_any_copy_is_tried_on_a_group_where_copies_of_the_total_are_ruled_out(monkeypatch) -> None:
-    # the order the search promises: a group's copies of the total, then, where z3 proved them impossible,
-    # any copy on that group before the next group (the budget is not spent on the others' copies first)
-    from smtcoll.synth.exact import sums
-
-    calls = []
-
-    class Fake:
-        def __init__(self, topo, coll, group, steps, full=False) -> None:
-            self.key, self.unsat = (group[0][0], full), False
-
-        def solve(self, work, deadline):
-            calls.append(self.key)
-            self.unsat = self.key == (0, True)  # group 0 cannot copy the total; nothing else is found
-            return None, 1000
-
-    topo, coll = _allreduce("a100", 3)
-    monkeypatch.setattr(sums, "SumsEncoding", Fake)
-    monkeypatch.setattr(sums, "groups", lambda t, c: [[(0,)], [(1,)]])
-    monkeypatch.setattr(sums, "size", lambda t, g, s: 1)
-    assert sums.sums_schedule(topo, coll, 3, 5, 10_000, None)[0] is None
-    assert calls == [(0, True), (0, False), (1, True), (1, False)]
