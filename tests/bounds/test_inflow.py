@@ -6,8 +6,9 @@ import json
 from pathlib import Path
 
 import pytest
+from helpers.machines import quad_allreduce
 
-from smtcoll import library, specs
+from smtcoll import library
 from smtcoll.bounds import check_witness, inflow_bound, lower_bounds, reach_bound, search_bounds
 from smtcoll.proofs import check_certificate
 from smtcoll.proofs.certificate import write_certificate
@@ -16,31 +17,12 @@ from smtcoll.synth.exact.sums import groups, sums_schedule
 from smtcoll.synth.scale import engine
 
 
-def quad(nics: list[list[int]]) -> str:
-    """4 GPUs, every pair linked, PCIe-like ports of one chunk a round each way; `nics` shared by the GPUs
-    listed, all on one rail (the machine of tests/synth/test_scale_lanes_allreduce.py)."""
-    links = "".join(f"    {{ src = {u}, dst = {v}, bandwidth = 1 }},\n" for u in range(4) for v in range(4) if u != v)
-    ports = "".join(
-        f"[[topology.switches]]\nsrcs = [{u}]\ndsts = {[v for v in range(4) if v != u]}\nbandwidth = 1\n"
-        f"[[topology.switches]]\nsrcs = {[v for v in range(4) if v != u]}\ndsts = [{u}]\nbandwidth = 1\n"
-        for u in range(4))
-    nic = "".join(f"[[topology.nics]]\nsenders = {g}\nreceivers = {g}\nbandwidth = 1\nrail = 0\n" for g in nics)
-    return f'[topology]\nname = "quad"\nranks = 4\nlinks = [\n{links}]\n{ports}{nic}'
-
-
-def _machine(tmp_path: Path, nics: list[list[int]], nodes: int):
-    path = tmp_path / "quad.toml"
-    path.write_text(quad(nics))
-    topo = specs.load_topology(path, nodes)
-    return topo, library.collective("allreduce", topo.ranks)
-
-
 def test_one_shared_nic_five_nodes_need_six_rounds_where_reach_says_four(tmp_path: Path) -> None:
     # K = 1 value enters a node a round, a GPU passes one on a round (F = 1, 2, 4), 16 contributions from
     # outside must reach 4 GPUs: 64. The reach ramp 1, 3, 8, 16: after 4 rounds 1*4 + 3*4 + 8*2 + 16*1 = 48.
     # After 5, the values of rounds 4 and 5 reach at most 2 + 1 GPUs: the fourth takes its 16 from rounds
     # 1..3, at most 1 + 3 + 8 = 12
-    topo, coll = _machine(tmp_path, [[0, 1, 2, 3]], 5)
+    topo, coll = quad_allreduce(tmp_path, [[0, 1, 2, 3]], 5)
     b = inflow_bound(topo, coll)
     assert b.value == 6 and reach_bound(topo, coll).value == 4
     w = b.witness
@@ -52,7 +34,7 @@ def test_one_shared_nic_five_nodes_need_six_rounds_where_reach_says_four(tmp_pat
 
 
 def test_the_witness_is_recomputed_and_proof_check_refuses_a_changed_number(tmp_path: Path) -> None:
-    topo, coll = _machine(tmp_path, [[0, 1, 2, 3]], 5)
+    topo, coll = quad_allreduce(tmp_path, [[0, 1, 2, 3]], 5)
     b = inflow_bound(topo, coll)
     assert check_witness("inflow", {"bound": "inflow", **b.witness}, topo, coll) == 6
     with pytest.raises(Exception, match="early"):
@@ -70,12 +52,12 @@ def test_the_witness_is_recomputed_and_proof_check_refuses_a_changed_number(tmp_
 def test_it_stays_at_or_below_schedules_that_verify(tmp_path: Path) -> None:
     # two NICs of two GPUs: the exact search finds 3 steps on 2 nodes, the bound is 3 (tight); the engine's
     # schedules on 2..6 nodes are never below it
-    topo, coll = _machine(tmp_path, [[0, 1], [2, 3]], 2)
+    topo, coll = quad_allreduce(tmp_path, [[0, 1], [2, 3]], 2)
     assert inflow_bound(topo, coll).value == 3
     found, _, _ = sums_schedule(topo, coll, 3, 4, 10_000_000, None)
     assert found is not None and len(found.steps) == 3 and groups(topo, coll)
     for nodes in range(2, 7):
-        topo, coll = _machine(tmp_path, [[0, 1], [2, 3]], nodes)
+        topo, coll = quad_allreduce(tmp_path, [[0, 1], [2, 3]], nodes)
         b = inflow_bound(topo, coll)
         assert b.value is not None and b.value <= engine.synthesize(topo, coll).schedule.rounds
 
@@ -89,7 +71,7 @@ def test_built_in_machines_below_what_is_known(name: str, nodes: int, value: int
 
 
 def test_it_applies_only_to_one_address_sums_on_several_nodes(tmp_path: Path) -> None:
-    topo, _ = _machine(tmp_path, [[0, 1, 2, 3]], 3)
+    topo, _ = quad_allreduce(tmp_path, [[0, 1, 2, 3]], 3)
     assert inflow_bound(topo, library.collective("allgather", topo.ranks)).value is None
     assert inflow_bound(topo, library.collective("allreduce", topo.ranks, chunks=2)).value is None
     assert inflow_bound(library.topology("dgx1"), library.collective("allreduce", 8)).value is None

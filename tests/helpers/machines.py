@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from smtcoll import specs
-from smtcoll.model import Link, SwitchGroup, Topology
+from pathlib import Path
+
+from smtcoll import library, specs
+from smtcoll.model import Collective, Link, SwitchGroup, Topology
 
 
 def fat_tree(nodes: int, gpus: int, inside: int = 8) -> Topology:
@@ -35,3 +37,23 @@ def torus_2x2xn(n: int) -> Topology:
         links += [Link(r, (1 - x) + 2 * y + 4 * z, 1), Link(r, x + 2 * (1 - y) + 4 * z, 1)]
         links += [Link(r, x + 2 * y + 4 * ((z + d) % n), 2) for d in (1, n - 1)]
     return Topology(f"torus2x2x{n}", 4 * n, links)
+
+
+def quad(nics: list[list[int]]) -> str:
+    """A spec file: 4 GPUs, every pair linked, PCIe-like ports of one chunk a round each way; `nics` shared
+    by the GPUs listed, all on one rail (the shape of the held-out pcie4slow and shared2nic8)."""
+    links = "".join(f"    {{ src = {u}, dst = {v}, bandwidth = 1 }},\n" for u in range(4) for v in range(4) if u != v)
+    ports = "".join(
+        f"[[topology.switches]]\nsrcs = [{u}]\ndsts = {[v for v in range(4) if v != u]}\nbandwidth = 1\n"
+        f"[[topology.switches]]\nsrcs = {[v for v in range(4) if v != u]}\ndsts = [{u}]\nbandwidth = 1\n"
+        for u in range(4))
+    nic = "".join(f"[[topology.nics]]\nsenders = {g}\nreceivers = {g}\nbandwidth = 1\nrail = 0\n" for g in nics)
+    return f'[topology]\nname = "quad"\nranks = 4\nlinks = [\n{links}]\n{ports}{nic}'
+
+
+def quad_allreduce(tmp_path: Path, nics: list[list[int]], nodes: int) -> tuple[Topology, Collective]:
+    """`quad(nics)` composed into `nodes` nodes, and its one-address Allreduce."""
+    path = tmp_path / "quad.toml"
+    path.write_text(quad(nics))
+    topo = specs.load_topology(path, nodes)
+    return topo, library.collective("allreduce", topo.ranks)

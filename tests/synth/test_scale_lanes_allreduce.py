@@ -7,35 +7,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from smtcoll import library, specs
+from helpers.machines import quad_allreduce
+
+from smtcoll import library
 from smtcoll.bounds import search_bounds
 from smtcoll.check.schedule import check_schedule
 from smtcoll.synth.scale import engine, lanes_allreduce
 from smtcoll.synth.scale.lanes_allreduce import _factorizations, _sequence
 
 
-def quad(nics: list[list[int]]) -> str:
-    """4 GPUs, every pair linked, PCIe-like ports of one chunk a round each way; `nics` shared by the GPUs
-    listed, all on one rail."""
-    links = "".join(f"    {{ src = {u}, dst = {v}, bandwidth = 1 }},\n" for u in range(4) for v in range(4) if u != v)
-    ports = "".join(
-        f"[[topology.switches]]\nsrcs = [{u}]\ndsts = {[v for v in range(4) if v != u]}\nbandwidth = 1\n"
-        f"[[topology.switches]]\nsrcs = {[v for v in range(4) if v != u]}\ndsts = [{u}]\nbandwidth = 1\n"
-        for u in range(4))
-    nic = "".join(f"[[topology.nics]]\nsenders = {g}\nreceivers = {g}\nbandwidth = 1\nrail = 0\n" for g in nics)
-    return f'[topology]\nname = "quad"\nranks = 4\nlinks = [\n{links}]\n{ports}{nic}'
-
-
-def _machine(tmp_path: Path, nics: list[list[int]], nodes: int):
-    path = tmp_path / "quad.toml"
-    path.write_text(quad(nics))
-    topo = specs.load_topology(path, nodes)
-    return topo, library.collective("allreduce", topo.ranks)
-
-
 def test_one_shared_nic_five_nodes(tmp_path: Path) -> None:
     # node sums 2 steps, windows 1, 2, 4, 5 over the one lane (3 NIC rounds), copies 1 -> 2 -> 4: 7 steps
-    topo, coll = _machine(tmp_path, [[0, 1, 2, 3]], 5)
+    topo, coll = quad_allreduce(tmp_path, [[0, 1, 2, 3]], 5)
     s = lanes_allreduce.lanes_allreduce(topo, coll)
     assert s is not None and check_schedule(s).verdict == "ok"
     assert len(s.steps) == 7
@@ -47,7 +30,7 @@ def test_one_shared_nic_five_nodes(tmp_path: Path) -> None:
 
 def test_two_nics_of_two_gpus_on_one_rail(tmp_path: Path) -> None:
     for nodes, steps, bound in ((2, 4, 3), (4, 5, 4), (6, 6, 4)):
-        topo, coll = _machine(tmp_path, [[0, 1], [2, 3]], nodes)
+        topo, coll = quad_allreduce(tmp_path, [[0, 1], [2, 3]], nodes)
         s = lanes_allreduce.lanes_allreduce(topo, coll)
         assert s is not None and check_schedule(s).verdict == "ok"
         assert len(s.steps) == steps
@@ -56,7 +39,7 @@ def test_two_nics_of_two_gpus_on_one_rail(tmp_path: Path) -> None:
 
 
 def test_no_lanes_where_every_gpu_has_its_own_nic(tmp_path: Path) -> None:
-    topo, coll = _machine(tmp_path, [[0], [1], [2], [3]], 3)
+    topo, coll = quad_allreduce(tmp_path, [[0], [1], [2], [3]], 3)
     assert lanes_allreduce.lanes_allreduce(topo, coll) is None
     topo = library.topology("mi250", 2)
     assert lanes_allreduce.lanes_allreduce(topo, library.collective("allreduce", topo.ranks)) is None

@@ -41,7 +41,7 @@ from smtcoll.bounds.entry import node_of
 from smtcoll.check.schedule import check_schedule
 from smtcoll.model import Collective, Schedule, Topology
 from smtcoll.synth.scale.allreduce import _asap, _every_rank_all, _Plan, _schedule
-from smtcoll.synth.scale.nodes_allreduce import _named_nodes, _node_sums, _tree
+from smtcoll.synth.scale.nodes_allreduce import _named_nodes, _node_sums, _path, _tree
 
 Round = list[tuple[int, int, int]]  # (receiving GPU g, GPU h whose window it adds, from node a - offset)
 MAX_CHAIN = 12  # NIC steps of the relay sequence searched (2^12 nodes would need fewer)
@@ -210,12 +210,11 @@ def _relayed(topo: Topology, n: int, p: int, linked: set[tuple[int, int]], into:
         if h is not None and (g, h) in linked:
             relay[g], path[g] = h, [h]
     if not relay:  # no relay one hop away: one receiver, its copies along a path (several paths could cross)
-        local = {(u, v) for u, v in linked if u < p and v < p}
         g = min(into)
-        way = next((w for h in into[g] if h != g and (w := _path(local, g, h)) is not None), None)
+        way = next((w for h in into[g] if h != g and (w := _path(linked, p, g, h)) is not None), None)
         if way is None:
             return None
-        relay[g], path[g] = way[-1], way
+        relay[g], path[g] = way[-1], way[1:]
     if linear and max(len(w) for w in path.values()) == 1:
         return None
     chain = [(0, s) for s in range(2, n + 1)] if linear else _chain(n)
@@ -240,26 +239,6 @@ def _relayed(topo: Topology, n: int, p: int, linked: set[tuple[int, int]], into:
                         src, deps = b + x, tuple(plan.into[b + x])
         sizes.append(sizes[-1] + sizes[i])
     return _spread(plan, n, p, linked, sorted(relay))
-
-
-def _path(local: set[tuple[int, int]], g: int, h: int) -> list[int] | None:
-    """The GPUs after g on the first shortest path from g to h over the node's links (h last), or None."""
-    parent = {g: g}
-    frontier = [g]
-    while frontier and h not in parent:
-        nxt = []
-        for u in frontier:
-            for v in sorted(v for x, v in local if x == u):
-                if v not in parent:
-                    parent[v] = u
-                    nxt.append(v)
-        frontier = nxt
-    if h not in parent:
-        return None
-    way = [h]
-    while parent[way[-1]] != g:
-        way.append(parent[way[-1]])
-    return way[::-1]
 
 
 def _copy(plan: _Plan, src: int, dst: int, deps: tuple[int, ...]) -> None:
