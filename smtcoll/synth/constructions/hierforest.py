@@ -25,6 +25,7 @@ not the busiest links, so no tree still has 2-4 hops to run after the last NIC c
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 from smtcoll import library
 from smtcoll.bounds.throughput import rates
@@ -118,25 +119,27 @@ def _allgather(topo: Topology, sub: Topology, members: list[list[int]], c: int, 
     lane = min(v / l.bandwidth for v, l in zip(inside, sub.links))
     nic = min(v for (u, w), v in lane_rates(topo).items() if u // p != w // p)
     plan = Plan()
-    release: dict[int, int] = {}
+    firsts: list[tuple[int, int]] = []  # (a transfer out of a peer's piece's root, the piece's place k on its NIC lane)
     for j in range(trees):
         for b in range(p):
             at = plan.broadcast(b * trees + j, packed[b][j], b)
             if j >= c:
-                k = (j - c) % c
-                first = math.ceil((k + 1) * lane / nic) + 1  # + 1: the NIC's latency
-                for t in at.values():
-                    if plan.transfers[t].src == b:
-                        release[t] = first
+                firsts += [(t, (j - c) % c) for t in at.values() if plan.transfers[t].src == b]
     lag = nicx.FORWARD_LAG if fine else 1
-    found = [_list_schedule(sub, plan, o, release, keep_empty=True, lag=lag) for o in list_orders(plan, True)]
-    inner = min(found, key=lambda st: (link_time(sub, st), len(st)))
-    # packed at its end (`pipeline.backward`), unless that moves a peer's piece before the NIC brings it
-    late = backward(sub, plan, inner, lag)
-    when = {(x.chunk, x.src, x.dst): s for s, st in enumerate(late) for x in st.sends}
-    if len(late) <= len(inner) and all(when[(plan.transfers[t].chunk, plan.transfers[t].src,
-                                             plan.transfers[t].dst)] >= r for t, r in release.items()):
-        inner = late
+    inner = _paced(sub, plan, firsts, lane / nic, lag)
+    # The run lasts about the busiest lane's pieces, not the steps: where that lane idles in some steps
+    # (mi250 x2: 56 pieces in 60 steps) a step is shorter than a piece and a NIC piece takes lane / nic times
+    # steps / pieces steps, so the NIC's pieces are paced again at that count; kept if no longer in steps
+    # (where the NIC is nearly as busy as the lanes, later releases lengthen the schedule: mi250 x3, 36 -> 44)
+    load: dict[tuple[int, int], int] = {}
+    for st in inner:
+        for send in st.sends:
+            load[(send.src, send.dst)] = load.get((send.src, send.dst), 0) + 1
+    busiest = max(Fraction(v, sub.bandwidth(*e)) for e, v in load.items())
+    if len(inner) > busiest:
+        paced = _paced(sub, plan, firsts, lane / nic * len(inner) / busiest, lag)
+        if len(paced) <= len(inner):
+            inner = paced
     moved = nicx.extras(sub, inner, trees, c, lane / nic) if fine else {}
     steps: list[list[Send]] = [[] for _ in inner]
     def owner(x: int, chunk: int) -> tuple[int, int]:
@@ -161,6 +164,21 @@ def _allgather(topo: Topology, sub: Topology, members: list[list[int]], c: int, 
                 r, i = owner(x, b * trees + j)
                 steps[(j - c) % c].append(Send(r * c + i, r, members[x][b]))
     return _rounds(topo, steps)
+
+
+def _paced(sub: Topology, plan: Plan, firsts: list[tuple[int, int]], per_piece: Fraction, lag: int) -> list[Step]:
+    """One node's list schedule of `plan` with the k-th piece a NIC lane brings released after k + 1 NIC
+    pieces of `per_piece` steps each, packed at its end (`pipeline.backward`) unless that moves a peer's
+    piece before the NIC brings it."""
+    release = {t: math.ceil((k + 1) * per_piece) + 1 for t, k in firsts}  # + 1: the NIC's latency
+    found = [_list_schedule(sub, plan, o, release, keep_empty=True, lag=lag) for o in list_orders(plan, True)]
+    inner = min(found, key=lambda st: (link_time(sub, st), len(st)))
+    late = backward(sub, plan, inner, lag)
+    when = {(x.chunk, x.src, x.dst): s for s, st in enumerate(late) for x in st.sends}
+    if len(late) <= len(inner) and all(when[(plan.transfers[t].chunk, plan.transfers[t].src,
+                                             plan.transfers[t].dst)] >= r for t, r in release.items()):
+        return late
+    return inner
 
 
 def _rounds(topo: Topology, steps: list[list[Send]]) -> list[Step]:
