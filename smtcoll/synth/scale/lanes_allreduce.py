@@ -7,7 +7,9 @@ dualplane8's one per half) those windows queue at the NIC, a round each, and the
 reach bound. Here each NIC carries one window a round:
 
 1. the node sums, by recursive doubling where the xor partners are links, else a reduce to a centre and a
-   copy back (`windows_allreduce._summed`): every GPU holds its node's sum S_a;
+   copy back (`windows_allreduce._summed`), or where a node's GPU count is not a power of two (nvl36's 36 on
+   one NVSwitch) by recursive doubling with the GPUs above a power of two folded in and out (`_folded_sums`,
+   the plain GPUs folded so that the receivers hold the sum first): every GPU holds its node's sum S_a;
 2. a *lane* per NIC: a receiving GPU g behind it that also sends through it to the g of every other node,
    and a *plain* GPU h that sends through it too and keeps S_a. Node a's g holds the window
    W_w(a) = S_a + S_(a-1) + ... + S_(a-w+1) (nodes mod n); a round adds W_w(a - w) from the g of node a - w
@@ -17,7 +19,8 @@ reach bound. Here each NIC carries one window a round:
    every lane runs the same sequence, so every lane's g ends with the total;
 3. the total spreads as copies along a breadth-first tree from the lanes' g.
 
-pcie4slow x 5: 2 + 3 + 2 = 7 steps (the windows plan 9); the plan is scheduled as soon as possible
+pcie4slow x 5: 2 + 3 + 2 = 7 steps (the windows plan 9); nvl36 x 3: 6 + 2 + 1 = 9 (the phases of the
+engine 12: no other plan applied to 36 GPUs a node); the plan is scheduled as soon as possible
 (`allreduce._asap`, which keeps every switch group within its bandwidth) and checked by the engine.
 """
 
