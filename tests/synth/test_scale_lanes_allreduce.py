@@ -83,5 +83,8 @@ def test_folded_node_sums_on_a_switch_node_of_six(tmp_path: Path) -> None:
         assert search_bounds(topo, coll).least_steps(True, 1) == bound
         if nodes < 5:
             assert len(s.steps) <= 1.5 * bound
+        if nodes == 3:  # the engine offers it (its phases: 8)
+            scaled = engine.synthesize(topo, coll)
+            assert len(scaled.schedule.steps) == steps and "lane" in scaled.method
     # the two folded GPUs are plain ones (their lanes' receivers stay in the doubling core)
     assert lanes_allreduce._fold_order(6, [(0, 1), (2, 3), (4, 5)], top=False) == [0, 2, 4, 1, 3, 5]
