@@ -51,3 +51,40 @@ def test_windows_sequence_and_factorizations() -> None:
     assert _sequence(6) == [True, False, True]
     assert _sequence(2) == [True]
     assert _factorizations(8) == [(8,), (4, 2), (2, 4), (2, 2, 2)]
+
+
+SWITCH6_PAIRS = """
+[topology]
+name = "sw6pairs"
+generator = "hub-and-spoke:6"
+""" + "".join(f"""
+[[topology.nics]]
+senders = [{2 * r}, {2 * r + 1}]
+receivers = [{2 * r}, {2 * r + 1}]
+bandwidth = 1
+rail = {r}
+""" for r in range(3))
+
+
+def test_folded_node_sums_on_a_switch_node_of_six(tmp_path: Path) -> None:
+    # 6 GPUs on a switch of one chunk a round (not a power of two: no recursive doubling), a NIC per GPU pair
+    # (nvl36's shape, session 14): the plain GPUs fold into the core, 4 doubling, the folded ones take the sum
+    # back while the receivers' windows start; the engine's phases took 8 / 8 / 10 steps
+    from smtcoll import specs
+
+    path = tmp_path / "sw6pairs.toml"
+    path.write_text(SWITCH6_PAIRS)
+    for nodes, steps, bound in ((3, 6, 4), (4, 6, 4), (5, 7, 4)):
+        topo = specs.load_topology(path, nodes)
+        coll = library.collective("allreduce", topo.ranks)
+        s = lanes_allreduce.lanes_allreduce(topo, coll)
+        assert s is not None and check_schedule(s).verdict == "ok"
+        assert len(s.steps) == steps
+        assert search_bounds(topo, coll).least_steps(True, 1) == bound
+        if nodes < 5:
+            assert len(s.steps) <= 1.5 * bound
+        if nodes == 3:  # the engine offers it (its phases: 8)
+            scaled = engine.synthesize(topo, coll)
+            assert len(scaled.schedule.steps) == steps and "lane" in scaled.method
+    # the two folded GPUs are plain ones (their lanes' receivers stay in the doubling core)
+    assert lanes_allreduce._fold_order(6, [(0, 1), (2, 3), (4, 5)], top=False) == [0, 2, 4, 1, 3, 5]

@@ -7,7 +7,9 @@ dualplane8's one per half) those windows queue at the NIC, a round each, and the
 reach bound. Here each NIC carries one window a round:
 
 1. the node sums, by recursive doubling where the xor partners are links, else a reduce to a centre and a
-   copy back (`windows_allreduce._summed`): every GPU holds its node's sum S_a;
+   copy back (`windows_allreduce._summed`), or where a node's GPU count is not a power of two (nvl36's 36 on
+   one NVSwitch) by recursive doubling with the GPUs above a power of two folded in and out (`_folded_sums`,
+   the plain GPUs folded so that the receivers hold the sum first): every GPU holds its node's sum S_a;
 2. a *lane* per NIC: a receiving GPU g behind it that also sends through it to the g of every other node,
    and a *plain* GPU h that sends through it too and keeps S_a. Node a's g holds the window
    W_w(a) = S_a + S_(a-1) + ... + S_(a-w+1) (nodes mod n); a round adds W_w(a - w) from the g of node a - w
@@ -17,7 +19,8 @@ reach bound. Here each NIC carries one window a round:
    every lane runs the same sequence, so every lane's g ends with the total;
 3. the total spreads as copies along a breadth-first tree from the lanes' g.
 
-pcie4slow x 5: 2 + 3 + 2 = 7 steps (the windows plan 9); the plan is scheduled as soon as possible
+pcie4slow x 5: 2 + 3 + 2 = 7 steps (the windows plan 9); nvl36 x 3: 6 + 2 + 1 = 9 (the phases of the
+engine 12: no other plan applied to 36 GPUs a node); the plan is scheduled as soon as possible
 (`allreduce._asap`, which keeps every switch group within its bandwidth) and checked by the engine.
 """
 
@@ -43,6 +46,12 @@ def lanes_allreduce(topo: Topology, coll: Collective) -> Schedule | None:
         steps = _plan_steps(topo, n, p, linked, lanes, summed)
         if steps is not None:
             found.append(steps)
+    for top in (False, True):  # folded node sums: the plain GPUs folded first (their lanes start on time)
+        folded = _folded_sums(topo, n, p, linked, _fold_order(p, lanes, top))
+        if folded is not None:
+            steps = _plan_steps(topo, n, p, linked, lanes, folded)
+            if steps is not None:
+                found.append(steps)
     if not found:
         return None
     return _schedule(topo, coll, min(found, key=len))  # the first of the shortest
@@ -194,3 +203,47 @@ def _digit_groups(p: int, radices: tuple[int, ...]) -> list[list[list[int]]]:
         out.append(level)
         stride *= r
     return out
+
+
+
+def _fold_order(p: int, lanes: list[tuple[int, int]], top: bool) -> list[int]:
+    """The node's GPUs, the ones to fold last: the top GPUs (`top`), or first the plain GPUs of the lanes
+    from the last, then the other GPUs from the top. A folded GPU holds its node's sum a step after the
+    core, so a lane whose receiver is folded starts its windows a step late (nvl36 x 3: 10 steps, 9 with
+    the plain GPUs folded: those send their sums a round after the receivers)."""
+    if top:
+        return list(range(p))
+    plain = [h for _, h in reversed(lanes)]
+    rest = [g for g in range(p - 1, -1, -1) if g not in plain]
+    return [*reversed(rest), *reversed(plain)]
+
+
+def _folded_sums(topo: Topology, n: int, p: int, linked: set[tuple[int, int]], order: list[int]) -> _Plan | None:
+    """Node sums for a node of p GPUs that is not a power of two: the p - q GPUs at the end of `order` (q the
+    largest power of two below p) add their values into the first p - q, the first q run recursive doubling
+    over their positions in `order`, and the sums go back as copies (`allreduce.folded_doubling_allreduce`
+    inside every node). On a port of one chunk a round that is log2(q) + 2 steps, where a reduce to a centre
+    and a copy back take twice a tree's depth (nvl36's 36 GPUs: 7 against 12). None where p is a power of
+    two (`_summed`'s recursive doubling) or a pair it needs is not a link."""
+    q = 1 << (p.bit_length() - 1)
+    if p < 3 or q == p:
+        return None
+    bits = [1 << i for i in range(q.bit_length() - 1)]
+    pairs = [(order[e], order[e - q]) for e in range(q, p)] + [(order[r], order[r ^ b]) for b in bits for r in range(q)]
+    if any((u, v) not in linked or (v, u) not in linked for u, v in pairs):
+        return None
+    plan = _Plan(topo.ranks)
+    for base in range(0, n * p, p):
+        for e in range(q, p):
+            plan.send(base + order[e], base + order[e - q])
+    for b in bits:
+        for base in range(0, n * p, p):
+            for r in range(q):
+                if r < r ^ b:
+                    plan.exchange(base + order[r], base + order[r ^ b])
+    plan.start_phase()
+    for base in range(0, n * p, p):
+        for e in range(q, p):
+            plan.send(base + order[e - q], base + order[e], copy=True)
+    plan.start_phase()
+    return plan
