@@ -115,12 +115,10 @@ def test_a_nic_shared_by_a_node_carries_one_send_a_round(tmp_path) -> None:
 def _ladder(nodes: int):
     """Nodes of 8 GPUs on a ladder (0-1-2-3 and 4-5-6-7, rungs i - i + 4), a NIC per GPU: the node maps onto
     itself by xor 3 (each rail reversed) and xor 4 (the rails swapped), not by xor 1 or 2."""
-    from smtcoll.model import Link, Nic
+    from smtcoll.model import Link, Nic, Topology
 
     pairs = [(i, i + 1) for i in (0, 1, 2, 4, 5, 6)] + [(i, i + 4) for i in range(4)]
     links = [Link(u, v, 1) for a, b in pairs for u, v in ((a, b), (b, a))]
-    from smtcoll.model import Topology
-
     topo = Topology("ladder8", 8, links, nics=[Nic([g], [g], 1, 0) for g in range(8)]).compose(nodes)
     return topo, library.collective("allreduce", topo.ranks)
 
@@ -137,7 +135,7 @@ def test_the_xors_of_a_node_that_are_automorphisms_act_together():
     assert len({min(h[x] for h in found[0]) for x in range(24)}) == 2
     plain = library.topology("a100", 3)  # a node whose xors are no larger than its rotations: nothing added
     assert [len(g) for g in groups(plain, library.collective("allreduce", 24))] == [12, 6, 6, 3]
-    sched, _, tried = sums_schedule(topo, coll, 3, 6, 10_000_000, None)
+    sched, _, _ = sums_schedule(topo, coll, 3, 6, 10_000_000, None)
     assert sched is not None and check_schedule(sched).verdict == "ok" and len(sched.steps) <= 4
 
 
