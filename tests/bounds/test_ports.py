@@ -10,14 +10,14 @@ import pytest
 
 from smtcoll import library
 from smtcoll.bounds import check_witness, lower_bounds, ports_bound, reach_bound, search_bounds
-from smtcoll.model import Nic, Topology
+from smtcoll.model import Collective, Nic, Topology
 from smtcoll.proofs import check_certificate
 from smtcoll.proofs.certificate import write_certificate
 from smtcoll.proofs.claim import Claim
 from smtcoll.synth.scale import engine
 
 
-def _switch_pairs(gpus: int, nodes: int) -> tuple[Topology, object]:
+def _switch_pairs(gpus: int, nodes: int) -> tuple[Topology, Collective]:
     """Nodes of `gpus` GPUs on a switch (a port of one value a round each way), NIC k from GPU 2k + 1 to GPU
     2k of the other nodes (the DGX-2's shape at half its size), and the one-address Allreduce."""
     hub = library.generate("hub-and-spoke", [gpus])
