@@ -44,9 +44,8 @@ from smtcoll.model import Collective, Topology
 def ports_bound(topo: Topology, coll: Collective, tables: Tables | str | None = None) -> Bound:
     """The ports bound (module docstring), in rounds; value None where it does not apply or proves no more
     than the reach bound. `tables`: the reach bound's (`reach_tables`), where the caller has them."""
-    why = _ports_only(topo)
-    if why:
-        return Bound("ports", None, "rounds", {}, why)
+    if any(len(set(g.srcs)) != 1 and len(set(g.dsts)) != 1 for g in topo.switches):
+        return Bound("ports", None, "rounds", {}, "a switch group with several sources and several destinations")
     if tables is None:
         tables = reach_tables(topo, coll)
     if isinstance(tables, str):
@@ -76,8 +75,6 @@ def _ports_only(topo: Topology) -> str:
     """Why a step of k rounds may not split into k rounds within every group ("" if it may): every switch
     group has one source or one destination, and no link lies in two groups of one source or of one
     destination (then a step's sends are a bipartite graph of ports, of degree k x bandwidth)."""
-    if any(len(set(g.srcs)) != 1 and len(set(g.dsts)) != 1 for g in topo.switches):
-        return "a switch group with several sources and several destinations"
     seen: set[tuple[str, int, int]] = set()
     for g in topo.switches:
         src, dst = set(g.srcs), set(g.dsts)
@@ -97,6 +94,9 @@ def _scope(topo: Topology, tables: Tables) -> str:
     and every rank taking at most one value a round from its node; the rich ranks sending at most one."""
     if any(c != 1 for c in tables.local_in):
         return "a rank takes more than one value a round from its node"
+    why = _ports_only(topo)
+    if why:
+        return why
     for z in range(topo.ranks):
         if tables.cap[z] > 0:
             out = [l for l in topo.links if l.src == z and tables.nodes[l.dst] == tables.nodes[z] and l.bandwidth > 0]
