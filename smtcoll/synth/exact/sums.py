@@ -47,8 +47,9 @@ MAX_GROUPS = 4  # groups tried per step count, largest first
 # search's 10^7, which the parsing of the encoding alone takes a good part of; measured: dgx2 x 4 at 7 steps
 # 17.7 M units (2.3 s CPU), mi250 x 2 at 4 steps 25.4 M (5.0 s)
 SUMS_WORK = 30_000_000
-# where the engine is above 1.5x of the bound (issue 24's target) twice that: mi250 x 3 finds 4 steps with 52.8 M
-# units (10 CPU s; the engine: 5), its only built-in machine of this kind the encoding's size admits
+# where the engine is above 1.5x of the bound (issue 24's target), twice that for the first count tried (1.5x
+# the bound), none of it left for the others: mi250 x 3 finds 4 steps with 52.8 M units (10 CPU s; the engine:
+# 5). Twice the budget in all cost 1-4 CPU s more on dgx2 x 6, mi250 x 2 and a100 x 9 for the same steps
 SUMS_WORK_OVER = 2 * SUMS_WORK
 
 
@@ -249,7 +250,7 @@ class SumsEncoding:
 
 
 def sums_schedule(topo: Topology, coll: Collective, lo: int, hi: int, work: int | None, deadline: float | None,
-                  ) -> tuple[Schedule | None, int, list[tuple[int, str, float, int]]]:
+                  first_work: int | None = None) -> tuple[Schedule | None, int, list[tuple[int, str, float, int]]]:
     """The schedule of this shape with the fewest steps in lo..hi - 1 found within `work` z3 units in all,
     with the units spent and per count and group tried (steps, verdict, CPU s, units); None when the
     machine is not of this form or nothing is found.
@@ -258,19 +259,23 @@ def sums_schedule(topo: Topology, coll: Collective, lo: int, hi: int, work: int 
     any copy, every group largest first, with all the budget: a count near the bound is often beyond the
     shape and costs the most to give up on. Then, from the bound up, the counts below the one found, with
     the copies that found it, the first two groups and at most a quarter of the budget per attempt, until
-    one is found (the least)."""
+    one is found (the least). `first_work`: the budget of that first count instead of `work` (the later
+    counts get what is left of `work`, if anything)."""
     tried: list[tuple[int, str, float, int]] = []
     spent = 0
     found_groups = groups(topo, coll)
 
-    def attempt(s: int, group: list[tuple[int, ...]], full: bool, cap: int | None) -> tuple[Schedule | None, bool]:
-        """A schedule of s steps, or None and whether the shape has none (z3 proved it)."""
+    def attempt(s: int, group: list[tuple[int, ...]], full: bool, cap: int | None, total: int | None = None,
+                ) -> tuple[Schedule | None, bool]:
+        """A schedule of s steps, or None and whether the shape has none (z3 proved it); `total`: the budget
+        in all, if not `work`."""
         nonlocal spent
-        if (work is not None and spent >= work) or (deadline is not None and time.monotonic() >= deadline):
+        total = work if total is None else total
+        if (total is not None and spent >= total) or (deadline is not None and time.monotonic() >= deadline):
             return None, False
         if size(topo, group, s) > MAX_SIZE:
             return None, False
-        left = None if work is None else work - spent
+        left = None if total is None else total - spent
         units_cap = left if cap is None or left is None else min(left, cap)
         t0 = time.process_time()
         enc = SumsEncoding(topo, coll, group, s, full)
@@ -289,7 +294,7 @@ def sums_schedule(topo: Topology, coll: Collective, lo: int, hi: int, work: int 
     # lost the 4 steps the second group's copies of the total find)
     for full in (True, False):
         for group in found_groups:
-            best, _ = attempt(target, group, full, None)
+            best, _ = attempt(target, group, full, None, None if work is None else first_work)
             if best is not None:
                 break
         if best is not None:
