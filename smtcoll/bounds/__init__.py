@@ -4,7 +4,8 @@ One module per family: `network` (the flow network and cut capacities, shared wi
 routing), `demand` (what must be received), `distance`, `receive`, `cuts` (cuts and chunk-hops), `holdings`
 (what a rank can hold round by round), `relay` (what a node knows of the others, relayed through it), `cycle`
 (one-address sums on an odd cycle), `reach` (one-address sums on nodes with few links inside),
-`inflow` (one-address sums: what enters a node late reaches few of its ranks), `setcut`
+`inflow` (one-address sums: what enters a node late reaches few of its ranks), `ports` (one-address sums
+on switch ports: the few GPUs with NICs cannot feed the others' last two rounds), `setcut`
 (what a set of ranks must receive or send in all, over what reaches its members, shared ports counted once),
 `lp` (the
 HiGHS layer and the flow LP), `forest` (ForestColl's Allgather cut formula), `time` (the k-synchronous
@@ -24,6 +25,7 @@ from smtcoll.bounds.holdings import holdings_bound
 from smtcoll.bounds.inflow import inflow_bound
 from smtcoll.bounds.lp import lp_bound
 from smtcoll.bounds.network import cut_capacity, flow_network
+from smtcoll.bounds.ports import ports_bound
 from smtcoll.bounds.reach import reach_bound
 from smtcoll.bounds.receive import receive_bound
 from smtcoll.bounds.relay import relay_bound
@@ -45,5 +47,6 @@ from smtcoll.bounds.witness import check_witness
 __all__ = ["Bound", "Bounds", "SearchBounds", "best_rounds", "candidate_cuts", "check_witness", "cut_bound",
            "cut_capacity", "cut_witness", "cycle_bound", "distance_bound", "entry_bound", "explain", "flow_network",
            "gb_capacities", "holdings_bound", "hops_bound", "inflow_bound", "lower_bounds", "lp_bound", "min_rounds",
-           "min_steps", "must_enter", "must_receive", "must_receive_all", "reach_bound", "receive_bound", "relay_bound",
-           "search_bounds", "setcut_bound", "strongest_bounds", "throughput_bound", "time_bound", "unit_speed"]
+           "min_steps", "must_enter", "must_receive", "must_receive_all", "ports_bound", "reach_bound", "receive_bound",
+           "relay_bound", "search_bounds", "setcut_bound", "strongest_bounds", "throughput_bound", "time_bound",
+           "unit_speed"]

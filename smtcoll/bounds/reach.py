@@ -64,16 +64,37 @@ from smtcoll.model import Collective, Topology
 MAX_ROUNDS = 1 << 12  # the ramp stops earlier: it grows by at least one contribution a round or not at all
 
 
-def reach_bound(topo: Topology, coll: Collective) -> Bound:
-    """The reach bound (module docstring), in rounds; value None where it does not apply."""
+@attrs.frozen
+class Tables:
+    """The reach bound's recursion up to its value t, for the bounds that refine it (`bounds/ports.py`):
+    `nodes` (node of each rank), `inner` (rank -> ranks of its node with a link into it), `cap` (R_z),
+    `local_in` (c_z), `rings` (per rank, (ranks d hops away, C_v(d) - C_v(d - 1))), `fan` (A_k(v), k <= t),
+    `width` (B_k(v)), `ramp` (M(0..t)) and `t`, the least round by which every rank may hold every contribution."""
+
+    nodes: list[int]
+    inner: dict[int, list[int]]
+    cap: list[int]
+    local_in: list[int]
+    rings: list[list[tuple[int, int]]]
+    fan: list[list[int]]
+    width: list[list[int]]
+    ramp: list[int]
+    t: int
+
+    def at(self, v: int, t: int) -> int:
+        """L_v(t) (module docstring)."""
+        return _at(self.rings[v], self.fan, self.width, v, self.ramp, t, len(self.cap))
+
+
+def reach_tables(topo: Topology, coll: Collective) -> Tables | str:
+    """The recursion of the module docstring up to the reach bound's value, or why it does not apply."""
     if topo.ranks != coll.ranks:
-        return Bound("reach", None, "rounds", {}, "the topology and collective differ in ranks")
+        return "the topology and collective differ in ranks"
     nodes = node_of(topo)
     if nodes is None:
-        return Bound("reach", None, "rounds", {}, "one node")
+        return "one node"
     if not _one_address_sum(coll):
-        return Bound("reach", None, "rounds", {}, "not a sum of one contribution per rank at one address, "
-                                                  "needed everywhere")
+        return "not a sum of one contribution per rank at one address, needed everywhere"
     n = topo.ranks
     inner: dict[int, list[int]] = {}  # rank -> ranks of its node with a link into it
     local: dict[int, list] = {}  # rank -> those links, one value each
@@ -101,23 +122,33 @@ def reach_bound(topo: Topology, coll: Collective) -> Bound:
     while True:
         t = len(ramp)
         if t > MAX_ROUNDS:
-            return Bound("reach", None, "rounds", {}, "the recursion did not converge")
+            return "the recursion did not converge"
         for grow in (fan, width):
             prev = grow[-1]
             grow.append([prev[v] + sum(sorted((prev[u] for u in set(inner.get(v, []))), reverse=True)[:local_in[v]])
                          for v in range(n)])
         now = [_at(rings[v], fan, width, v, ramp, t, n) for v in range(n)]
         if now == last:
-            return Bound("reach", None, "rounds", {}, "the ramp stops growing short of every contribution")
+            return "the ramp stops growing short of every contribution"
         ramp.append(max(now[u] for u in senders) if senders else 0)
         last = now
         if min(now) >= n:
             break
-    t = len(ramp) - 1
-    short = [v for v in range(n) if _at(rings[v], fan, width, v, ramp, t - 1, n) < n]
+    return Tables(nodes, inner, cap, local_in, rings, fan, width, ramp, len(ramp) - 1)
+
+
+def reach_bound(topo: Topology, coll: Collective, tables: Tables | str | None = None) -> Bound:
+    """The reach bound (module docstring), in rounds; value None where it does not apply. `tables`: those of
+    `reach_tables`, where the caller has them."""
+    if tables is None:
+        tables = reach_tables(topo, coll)
+    if isinstance(tables, str):
+        return Bound("reach", None, "rounds", {}, tables)
+    n, t = topo.ranks, tables.t
+    short = [v for v in range(n) if tables.at(v, t - 1) < n]
     v = short[0]
-    row = [_at(rings[v], fan, width, v, ramp, s, n) for s in range(t + 1)]
-    w: dict[str, Any] = {"rank": v, "must_hold": n, "reach": row, "ramp": ramp[:-1], "chunks": coll.chunk_factor}
+    row = [tables.at(v, s) for s in range(t + 1)]
+    w: dict[str, Any] = {"rank": v, "must_hold": n, "reach": row, "ramp": tables.ramp[:-1], "chunks": coll.chunk_factor}
     return Bound("reach", t, "rounds", w,
                  "rounds: a rank gathers only what its node's links reach, plus what its NIC brings each round")
 

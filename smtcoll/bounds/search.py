@@ -17,7 +17,8 @@ from smtcoll.bounds.holdings import holdings_bound
 from smtcoll.bounds.inflow import inflow_bound
 from smtcoll.bounds.lp import lp_bound
 from smtcoll.bounds.network import flow_network
-from smtcoll.bounds.reach import reach_bound
+from smtcoll.bounds.ports import ports_bound
+from smtcoll.bounds.reach import reach_bound, reach_tables
 from smtcoll.bounds.receive import receive_bound
 from smtcoll.bounds.relay import relay_bound
 from smtcoll.bounds.results import Bound, Bounds, fraction_json
@@ -45,13 +46,16 @@ def lower_bounds(topo: Topology, coll: Collective, size: int | None = None, gbps
     entry = entry_bound(topo, coll)  # multi-node machines: the node's imports, then the last hop inside it
     relay = relay_bound(topo, coll)  # multi-node machines: what a node knows of the others, relayed
     cycle = cycle_bound(topo, coll)  # one-address sums on an odd cycle: one more than the distance
-    reach = reach_bound(topo, coll)  # one-address sums on nodes with few links inside: what a rank reaches
+    tables = reach_tables(topo, coll)  # the reach recursion, shared by the reach and ports bounds
+    reach = reach_bound(topo, coll, tables)  # one-address sums on nodes with few links inside: what a rank reaches
     inflow = inflow_bound(topo, coll, reach)  # one-address sums: what enters a node late reaches few ranks
+    ports = ports_bound(topo, coll, tables)  # one-address sums on switch ports: the NIC GPUs feed the last rounds
     held = holdings_bound(topo, coll)  # the ramp: what each rank can hold round by round
     others = [steps, receive, cut, lpb, hops, *([entry] if entry.value is not None else []),
               *([setcut] if setcut.value is not None else []),
               *([relay] if relay.value is not None else []), *([cycle] if cycle.value is not None else []),
-              *([reach] if reach.value is not None else []), *([inflow] if inflow.value is not None else [])]
+              *([reach] if reach.value is not None else []), *([inflow] if inflow.value is not None else []),
+              *([ports] if ports.value is not None else [])]
     # the holdings bound is named only where it is stronger than all the others (or proves no schedule)
     top = max((b.value for b in others if b.value is not None), default=None)
     if held.value is None or top is None or held.value > top:
@@ -67,6 +71,8 @@ def lower_bounds(topo: Topology, coll: Collective, size: int | None = None, gbps
         rounds = attrs.evolve(rounds, witness={"from": "reach", "reach": reach.witness}, note=explain(reach))
     if rounds.witness.get("from") == "inflow":  # nor the inflow bound
         rounds = attrs.evolve(rounds, witness={"from": "inflow", "inflow": inflow.witness}, note=explain(inflow))
+    if rounds.witness.get("from") == "ports":  # nor the ports bound
+        rounds = attrs.evolve(rounds, witness={"from": "ports", "ports": ports.witness}, note=explain(ports))
     rpc = _rounds_per_chunk(cut, lpb, coll, hops, setcut)
     # the set-cut row is shown only where it is the strongest: it generalizes the receive and cut rows
     strongest = "setcut" in (rounds.witness.get("from"), rpc.witness.get("from"))
@@ -124,6 +130,7 @@ class SearchBounds:
     reach: Bound | None = None  # bounds.reach: one-address sums on nodes with few links inside
     setcut: Bound | None = None  # bounds.setcut: rank sets, with the last step's tail (its per-chunk part is above)
     inflow: Bound | None = None  # bounds.inflow: one-address sums, what enters a node late reaches few ranks
+    ports: Bound | None = None  # bounds.ports: one-address sums on switch ports, the NIC GPUs feed the last rounds
 
     @property
     def steps_value(self) -> int:
@@ -140,7 +147,7 @@ class SearchBounds:
         computed for (a finer split lowers them: their ramps are counted in chunks of that size)."""
         best: tuple[int, Bound | None] = (0, None)
         # the entry bound's reason on ties: it names the node
-        for e in (self.setcut, self.inflow, self.reach, self.cycle, self.holdings, self.relay, self.entry):
+        for e in (self.setcut, self.ports, self.inflow, self.reach, self.cycle, self.holdings, self.relay, self.entry):
             if e is None or e.value is None or chunks != e.witness.get("chunks"):
                 continue
             if int(e.value) >= best[0]:
@@ -202,10 +209,11 @@ def search_bounds(topo: Topology, coll: Collective) -> SearchBounds:
     if not cands:
         return SearchBounds(steps, Fraction(0), "nothing must cross any cut")
     q, why = max(cands, key=lambda x: x[0])
-    reach = reach_bound(topo, coll)
+    tables = reach_tables(topo, coll)
+    reach = reach_bound(topo, coll, tables)
     return SearchBounds(steps, q, why, entry_bound(topo, coll), _with_chunks(holdings_bound(topo, coll), coll),
                         relay_bound(topo, coll), cycle_bound(topo, coll), reach, setcut,
-                        inflow_bound(topo, coll, reach))
+                        inflow_bound(topo, coll, reach), _with_chunks(ports_bound(topo, coll, tables), coll))
 
 
 def _with_chunks(b: Bound, coll: Collective) -> Bound:
@@ -260,6 +268,11 @@ def explain(b: Bound) -> str:
                 f"{', '.join(map(str, w['inflow']))} of the {w['must']} needed after rounds 0..{len(w['inflow']) - 1}, "
                 f"and a rank the latest values miss takes at most {', '.join(map(str, w['early']))} of its "
                 f"{w['outside']}")
+    if b.name == "ports" and w:
+        return (f"ports: in node {w['node']} the {count(len(w['need']), 'rank')} {w['need']} can hold all "
+                f"{w['must_hold']} after round {w['rounds']} only if they and the GPUs that send to them in round "
+                f"{w['rounds']} each take a value from one of the {len(w['rich'])} GPUs with links from other nodes "
+                f"in round {w['rounds'] - 1}: {w['receivers']} receivers, {len(w['rich'])} ports")
     if b.name == "lp" and w:
         return f"flow LP optimum {w['lp_optimum']}"
     if b.name == "setcut" and w:

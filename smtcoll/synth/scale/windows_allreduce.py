@@ -157,22 +157,40 @@ def _direct(topo: Topology, n: int, p: int, linked: set[tuple[int, int]], into: 
     return _spread(plan, n, p, linked, group)
 
 
-def _build(t: int, group: list[int], into: dict[int, list[int]], halve: bool = True) -> list[Round] | None:
+def _build(t: int, group: list[int], into: dict[int, list[int]], halve: bool = True,
+           memo: dict[tuple[int, tuple[int, ...]], list[Round] | None] | None = None) -> list[Round] | None:
     """Rounds after which every GPU of `group` holds W_t (module docstring), or None. `halve`: an even t
-    that is not a power of two is W_(t/2) doubled (else split like an odd one: other offsets)."""
+    that is not a power of two is W_(t/2) doubled (else split like an odd one: other offsets). `memo`: the
+    plans already built in this call, by (t, group)."""
+    memo = {} if memo is None else memo
+    key = (t, tuple(group))
+    if key not in memo:
+        memo[key] = _built(t, group, into, halve, memo)
+    return memo[key]
+
+
+def _built(t: int, group: list[int], into: dict[int, list[int]], halve: bool,
+           memo: dict[tuple[int, tuple[int, ...]], list[Round] | None]) -> list[Round] | None:
     if t == 1:
         return []
     if t % 2 == 0 and (halve or t & (t - 1) == 0):
-        half = _build(t // 2, group, into, halve)
+        half = _build(t // 2, group, into, halve, memo)
         return None if half is None else [*half, [(g, g, t // 2) for g in group]]
     x = 1 << ((t - 1).bit_length() - 1)  # the largest power of two below t
     pairs = _halves(group, into)
     if pairs is None:
         return None
     first, second = [a for a, _ in pairs], [b for _, b in pairs]
-    big, small = _build(x, first, into, halve), _build(t - x, second, into, halve)
+    big, small = _build(x, first, into, halve, memo), _build(t - x, second, into, halve, memo)
     if big is None or small is None:
-        return None
+        # too few receivers for t - x (each split halves them: 15 = 8 + 4 + 2 + 1 needs 8): any other split, the
+        # fewest rounds (mi250 x 15, 15 groups of 4 receivers: 10 + 5 in 5 rounds, where there was no plan)
+        found = [(max(len(u), len(v)), y, u, v) for y in range(t - 1, t // 2 - 1, -1) if y != x
+                 and (u := _build(y, first, into, halve, memo)) is not None
+                 and (v := _build(t - y, second, into, halve, memo)) is not None]
+        if not found:
+            return None
+        _, x, big, small = min(found, key=lambda f: f[:2])
     empty: Round = []
     merged: list[Round] = [[*u, *v] for u, v in itertools.zip_longest(big, small, fillvalue=empty)]
     return [*merged, [(a, b, x) for a, b in pairs] + [(b, a, t - x) for a, b in pairs]]
