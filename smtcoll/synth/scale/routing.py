@@ -28,34 +28,13 @@ import attrs
 
 from smtcoll.model import Collective, Schedule, Send, Step, Topology
 from smtcoll.synth.scale.matched_rounds import matched_rounds
+from smtcoll.synth.scale.translate import unicast_pairs
 
 # chunks x steps (at least) of one list schedule: a few seconds (ndv2 x 12 Alltoall, 6.4 M: 2.6 s CPU); the
 # second order, tried only where the first and the integer program missed, gets the smaller share
 STORE_AND_FORWARD_WORK = 7_000_000
 FALLBACK_ORDER_WORK = 2_000_000
 LP_MAX_VARIABLES = 40_000  # P x links (or per orbit): HiGHS takes about 5 s CPU at 20,000 (a100 x 4), 15-20 s at 67,584
-
-
-def unicast_pairs(coll: Collective) -> dict[tuple[int, int], list[int]] | None:
-    """(source, destination) -> its chunks, when every chunk starts at one rank and is needed by at most
-    one other (Alltoall, Gather, Scatter), with at least one such pair; else None."""
-    if coll.is_combining:
-        return None
-    holder: dict[int, int] = {}
-    for r, c in coll.pre:
-        if c in holder:
-            return None
-        holder[c] = r
-    pairs: dict[tuple[int, int], list[int]] = {}
-    needed: set[int] = set()
-    for r, c in coll.post:
-        if holder.get(c) == r:
-            continue
-        if c in needed or c not in holder:
-            return None
-        needed.add(c)
-        pairs.setdefault((holder[c], r), []).append(c)
-    return pairs or None
 
 
 def routed_unicast(topo: Topology, coll: Collective, max_steps: int) -> Schedule | None:

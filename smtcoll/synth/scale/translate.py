@@ -292,9 +292,9 @@ def allgather_shape(coll: Collective) -> list[list[int]] | None:
     return own
 
 
-def alltoall_shape(coll: Collective) -> dict[tuple[int, int], list[int]] | None:
-    """(source, destination) -> its chunks, when every chunk starts at one rank and is needed by one
-    other, and every ordered pair of distinct ranks has the same number of chunks."""
+def unicast_pairs(coll: Collective) -> dict[tuple[int, int], list[int]] | None:
+    """(source, destination) -> its chunks, when every chunk starts at one rank and is needed by at most
+    one other (Alltoall, Gather, Scatter), with at least one such pair; else None."""
     if coll.is_combining:
         return None
     holder: dict[int, int] = {}
@@ -305,11 +305,21 @@ def alltoall_shape(coll: Collective) -> dict[tuple[int, int], list[int]] | None:
     pairs: dict[tuple[int, int], list[int]] = {}
     needed: set[int] = set()
     for r, c in coll.post:
-        if c in needed:
+        if holder.get(c) == r:
+            continue
+        if c in needed or c not in holder:
             return None
         needed.add(c)
-        if holder[c] != r:
-            pairs.setdefault((holder[c], r), []).append(c)
+        pairs.setdefault((holder[c], r), []).append(c)
+    return pairs or None
+
+
+def alltoall_shape(coll: Collective) -> dict[tuple[int, int], list[int]] | None:
+    """(source, destination) -> its chunks, when every chunk starts at one rank and is needed by one
+    other, and every ordered pair of distinct ranks has the same number of chunks."""
+    pairs = unicast_pairs(coll)
+    if pairs is None or len({c for _, c in coll.post}) != len(coll.post):  # a chunk needed at two ranks
+        return None
     p = coll.ranks
     if len(pairs) != p * (p - 1) or len({len(v) for v in pairs.values()}) != 1:
         return None
