@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shlex
 import sys
 from pathlib import Path
+
+from synth_scale import child, strongest  # this folder is the script's path[0]
 
 HERE = Path(__file__).resolve().parent
 H = "benchmarks/topologies/heldout"
@@ -27,34 +28,6 @@ MACHINES = [f"-t {H}/nvl36.toml --nodes 3", f"-t {H}/nvl72.toml", f"-t {H}/sw2x3
             f"-t {H}/h100rail4.toml", f"-t {H}/fattree4x4.toml", "-t dgx2 --nodes 2", "-t dgx2 --nodes 3", "-t dgx2 --nodes 4",
             "-t a100 --nodes 2", "-t a100 --nodes 3", "-t a100 --nodes 4"]
 REGRESSION = [f"{m} -c {c}" for m in MACHINES for c in ("alltoall", "allgather", "gather", "scatter")]
-
-
-def child(cmd: list[str], root: Path) -> tuple[str, int, float, float]:
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.chdir(root)
-        os.environ["PYTHONPATH"] = str(root)
-        os.dup2(w, 1)
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, 2)
-        os.close(r)
-        os.execvp(cmd[0], cmd)
-    os.close(w)
-    with os.fdopen(r) as f:
-        out = f.read()
-    _, status, usage = os.wait4(pid, 0)
-    return out, os.waitstatus_to_exitcode(status), usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
-
-
-def strongest(out: str) -> int | None:
-    """The strongest bound on one-round steps in `smtcoll bounds --format json`: max(steps, rounds)."""
-    try:
-        d = json.loads(out)
-    except json.JSONDecodeError:
-        return None
-    vals = [d[k]["value"] for k in ("steps", "rounds") if isinstance(d.get(k), dict) and d[k].get("value") is not None]
-    return max(vals) if vals else None
 
 
 def main() -> None:

@@ -104,11 +104,13 @@ ALLREDUCE_MACHINES = [f"-t {m} --nodes {n}" for m, ns in (("a100", range(2, 13))
                       for n in ns]
 
 
-def child(cmd: list[str]) -> tuple[str, int, float, float]:
+def child(cmd: list[str], root: Path = ROOT) -> tuple[str, int, float, float]:
+    """(stdout, exit code, CPU s, peak MB) of `cmd` run in `root` with that checkout's smtcoll (os.wait4)."""
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:
-        os.chdir(ROOT)
+        os.chdir(root)
+        os.environ["PYTHONPATH"] = str(root)
         os.dup2(w, 1)
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, 2)
