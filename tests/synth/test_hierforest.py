@@ -138,8 +138,9 @@ def test_mi250_x2_allgather_at_1gib_within_7_percent_of_the_proved_bound() -> No
 
 def test_mi250_x2_reducescatter_finer_candidate_at_1gib_within_6_percent_of_the_sweeps_bound() -> None:
     """The NIC's pieces paced in steps as the run paces them (a step is shorter than a piece where the
-    busiest lane idles): the finer ReduceScatter, 2 instances, 1 GiB, 0.944 of the sweep's bound (the proved
-    bound plus the call's and a hop's latency), 0.925 when paced at one lane piece a step (session 12)."""
+    busiest lane idles), with no NIC piece spared (`hierforest_nic`): the finer ReduceScatter, 2 instances,
+    1 GiB, 0.948 of the sweep's bound (the proved bound plus the call's and a hop's latency); 0.944 with a
+    spare piece, 0.925 when paced at one lane piece a step (session 12)."""
     from smtcoll.sweep.cost import Model
     from smtcoll.sweep.tasks import model_bound
     from smtcoll.synth.constructions.hierforest import hierforests
@@ -154,4 +155,4 @@ def test_mi250_x2_reducescatter_finer_candidate_at_1gib_within_6_percent_of_the_
     bw = bus_bandwidth("reducescatter", 32, GIB, t)
     bound = bus_bandwidth("reducescatter", 32, GIB, model_bound(topo, coll, 2, model)(GIB))
     assert bw is not None and bound is not None
-    assert bw / bound >= 0.94
+    assert bw / bound >= 0.947

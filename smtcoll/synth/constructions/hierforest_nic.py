@@ -7,7 +7,10 @@ little more. Each extra takes one piece off a busiest lane at the end of the sch
 and puts it on the NIC lane, which is idle there. How many: the most e a rank such that its NIC lane, with
 C + e pieces and one piece's time to spare for the last one to be forwarded, still ends no later than the
 busiest lane, (C + e + 1) r <= L, r the NIC's time per piece in lane piece times (mi250 x2, C = 12: 4; C = 6,
-L = 28: 1, the counts measured best in docs/benchmarks.md "mi250 x2 (session 11)").
+L = 28: 1, the counts measured best in docs/benchmarks.md "mi250 x2 (session 11)"). A ReduceScatter (this
+Allgather turned round) spares no piece: its NIC idles at the start while the node adds up the first
+partial sums, which is that spare time already (mi250 x2, 2 instances: 0.918 -> 0.934 of the sweep's bound
+at 256 MiB, 0.945 -> 0.948 at 1 GiB; never lower on chordring12-nic, ring8-nic or pairs8 x2).
 
 The in-node schedule is kept as it is (the moved transfer is dropped in place): every other transfer keeps
 its step, and the receiver holds the piece earlier than before, so every send it makes stays valid.
@@ -29,11 +32,13 @@ MARGIN = 4  # steps between the NIC send that replaces a transfer and that trans
 FORWARD_LAG = 2
 
 
-def extras(sub: Topology, inner: list[Step], trees: int, c: int, ratio: Fraction) -> dict[tuple[int, int], int]:
+def extras(sub: Topology, inner: list[Step], trees: int, c: int, ratio: Fraction,
+           spare: int = 1) -> dict[tuple[int, int], int]:
     """(tree, local rank) -> the step of the NIC send that brings that tree's piece to that rank instead of
     its parent in the tree; `inner` is one node's schedule with `trees` trees per root, the first `c` of a
     root its own pieces, the others its peers' (brought over the NIC in steps 0..c-1); `ratio` is the NIC's
-    time per piece in lane piece times. Empty when no extra fits."""
+    time per piece in lane piece times; `spare` the NIC pieces' times kept free (module docstring). Empty
+    when no extra fits."""
     p = sub.ranks
     load: dict[tuple[int, int], int] = {}
     for st in inner:
@@ -41,7 +46,7 @@ def extras(sub: Topology, inner: list[Step], trees: int, c: int, ratio: Fraction
             load[(x.src, x.dst)] = load.get((x.src, x.dst), 0) + 1
     per_lane = {e: Fraction(v, sub.bandwidth(*e)) for e, v in load.items()}
     most = max(per_lane.values())
-    count = max(0, math.floor(most / ratio) - c - 1)
+    count = max(0, math.floor(most / ratio) - c - spare)
     if not count:
         return {}
     # when each rank holds each tree's piece: its peer in the other node holds the same piece of its own
