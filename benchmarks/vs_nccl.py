@@ -2,6 +2,7 @@
 machine: the markdown table of docs/benchmarks.md ("smtcoll vs NCCL").
 
     python benchmarks/vs_nccl.py [--out DIR] [--timeout S] [--max-chunks C] [--workers W] [--model FILE]
+        [--machines NAME[:N,...],FILE.toml:N,...] [--sizes 1KiB:1GiB]
 
 For each machine it runs `smtcoll sweep -t MACHINE --nodes N,... -c allgather,reducescatter,allreduce,alltoall
 --sizes 1KiB:1GiB` under `/usr/bin/time` (CPU seconds of the command and every process it waited for, the
@@ -10,7 +11,9 @@ directory holds for that size, its predicted time and bus bandwidth, NCCL's ring
 Alltoall) in the same model, the tight throughput bound, smtcoll / NCCL's best (>= 1: smtcoll is at least as
 fast) and smtcoll's share of the bound. What bounds the run: the exact search's budget per task
 (`--timeout`, `--max-chunks`), the model's protocols x instances per candidate, and the checker's verification
-of every chosen file.
+of every chosen file. A topology file with its node counts (`--machines
+benchmarks/topologies/heldout/pairs8.toml:2`) runs a machine the table does not hold (issue 23's check on
+machines not seen); `--sizes` narrows the sizes swept (the table's rows are the six sizes above).
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ SIZES = {"1KiB": 1 << 10, "64KiB": 1 << 16, "1MiB": 1 << 20, "16MiB": 1 << 24, "
 def run(machine: str, nodes: str, out: Path, args: argparse.Namespace) -> tuple[float, int, int]:
     """(CPU s, peak KiB, exit code) of one sweep."""
     cmd = [sys.executable, "-m", "smtcoll", "sweep", "-t", machine, "--nodes", nodes, "-c", args.collectives,
-           "--sizes", "1KiB:1GiB", "-o", str(out), "--timeout", str(args.timeout), "--max-chunks",
+           "--sizes", args.sizes, "-o", str(out), "--timeout", str(args.timeout), "--max-chunks",
            str(args.max_chunks), "--workers", str(args.workers), "--task-timeout", str(args.task_timeout),
            "--format", "json"]
     if args.model:
@@ -46,7 +49,8 @@ def run(machine: str, nodes: str, out: Path, args: argparse.Namespace) -> tuple[
     return float(user) + float(system), int(peak), proc.returncode
 
 
-def rows(manifest: dict) -> list[dict]:
+def rows(manifest: dict, source: str) -> list[dict]:
+    """The manifest's rows at the table's sizes; `source` is the machine as given (a name or a file)."""
     out = []
     for f in manifest["files"]:
         if f.get("mode", "outofplace") != "outofplace":
@@ -55,11 +59,11 @@ def rows(manifest: dict) -> list[dict]:
             for label, size in SIZES.items():
                 if p["bytes"] == size:
                     nccl = {k[5:-3]: v for k, v in p.items() if k.startswith("nccl_") and k.endswith("_us")}
-                    out.append({"machine": f["topology"], "nodes": f["nodes"], "collective": f["collective"],
-                                "size": label, "bytes": size, "algorithm": f["algorithm"], "protocol": f["protocol"],
-                                "instances": f["instances"], "time_us": p["time_us"], "busbw": p["busbw_gbps"],
-                                "nccl": nccl, "bound_us": p.get("bound_us"),
-                                "bound_busbw": p.get("bound_busbw_gbps")})
+                    out.append({"machine": f["topology"], "source": source, "nodes": f["nodes"],
+                                "collective": f["collective"], "size": label, "bytes": size,
+                                "algorithm": f["algorithm"], "protocol": f["protocol"], "instances": f["instances"],
+                                "time_us": p["time_us"], "busbw": p["busbw_gbps"], "nccl": nccl,
+                                "bound_us": p.get("bound_us"), "bound_busbw": p.get("bound_busbw_gbps")})
     return out
 
 
@@ -113,7 +117,7 @@ def rebound(all_rows: list[dict], model_file: str | None) -> list[dict]:
     for r in all_rows:
         key = (r["machine"], r["nodes"], r["collective"])
         if key not in bounds:
-            topo = specs.resolve_topology(r["machine"], r["nodes"])
+            topo = specs.resolve_topology(r.get("source", r["machine"]), r["nodes"])
             bounds[key] = model_bound(topo, specs.resolve_collective(r["collective"], topo.ranks), r["nodes"], model)
         at = bounds[key]
         out.append({**r, "bound_us": float(at(r["bytes"])) if at is not None else r["bound_us"]})  # type: ignore[operator]
@@ -122,7 +126,8 @@ def rebound(all_rows: list[dict], model_file: str | None) -> list[dict]:
 
 def selected(spec: str) -> list[tuple[str, str]]:
     """The (machine, node counts) pairs of --machines, in the table's order: `ndv2` takes the node counts
-    of MACHINES, `ndv2:2` or `ndv2:1,2` the ones given (a bare number after a colon continues the list)."""
+    of MACHINES, `ndv2:2` or `ndv2:1,2` the ones given (a bare number after a colon continues the list); a
+    topology file (`.toml`) needs its node counts and comes after the built-in machines."""
     wanted: dict[str, str | None] = {}
     last = None
     for part in spec.split(","):
@@ -131,7 +136,11 @@ def selected(spec: str) -> list[tuple[str, str]]:
             wanted[last] = f"{wanted[last]},{name}"
             continue
         wanted[name], last = nodes or None, (name if nodes else None)
-    return [(m, wanted[m] or n) for m, n in MACHINES if m in wanted]
+    files = [(m, n) for m, n in wanted.items() if m.endswith(".toml")]
+    for m, n in files:
+        if n is None:
+            raise SystemExit(f"--machines: give the node counts of {m} ({m}:2)")
+    return [(m, wanted[m] or n) for m, n in MACHINES if m in wanted] + [(m, n) for m, n in files if n]
 
 
 def main() -> None:
@@ -143,6 +152,7 @@ def main() -> None:
     ap.add_argument("--task-timeout", type=float, default=1800.0, help="kill a task after this many seconds")
     ap.add_argument("--machines", default=",".join(m for m, _ in MACHINES),
                     help="a subset of the machines, e.g. dgx1,ndv2; ndv2:2 or ndv2:1,2 for some node counts")
+    ap.add_argument("--sizes", default="1KiB:1GiB", help="the sizes swept (smtcoll sweep --sizes)")
     ap.add_argument("--collectives", default=COLLECTIVES, help="a subset of the collectives, e.g. allreduce")
     ap.add_argument("--model", default=None, help="a cost model knob file (default: the shipped one)")
     ap.add_argument("--json", type=Path, default=None, help="also write the rows and the measurements here")
@@ -171,11 +181,12 @@ def main() -> None:
         base = args.out or Path(tmp)
         cpu, peak, all_rows, failed = 0.0, 0, [], []
         for machine, nodes in selected(args.machines):
-            out = base / machine
+            name = Path(machine).stem
+            out = base / name
             c, p, rc = run(machine, nodes, out, args)
             cpu, peak = cpu + c, max(peak, p)
-            manifest = json.loads((base / f"{machine}.sweep" / "manifest.json").read_text())
-            all_rows += rows(manifest)
+            manifest = json.loads((base / f"{name}.sweep" / "manifest.json").read_text())
+            all_rows += rows(manifest, machine)
             failed += [f"{t['collective']} on {t['topology']} x{t['nodes']}: {t['why']}" for t in manifest["tasks"]
                        if t["status"] != "ok"]
             print(f"{machine} x{nodes}: {c:.0f} CPU s, peak {p / 1024:.0f} MiB, exit {rc}", file=sys.stderr, flush=True)
