@@ -126,12 +126,15 @@ def _positions(topo: Topology, p: int) -> list[int]:
 def group_rounds(topo: Topology, m: int) -> list[Round] | None:
     """The windows rounds (windows_allreduce's direct plan) over the k = n / m groups of m consecutive nodes
     of `topo` as (receiving GPU, GPU whose window it adds, from group a - offset), GPUs numbered inside a group;
-    None where k < 3, where a GPU is no receiver of its twin in every other node (its NIC lane) or no plan
-    exists."""
+    None where k < 3, where a GPU is no receiver of its twin in every other node (its NIC lane), where GPUs
+    share a NIC (the plan has every GPU send and receive across the NICs in every round) or no plan exists."""
     n = node_count(topo)
     if n is None or m < 1 or n % m or n // m < 3:
         return None
     p = topo.ranks // n
+    for g in topo.switches:
+        if len(g.srcs) > 1 and len(g.dsts) > 1 and {x // p for x in g.srcs}.isdisjoint({x // p for x in g.dsts}):
+            return None
     linked = {(l.src, l.dst) for l in topo.links if l.bandwidth > 0}
     # GPU h reaches g of every other node: every GPU of a group reaches g's places in every other group
     into = {g: [h for h in range(p) if all((b * p + h, a * p + g) in linked for a in range(n) for b in range(n)
