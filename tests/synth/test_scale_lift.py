@@ -131,7 +131,7 @@ def test_no_groups_where_they_do_not_apply(tmp_path: Path) -> None:
     three = smtcoll.synthesize(specs.load_topology(_one_rail(tmp_path, 4), 3), "allreduce", method="scale").schedule
     assert three is not None and lift.lift_groups(six, coll, three) is None  # two groups
 
-@pytest.mark.slow  # about 15 CPU s: the symmetric search on 3 nodes of 16 GCDs
+@pytest.mark.slow  # about 20 CPU s: the symmetric search on 3 nodes of 16 GCDs
 def test_synth_lifts_mi250_to_groups() -> None:
     # issue 24: mi250 x 9, 4 steps on 3 nodes and two rounds of windows over the 3 groups: 6 (the engine's 7)
     topo = library.topology("mi250", 9)
