@@ -224,8 +224,8 @@ def _lifted_sums(topo: Topology, coll: Collective, request: SynthRequest, scaled
     (nvl36 x 4: 6 on 2 nodes, 7, where the engine has 9). k >= 3 groups of m nodes: windows of groups across
     the NICs, ceil(log2 k) steps more (mi250 x 9 / x 12: 4 on 3 nodes, 6, where the engine has 7). Only where
     the engine is above 1.5x of the bound (issue 24's target): elsewhere the search's CPU would buy little.
-    The candidates by the steps they would give, fewest first; None where none applies, finds anything or
-    beats the engine."""
+    The divisors m smallest first (the cheaper search), until one lifts to 1.5x the bound; the fewest steps
+    found kept. None where none applies, the searches find nothing or nothing lifted beats the engine."""
     from smtcoll.synth.scale import lift
 
     lo, hi = scaled.bounds.least_steps(True, 1), len(scaled.schedule.steps)
