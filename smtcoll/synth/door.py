@@ -244,7 +244,8 @@ def _lifted_sums(topo: Topology, coll: Collective, request: SynthRequest, scaled
         sub = lift.sub_machine(topo, m)
         if sub is None or hi - 1 - extra < 3:  # the m-node search answers at 1.5x its bound (2 or more) at best
             continue
-        search = _sub_search(sub, lift.half_collective(coll, sub.ranks), request, hi - extra, 2 * m == n)
+        search = _sub_search(sub, lift.half_collective(coll, sub.ranks), request, hi - extra,
+                             (lambda s: lift.insertions_checked(topo, s)) if 2 * m == n else None)
         if search is not None:
             tried.append((len(search[0].steps) + extra, m, search))
             if len(search[0].steps) + extra <= 3 * lo // 2:
@@ -257,12 +258,15 @@ def _lifted_sums(topo: Topology, coll: Collective, request: SynthRequest, scaled
     return None
 
 
-def _sub_search(sub: Topology, coll: Collective, request: SynthRequest, cap: int, whole: bool,
-                ) -> tuple[Schedule, float, float, list[tuple[int, str, float, int]], int] | None:
+def _sub_search(sub: Topology, coll: Collective, request: SynthRequest, cap: int,
+                lifts: Callable[[int], bool] | None) -> tuple[Schedule, float, float, list[tuple[int, str, float, int]],
+                                                               int] | None:
     """The symmetric search on the machine `sub` of the first m nodes for fewer than `cap` steps, where it
     aims at 1.5x its bound or more and is small enough: its schedule, when it started (wall, CPU), what it
-    tried and the units spent; None otherwise. `whole`: from the bound up to cap - 1 with SUMS_WORK (two
-    copies, session 14); else only 1.5x the bound, with SUMS_WORK_OVER (mi250 x 3's 4 steps: 52.8 M units)."""
+    tried and the units spent; None otherwise. `lifts` (two copies, session 14): from the bound up to cap - 1
+    with SUMS_WORK, where a schedule of the bound's steps would be lifted at all (sw2x3 x 6: 5^3 combinations of
+    insertion rounds, none tried: 2.3 CPU s of search saved); else (groups) only 1.5x the bound, with
+    SUMS_WORK_OVER (mi250 x 3's 4 steps: 52.8 M units)."""
     from smtcoll.bounds import search_bounds
     from smtcoll.synth.exact.sums import MAX_SIZE, SUMS_WORK, SUMS_WORK_OVER, groups, size, sums_schedule
 
@@ -273,7 +277,8 @@ def _sub_search(sub: Topology, coll: Collective, request: SynthRequest, cap: int
     # the search on m nodes answers most often at 1.5x its bound (its first count): lifted, that must beat the
     # engine (mi250 x 4, 5 for 3: the 2-node search would have to find 3, its bound, and is not tried)
     target = 3 * least // 2
-    if target > cap - 1 or (whole and 2 * (cap - 1) < 3 * least):
+    whole = lifts is not None
+    if target > cap - 1 or (lifts is not None and (2 * (cap - 1) < 3 * least or not lifts(least))):
         return None
     if min(size(sub, g, min(cap - 1, target)) for g in sub_groups) > MAX_SIZE:
         return None

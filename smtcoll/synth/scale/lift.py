@@ -111,6 +111,16 @@ def lift_nodes(topo: Topology, coll: Collective, half: Schedule) -> Schedule | N
     return None
 
 
+def insertions_checked(topo: Topology, half_steps: int) -> bool:
+    """Whether `lift_nodes` checks its combinations of insertion rounds for a schedule of `half_steps` steps on
+    half of `topo` (at most MAX_TRIALS of them); it tries none otherwise."""
+    n = node_count(topo)
+    if n is None:
+        return False
+    kinds = max(_positions(topo, topo.ranks // n)) + 1
+    return (half_steps + 1) ** kinds <= MAX_TRIALS
+
+
 def _positions(topo: Topology, p: int) -> list[int]:
     """Each GPU of a node: its place among the senders of the NIC it sends through (the switch group of
     node 0 that bounds its traffic to other nodes), 0 where it has a NIC of its own."""
