@@ -224,10 +224,10 @@ def _sums_shape(topo: Topology, coll: Collective, request: SynthRequest, scaled:
 
 
 def _lifted_sums(topo: Topology, coll: Collective, request: SynthRequest, scaled: Scaled) -> SynthResult | None:
-    """Where the symmetric search is too large for the machine: the search on its first m nodes and the schedule
-    lifted (synth/scale/lift.py). Two copies (m = n / 2): one exchange with the twin inserted, one step more
-    (nvl36 x 4: 6 on 2 nodes, 7, where the engine has 9). k >= 3 groups of m nodes: windows of groups across
-    the NICs, ceil(log2 k) steps more (mi250 x 9 / x 12: 4 on 3 nodes, 6, where the engine has 7). Only where
+    """Where the symmetric search is too large for the machine, or found nothing: the search on its first m nodes
+    and the schedule lifted (synth/scale/lift.py). Two copies (m = n / 2): one exchange with the twin inserted,
+    one step more (nvl36 x 4: 6 on 2 nodes, 7, where the engine has 9). k >= 3 groups of m nodes: windows of
+    groups across the NICs, ceil(log2 k) steps more (mi250 x 9 / x 12: 4 on 3 nodes, 6, the engine 7). Only where
     the engine is above 1.5x of the bound (issue 24's target): elsewhere the search's CPU would buy little.
     The divisors m smallest first (the cheaper search), until one lifts to 1.5x the bound; the fewest steps
     found kept. None where none applies, the searches find nothing or nothing lifted beats the engine."""
@@ -239,8 +239,8 @@ def _lifted_sums(topo: Topology, coll: Collective, request: SynthRequest, scaled
         return None
     tried = []
     for m in (m for m in range(2, n // 2 + 1) if n % m == 0):  # the smaller searches first
-        rounds = [None] if 2 * m == n else lift.group_rounds(topo, m)
-        extra = hi if rounds is None else len(rounds)
+        rounds = lift.group_rounds(topo, m)
+        extra = 1 if 2 * m == n else hi if rounds is None else len(rounds)  # two copies: one exchange
         sub = lift.sub_machine(topo, m)
         if sub is None or hi - 1 - extra < 3:  # the m-node search answers at 1.5x its bound (2 or more) at best
             continue
