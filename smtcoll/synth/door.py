@@ -213,47 +213,84 @@ def _sums_shape(topo: Topology, coll: Collective, request: SynthRequest, scaled:
             first = None
         found, spent, tried = sums_schedule(topo, coll, lo, hi, work, clock.deadline, first)
     if found is None:
+        # the search on fewer nodes, lifted, where the machine's own found nothing (held-out h100 x 6: 7 steps by
+        # the engine, none from the search of 48 GPUs in 13 CPU s; 4 on 2 nodes in 0.1 s, three groups: 6)
+        lifted = _lifted_sums(topo, coll, request, scaled)
+        if lifted is not None:
+            return lifted, ""
         return None, (f"; the symmetric search for sums found no schedule of {lo}..{hi - 1} steps within "
                       f"{spent} work units" if tried else "")
     return _shaped(found, "symmetric sums", scaled, t0, c0, tried, spent), ""
 
 
 def _lifted_sums(topo: Topology, coll: Collective, request: SynthRequest, scaled: Scaled) -> SynthResult | None:
-    """Where the symmetric search is too large for 2n nodes (nvl36 x 4): the search on the first n nodes, for
-    fewer steps than the engine's minus one, and its schedule lifted to 2n nodes (synth/scale/lift.py: one
-    step more; nvl36 x 4: 6 on 2 nodes, 7, where the engine has 9). Only where the engine is above 1.5x of the
-    bound (issue 24's target): elsewhere the search's CPU would buy little. None where it does not apply,
-    finds nothing or does not beat the engine."""
-    from smtcoll.bounds import search_bounds
-    from smtcoll.synth.exact.sums import MAX_SIZE, SUMS_WORK, groups, size, sums_schedule
+    """Where the symmetric search is too large for the machine, or found nothing: the search on its first m nodes
+    and the schedule lifted (synth/scale/lift.py). Two copies (m = n / 2): one exchange with the twin inserted,
+    one step more (nvl36 x 4: 6 on 2 nodes, 7, where the engine has 9). k >= 3 groups of m nodes: windows of
+    groups across the NICs, ceil(log2 k) steps more (mi250 x 9 / x 12: 4 on 3 nodes, 6, the engine 7). Only where
+    the engine is above 1.5x of the bound (issue 24's target): elsewhere the search's CPU would buy little.
+    The divisors m smallest first (the cheaper search), until one lifts to 1.5x the bound; the fewest steps
+    found kept. None where none applies, the searches find nothing or nothing lifted beats the engine."""
     from smtcoll.synth.scale import lift
 
     lo, hi = scaled.bounds.least_steps(True, 1), len(scaled.schedule.steps)
-    if 2 * hi <= 3 * lo:
+    n = lift.node_count(topo)
+    if 2 * hi <= 3 * lo or n is None:
         return None
-    half = lift.half_machine(topo)
-    if half is None:
+    tried = []
+    for m in (m for m in range(2, n // 2 + 1) if n % m == 0):  # the smaller searches first
+        rounds = lift.group_rounds(topo, m)
+        extra = 1 if 2 * m == n else hi if rounds is None else len(rounds)  # two copies: one exchange
+        sub = lift.sub_machine(topo, m)
+        if sub is None or hi - 1 - extra < 3:  # the m-node search answers at 1.5x its bound (2 or more) at best
+            continue
+        search = _sub_search(sub, lift.half_collective(coll, sub.ranks), request, hi - extra,
+                             (lambda s: lift.insertions_checked(topo, s)) if 2 * m == n else None)
+        if search is not None:
+            tried.append((len(search[0].steps) + extra, m, search))
+            if len(search[0].steps) + extra <= 3 * lo // 2:
+                break
+    for _, m, (base, t0, c0, attempts, spent) in sorted(tried, key=lambda x: x[:2]):
+        lifted = lift.lift_nodes(topo, coll, base) if 2 * m == n else lift.lift_groups(topo, coll, base)
+        if lifted is not None and len(lifted.steps) < hi:
+            name = "half the nodes" if 2 * m == n else f"{m} nodes, windows of groups"
+            return _shaped(lifted, f"symmetric sums on {name}, lifted", scaled, t0, c0, attempts, spent)
+    return None
+
+
+def _sub_search(sub: Topology, coll: Collective, request: SynthRequest, cap: int,
+                lifts: Callable[[int], bool] | None) -> tuple[Schedule, float, float, list[tuple[int, str, float, int]],
+                                                               int] | None:
+    """The symmetric search on the machine `sub` of the first m nodes for fewer than `cap` steps, where it
+    aims at 1.5x its bound or more and is small enough: its schedule, when it started (wall, CPU), what it
+    tried and the units spent; None otherwise. `lifts` (two copies, session 14): from the bound up to cap - 1
+    with SUMS_WORK, where a schedule of the bound's steps would be lifted at all (sw2x3 x 6: 5^3 combinations of
+    insertion rounds, none tried: 2.3 CPU s of search saved); else (groups) only 1.5x the bound, with
+    SUMS_WORK_OVER (mi250 x 3's 4 steps: 52.8 M units)."""
+    from smtcoll.bounds import search_bounds
+    from smtcoll.synth.exact.sums import MAX_SIZE, SUMS_WORK, SUMS_WORK_OVER, groups, size, sums_schedule
+
+    sub_groups = groups(sub, coll)
+    if not sub_groups:
+        return None
+    least = search_bounds(sub, coll).least_steps(True, 1)
+    # the search on m nodes answers most often at 1.5x its bound (its first count): lifted, that must beat the
+    # engine (mi250 x 4, 5 for 3: the 2-node search would have to find 3, its bound, and is not tried)
+    target = 3 * least // 2
+    whole = lifts is not None
+    if target > cap - 1 or (lifts is not None and (2 * (cap - 1) < 3 * least or not lifts(least))):
+        return None
+    if min(size(sub, g, min(cap - 1, target)) for g in sub_groups) > MAX_SIZE:
         return None
     t0, c0 = time.monotonic(), time.process_time()
-    hcoll = lift.half_collective(coll, half.ranks)
-    half_groups = groups(half, hcoll)
-    least = search_bounds(half, hcoll).least_steps(True, 1)
-    # the search on n nodes answers most often at 1.5x its bound (its first count): lifted, that must beat the
-    # engine (mi250 x 4, 5 for 3: the 2-node search would have to find 3, its bound, and is not tried)
-    if not half_groups or 2 * (hi - 2) < 3 * least:
-        return None
-    if min(size(half, g, min(hi - 2, least * 3 // 2)) for g in half_groups) > MAX_SIZE:
-        return None
     with _exact_search(request) as clock:
-        work = SUMS_WORK if request.limits.work is None else clock.work_left()
-        found, spent, tried = sums_schedule(half, hcoll, least, hi - 1, work, clock.deadline)
-    if found is None:
-        return None
-    lifted = lift.lift_nodes(topo, coll, found)
-    if lifted is None or len(lifted.steps) >= hi:
-        return None
-    return _shaped(lifted, "symmetric sums on half the nodes, lifted", scaled, t0, c0,
-                   tried, spent)
+        if whole:
+            work = SUMS_WORK if request.limits.work is None else clock.work_left()
+            found, spent, tried = sums_schedule(sub, coll, least, cap, work, clock.deadline)
+        else:
+            work = SUMS_WORK_OVER if request.limits.work is None else clock.work_left()
+            found, spent, tried = sums_schedule(sub, coll, target, target + 1, work, clock.deadline)
+    return None if found is None else (found, t0, c0, tried, spent)
 
 
 def _shaped(found: Schedule, name: str, scaled: Scaled, t0: float, c0: float,

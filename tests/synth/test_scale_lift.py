@@ -4,8 +4,10 @@ timeline. Machines written here (switch nodes with a NIC per GPU or per GPU pair
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
+import attrs
 import pytest
 
 import smtcoll
@@ -72,3 +74,79 @@ def test_synth_lifts_on_36_gpus_with_pair_nics(tmp_path: Path) -> None:
     assert r.schedule is not None and len(r.schedule.steps) == 7 and "lifted" in r.method
     assert check_schedule(r.schedule).verdict == "ok"
     assert search_bounds(topo, library.collective("allreduce", topo.ranks)).least_steps(True, 1) == 5
+
+
+def _one_rail(tmp_path: Path, gpus: int) -> Path:
+    """`gpus` GPUs in a ring, a NIC each, all on one rail: every GPU reaches every GPU of the other nodes (mi250's
+    NIC shape on a small node)."""
+    text = f'[topology]\nname = "ring{gpus}nic"\ngenerator = "ring:{gpus}"\n'
+    for r in range(gpus):
+        text += f"\n[[topology.nics]]\nsenders = [{r}]\nreceivers = [{r}]\nbandwidth = 1\nrail = 0\n"
+    path = tmp_path / f"ring{gpus}nic.toml"
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize(("make", "m", "k", "windows"), [(_one_rail, 2, 3, 2), (_one_rail, 2, 5, 3),
+                                                          (lambda t, g: _switch(t, g, 1), 2, 4, 2)])
+def test_lifted_to_groups(tmp_path: Path, make: Callable[[Path, int], Path], m: int, k: int, windows: int) -> None:
+    # k groups of m nodes each run the m-node schedule, then windows of groups double or split across the NICs:
+    # every GPU ends with the total, ceil(log2 k) steps after the m-node schedule
+    path = make(tmp_path, 4)
+    topo = specs.load_topology(path, m * k)
+    coll = library.collective("allreduce", topo.ranks)
+    sub = lift.sub_machine(topo, m)
+    assert sub is not None and sub.ranks == m * 4
+    alone = specs.load_topology(path, m)  # the first m nodes are the machine of m nodes
+    assert sorted((l.src, l.dst) for l in sub.links) == sorted((l.src, l.dst) for l in alone.links)
+    scoll = lift.half_collective(coll, sub.ranks)
+    found, _, _ = sums_schedule(sub, scoll, search_bounds(sub, scoll).least_steps(True, 1), 6, 30_000_000, None)
+    assert found is not None
+    s = lift.lift_groups(topo, coll, found)
+    assert s is not None and check_schedule(s).verdict == "ok"
+    assert len(s.steps) == len(found.steps) + windows
+    # the windows are the only traffic between the groups, at most one NIC value into and out of a GPU a round,
+    # and every GPU takes the last one
+    h = sub.ranks
+    for st in s.steps[len(found.steps):]:
+        assert all(x.src // h != x.dst // h for x in st.sends)
+        for ends in ([x.src for x in st.sends], [x.dst for x in st.sends]):
+            assert len(ends) == len(set(ends))
+    assert sorted(x.dst for x in s.steps[-1].sends) == list(range(topo.ranks))
+    short = attrs.evolve(s, steps=s.steps[:-1])  # without the last window: no GPU holds the total
+    assert check_schedule(short).verdict != "ok"
+
+
+def test_no_groups_where_they_do_not_apply(tmp_path: Path) -> None:
+    six = specs.load_topology(_one_rail(tmp_path, 4), 6)
+    assert lift.group_rounds(six, 3) is None  # two groups: the twins' exchange of lift_nodes
+    assert lift.group_rounds(six, 4) is None  # 4 does not divide 6
+    assert lift.group_rounds(six, 2) is not None
+    rails = specs.load_topology(_switch(tmp_path, 4, 1), 6)
+    assert lift.group_rounds(rails, 2) is not None  # a GPU's halves: itself in the group's other node (its rail)
+    assert lift.group_rounds(rails, 1) is None  # 6 = 2 x 3 groups of one node: no second GPU on a rail
+    pairs = specs.load_topology(_switch(tmp_path, 4, 2), 8)
+    assert lift.group_rounds(pairs, 2) is None  # GPUs sharing a NIC cannot all send across at once
+    coll = library.collective("allreduce", six.ranks)
+    three = smtcoll.synthesize(specs.load_topology(_one_rail(tmp_path, 4), 3), "allreduce", method="scale").schedule
+    assert three is not None and lift.lift_groups(six, coll, three) is None  # two groups
+
+@pytest.mark.slow  # about 20 CPU s: the symmetric search on 3 nodes of 16 GCDs
+def test_synth_lifts_mi250_to_groups() -> None:
+    # issue 24: mi250 x 9, 4 steps on 3 nodes and two rounds of windows over the 3 groups: 6 (the engine's 7)
+    topo = library.topology("mi250", 9)
+    r = smtcoll.synthesize(topo, "allreduce")
+    assert r.schedule is not None and len(r.schedule.steps) == 6 and "windows of groups" in r.method
+    assert check_schedule(r.schedule).verdict == "ok"
+    assert search_bounds(topo, library.collective("allreduce", topo.ranks)).least_steps(True, 1) == 4
+
+
+@pytest.mark.slow  # about 13 CPU s: the symmetric search on all 6 nodes first (it finds nothing), then on 2
+def test_synth_lifts_to_groups_where_the_search_finds_nothing(tmp_path: Path) -> None:
+    # h100's shape (8 GPUs on a switch, a NIC per GPU, a rail each) at 6 nodes: the engine 7, the search on 6
+    # nodes nothing; 4 steps on 2 nodes and two rounds of windows over the 3 groups: 6, 1.5x the bound of 4
+    topo = specs.load_topology(_switch(tmp_path, 8, 1), 6)
+    r = smtcoll.synthesize(topo, "allreduce")
+    assert r.schedule is not None and len(r.schedule.steps) == 6 and "windows of groups" in r.method
+    assert check_schedule(r.schedule).verdict == "ok"
+    assert search_bounds(topo, library.collective("allreduce", topo.ranks)).least_steps(True, 1) == 4
