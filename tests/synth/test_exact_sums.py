@@ -146,3 +146,55 @@ def test_mi250_x3_by_default_is_4_steps_by_the_xor_group():
     result = _default("mi250", 3)
     assert len(result.schedule.steps) == 4 and result.method == "exact: symmetric sums"
     assert result.gap is not None and result.gap.steps_bound == 3
+
+
+def _linked(gpus: int, per_nic: int, nodes: int):
+    """Nodes of `gpus` GPUs, every pair linked, a NIC per `per_nic` GPUs (a rail each)."""
+    from smtcoll.model import Link, Nic, Topology
+
+    links = [Link(u, v, 1) for u in range(gpus) for v in range(gpus) if u != v]
+    nics = [Nic(range(i, i + per_nic), range(i, i + per_nic), 1, i // per_nic) for i in range(0, gpus, per_nic)]
+    topo = Topology(f"linked{gpus}", gpus, links, nics=nics).compose(nodes)
+    return topo, library.collective("allreduce", topo.ranks)
+
+
+def test_the_first_count_with_the_doubled_budget_tries_each_groups_two_shapes_before_the_next():
+    from smtcoll.synth.exact.sums import _first_order
+
+    # the ordinary budget: copies of the total on every group that is built, then any copy
+    assert _first_order([0, 2], None) == [(0, True, None), (2, True, None), (0, False, None), (2, False, None)]
+    # the doubled one: the largest group's copies of the total with all of it, then each smaller group's two
+    # shapes with a third each, the largest group's any copy last
+    assert _first_order([1, 2, 3], 60) == [(1, True, None), (2, True, 20), (2, False, 20), (3, True, 20),
+                                           (3, False, 20), (1, False, 20)]
+    assert _first_order([2], 60) == [(2, True, None), (2, False, None)]  # one group (mi250 x 3): as before
+
+
+def test_a_shape_that_a_proof_empties_is_not_built_again():
+    # 4-GPU nodes, a NIC per GPU, 5 nodes, 4 steps: z3 proves the largest group's copies of the total, then
+    # the node shift's (a subgroup of it) both shapes impossible; the largest group's any copy then follows
+    # from the subgroup's proof and is not built
+    from smtcoll.synth.exact.sums import _implied_empty
+
+    topo, coll = _linked(4, 1, 5)
+    found = groups(topo, coll)
+    assert [len(g) for g in found] == [10, 5] and set(found[1]) <= set(found[0])
+    schedule, _, tried = sums_schedule(topo, coll, 3, 6, 30_000_000, None, 60_000_000)
+    assert schedule is None and [(s, verdict) for s, verdict, _, _ in tried] == [(4, "no-shape")] * 3
+    assert _implied_empty({(1, False): 4}, found, 4, 0, False)  # the subgroup's any copy: the group's too
+    assert _implied_empty({(1, False): 4}, found, 3, 0, True)  # fewer steps, copies of the total
+    assert not _implied_empty({(1, True): 4}, found, 4, 0, False)  # copies of the total say nothing of any copy
+    assert not _implied_empty({(0, False): 4}, found, 4, 1, False)  # nor a group of its subgroup
+    assert not _implied_empty({(1, False): 4}, found, 5, 0, False)  # nor of more steps
+
+
+@pytest.mark.slow
+def test_nodes_of_8_gpus_with_a_nic_per_pair_at_6_nodes_find_4_steps():
+    # the held-out pairs8 x 6's shape: the largest group (24) has no 4-step schedule (17 M units to prove it);
+    # the group of 12 has none found with copies of the total within a third of the budget, one with any
+    # copy (17 M); the old order gave the copies of the total all the rest and the engine's 5 stood
+    topo, coll = _linked(8, 2, 6)
+    result = synthesize(topo, coll, SynthRequest())
+    assert result.schedule is not None and check_schedule(result.schedule).verdict == "ok"
+    assert len(result.schedule.steps) == 4 and result.method == "exact: symmetric sums"
+    assert result.gap is not None and result.gap.steps_bound == 3
