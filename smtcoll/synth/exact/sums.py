@@ -144,6 +144,42 @@ def groups(topo: Topology, coll: Collective) -> list[list[tuple[int, ...]]]:
     return chosen
 
 
+
+def inner_groups(topo: Topology, coll: Collective) -> list[list[tuple[int, ...]]]:
+    """The largest group of one permutation of a node applied in every node, or of all the node's xors that
+    are automorphisms, with no node shift: its schedules may treat the nodes unlike (every node is an orbit of
+    its own, so it acts with n orbits at least); [] where `groups` has none or no such group acts freely.
+
+    The node-symmetric groups keep every node's schedule the same; on held-out h100 (8 GPUs on NVSwitch, a
+    NIC per GPU) x 5 / x 6 they have no 6-step schedule (z3 proves the largest empty, the others unknown after
+    6 x 10^7 units), the node's rotations alone have one (4.3 M / 10.7 M units): the engine gives 7."""
+    if not groups(topo, coll):
+        return []
+    from smtcoll.bounds.entry import node_of
+    from smtcoll.synth.scale.nodes_allreduce import _named_nodes
+
+    nodes = node_of(topo) or _named_nodes(topo)
+    assert nodes is not None  # groups() found the nodes
+    n = max(nodes) + 1
+    g, p = topo.ranks // n, topo.ranks
+    gens: list[list[tuple[int, ...]]] = []
+    for k in range(1, g):
+        if g % k == 0:
+            gens.append([tuple((r // g) * g + (r % g + k) % g for r in range(p))])
+        if g & (g - 1) == 0 and k & (k - 1) == 0 and k > 1:
+            gens.append([tuple((r // g) * g + ((r % g) ^ k) for r in range(p))])
+    if g & (g - 1) == 0:
+        gens.append([tuple((r // g) * g + ((r % g) ^ k) for r in range(p)) for k in range(1, g)])
+    best: list[tuple[int, ...]] = []
+    for gen in gens:
+        autos = [x for x in gen if _is_automorphism(topo, x)]
+        if not autos:
+            continue
+        grp = _closure(autos, p)
+        if len(grp) > len(best) and all(a == grp[0] or all(a[x] != x for x in range(p)) for a in grp):
+            best = grp
+    return [best] if len(best) > 1 else []
+
 def size(topo: Topology, group: Sequence[Sequence[int]], steps: int) -> int:
     """About how many constraints the encoding of `steps` steps has: per round, orbit of receivers and
     contribution, one per in-link (disjoint or a copy) and two more."""
@@ -267,6 +303,10 @@ def sums_schedule(topo: Topology, coll: Collective, lo: int, hi: int, work: int 
     tried: list[tuple[int, str, float, int]] = []
     spent = 0
     found_groups = groups(topo, coll)
+    # with the doubled budget also the nodes unlike (after the node-symmetric groups: the later counts use those)
+    inner = len(found_groups)
+    if first_work is not None:
+        found_groups += inner_groups(topo, coll)
     # (group, copies of the total) -> the most steps z3 proved that shape has no schedule of
     empty: dict[tuple[int, bool], int] = {}
 
@@ -300,7 +340,7 @@ def sums_schedule(topo: Topology, coll: Collective, lo: int, hi: int, work: int 
     best: Schedule | None = None
     full = True
     fit = [gi for gi, g in enumerate(found_groups) if size(topo, g, target) <= MAX_SIZE]
-    for gi, full, cap in _first_order(fit, first_work):
+    for gi, full, cap in _first_order([gi for gi in fit if gi < inner], first_work, [gi for gi in fit if gi >= inner]):
         best, _ = attempt(target, gi, full, cap, None if work is None else first_work)
         if best is not None:
             break
@@ -318,8 +358,10 @@ def sums_schedule(topo: Topology, coll: Collective, lo: int, hi: int, work: int 
     return best, spent, tried
 
 
-def _first_order(fit: list[int], first_work: int | None) -> list[tuple[int, bool, int | None]]:
-    """The attempts of the first count over the groups whose encoding is built (`fit`, largest first):
+def _first_order(fit: list[int], first_work: int | None, unlike: Sequence[int] = (),
+                 ) -> list[tuple[int, bool, int | None]]:
+    """The attempts of the first count over the node-symmetric groups whose encoding is built (`fit`, largest
+    first) and, with the doubled budget, the groups that treat the nodes unlike (`unlike`, `inner_groups`):
     (group, copies of the total only, units cap or None).
 
     Copies of the total on every group before any copy on one (tried the other way round, session 13:
@@ -332,10 +374,12 @@ def _first_order(fit: list[int], first_work: int | None) -> list[tuple[int, bool
     60 M units, any copy 4 steps with 17 M; nvbridge4 x 6, group of 6: the reverse, 13 M), and one unknown
     must not take the budget of the other shape; the largest group's any copy, where its copies of the
     total were proved impossible (22 M units on pairs8 x 6 to prove it impossible too), goes last."""
-    if first_work is None or len(fit) < 2:
-        return [(gi, full, None) for full in (True, False) for gi in fit]
+    if first_work is None or len(fit) + len(unlike) < 2:
+        return [(gi, full, None) for full in (True, False) for gi in [*fit, *unlike]]
     third = first_work // 3
-    return [(fit[0], True, None), *((gi, full, third) for gi in fit[1:] for full in (True, False)),
+    if not fit:
+        return [(gi, full, third) for gi in unlike for full in (True, False)]
+    return [(fit[0], True, None), *((gi, full, third) for gi in [*unlike, *fit[1:]] for full in (True, False)),
             (fit[0], False, third)]
 
 
