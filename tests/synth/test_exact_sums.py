@@ -146,3 +146,108 @@ def test_mi250_x3_by_default_is_4_steps_by_the_xor_group():
     result = _default("mi250", 3)
     assert len(result.schedule.steps) == 4 and result.method == "exact: symmetric sums"
     assert result.gap is not None and result.gap.steps_bound == 3
+
+
+def _linked(gpus: int, per_nic: int, nodes: int):
+    """Nodes of `gpus` GPUs, every pair linked, a NIC per `per_nic` GPUs (a rail each)."""
+    from smtcoll.model import Link, Nic, Topology
+
+    links = [Link(u, v, 1) for u in range(gpus) for v in range(gpus) if u != v]
+    nics = [Nic(range(i, i + per_nic), range(i, i + per_nic), 1, i // per_nic) for i in range(0, gpus, per_nic)]
+    topo = Topology(f"linked{gpus}", gpus, links, nics=nics).compose(nodes)
+    return topo, library.collective("allreduce", topo.ranks)
+
+
+def test_the_first_count_with_the_doubled_budget_tries_each_groups_two_shapes_before_the_next():
+    from smtcoll.synth.exact.sums import _first_order
+
+    # the ordinary budget: copies of the total on every group that is built, then any copy
+    assert _first_order([0, 2], None) == [(0, True, None), (2, True, None), (0, False, None), (2, False, None)]
+    # the doubled one: the largest group's copies of the total with all of it, then each smaller group's two
+    # shapes with a third each, the largest group's any copy last
+    assert _first_order([1, 2, 3], 60) == [(1, True, None), (2, True, 20), (2, False, 20), (3, True, 20),
+                                           (3, False, 20), (1, False, 20)]
+    assert _first_order([2], 60) == [(2, True, None), (2, False, None)]  # one group (mi250 x 3): as before
+
+
+def test_a_shape_that_a_proof_empties_is_not_built_again():
+    # 4-GPU nodes, every pair linked, a NIC per GPU, 5 nodes, doubled budget: z3 proves the largest group's
+    # copies of the total empty at 4 steps, the nodes-unlike group (the node's rotations) finds 4; at 3 steps
+    # the largest group's copies of the total are not built again (empty at 4, so at 3), its any copy and the
+    # node shift's two shapes are, and are empty
+    from smtcoll.synth.exact.sums import _implied_empty
+
+    topo, coll = _linked(4, 1, 5)
+    found = groups(topo, coll)
+    assert [len(g) for g in found] == [10, 5] and set(found[1]) <= set(found[0])
+    schedule, _, tried = sums_schedule(topo, coll, 3, 6, 30_000_000, None, 60_000_000)
+    assert schedule is not None and len(schedule.steps) == 4 and check_schedule(schedule).verdict == "ok"
+    assert [(s, verdict) for s, verdict, _, _ in tried] == [(4, "no-shape"), (4, "sat"), *[(3, "no-shape")] * 3]
+    assert _implied_empty({(1, False): 4}, found, 4, 0, False)  # the subgroup's any copy: the group's too
+    assert _implied_empty({(1, False): 4}, found, 3, 0, True)  # fewer steps, copies of the total
+    assert not _implied_empty({(1, True): 4}, found, 4, 0, False)  # copies of the total say nothing of any copy
+    assert not _implied_empty({(0, False): 4}, found, 4, 1, False)  # nor a group of its subgroup
+    assert not _implied_empty({(1, False): 4}, found, 5, 0, False)  # nor of more steps
+
+
+@pytest.mark.slow
+def test_nodes_of_8_gpus_with_a_nic_per_pair_at_6_nodes_find_4_steps():
+    # the held-out pairs8 x 6's shape: the largest group (24) has no 4-step schedule (17 M units to prove it);
+    # the group of 12 has none found with copies of the total within a third of the budget, one with any
+    # copy (17 M); the old order gave the copies of the total all the rest and the engine's 5 stood
+    topo, coll = _linked(8, 2, 6)
+    result = synthesize(topo, coll, SynthRequest())
+    assert result.schedule is not None and check_schedule(result.schedule).verdict == "ok"
+    assert len(result.schedule.steps) == 4 and result.method == "exact: symmetric sums"
+    assert result.gap is not None and result.gap.steps_bound == 3
+
+
+H100_LIKE = """
+[topology]
+name = "switch8nic"
+ranks = 8
+generator = "hub-and-spoke:8"
+""" + "".join(f"""
+[[topology.nics]]
+senders = [{g}]
+receivers = [{g}]
+bandwidth = 1
+rail = {g}
+""" for g in range(8))
+
+
+def test_the_groups_that_treat_the_nodes_unlike_keep_every_node_in_place(tmp_path) -> None:
+    from smtcoll import specs
+    from smtcoll.synth.exact.sums import _first_order, inner_groups
+
+    path = tmp_path / "switch8nic.toml"
+    path.write_text(H100_LIKE)
+    topo = specs.load_topology(path, 3)
+    coll = library.collective("allreduce", topo.ranks)
+    [grp] = inner_groups(topo, coll)
+    assert len(grp) == 8  # the node's rotations (every GPU on the switch, a NIC of its own)
+    for h in grp:
+        assert _is_automorphism(topo, h) and all(h[x] // 8 == x // 8 for x in range(24))  # no node moves
+        assert h == tuple(range(24)) or all(h[x] != x for x in range(24))
+    assert inner_groups(topo, library.collective("alltoall", 24)) == []
+    # with the doubled budget they come after the largest node-symmetric group, both shapes, a third each
+    assert _first_order([0, 1], 60, [4]) == [(0, True, None), (4, True, 20), (4, False, 20), (1, True, 20),
+                                             (1, False, 20), (0, False, 20)]
+    assert _first_order([], 60, [4]) == [(4, True, None), (4, False, None)]  # one group: all of it
+    assert _first_order([0, 1], None, [4]) == [(0, True, None), (1, True, None), (4, True, None), (0, False, None),
+                                               (1, False, None), (4, False, None)]
+
+
+@pytest.mark.slow
+def test_switch_nodes_with_a_nic_per_gpu_at_5_nodes_take_6_steps(tmp_path) -> None:
+    # the held-out h100 x 5's shape: no node-symmetric 6-step schedule found (the largest group proved empty,
+    # the others unknown), the node's rotations alone find one: 6 steps for the bound 4 (the engine: 7)
+    from smtcoll import specs
+
+    path = tmp_path / "switch8nic.toml"
+    path.write_text(H100_LIKE)
+    topo = specs.load_topology(path, 5)
+    result = synthesize(topo, library.collective("allreduce", topo.ranks), SynthRequest())
+    assert result.schedule is not None and check_schedule(result.schedule).verdict == "ok"
+    assert len(result.schedule.steps) == 6 and result.method == "exact: symmetric sums"
+    assert result.gap is not None and result.gap.steps_bound == 4

