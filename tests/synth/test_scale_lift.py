@@ -139,15 +139,3 @@ def test_synth_lifts_mi250_to_groups() -> None:
     assert r.schedule is not None and len(r.schedule.steps) == 6 and "windows of groups" in r.method
     assert check_schedule(r.schedule).verdict == "ok"
     assert search_bounds(topo, library.collective("allreduce", topo.ranks)).least_steps(True, 1) == 4
-
-
-@pytest.mark.slow  # about 11 CPU s: the symmetric search on all 6 nodes
-def test_synth_gives_h100s_shape_at_6_nodes_within_1_5x(tmp_path: Path) -> None:
-    # h100's shape (8 GPUs on a switch, a NIC per GPU, a rail each) at 6 nodes: the engine 7; the node-symmetric
-    # groups have no 6 steps, the node's own rotations do (sums.inner_groups); the lift from 2 nodes' 4 steps
-    # and two rounds of windows over the 3 groups gives 6 as well (`lift.lift_groups`): 1.5x the bound of 4
-    topo = specs.load_topology(_switch(tmp_path, 8, 1), 6)
-    r = smtcoll.synthesize(topo, "allreduce")
-    assert r.schedule is not None and len(r.schedule.steps) == 6
-    assert check_schedule(r.schedule).verdict == "ok"
-    assert search_bounds(topo, library.collective("allreduce", topo.ranks)).least_steps(True, 1) == 4
