@@ -117,7 +117,8 @@ def rebound(all_rows: list[dict], model_file: str | None) -> list[dict]:
     for r in all_rows:
         key = (r["machine"], r["nodes"], r["collective"])
         if key not in bounds:
-            topo = specs.resolve_topology(r.get("source", r["machine"]), r["nodes"])
+            source = r.get("source", r["machine"])  # a file is named relative to the repository
+            topo = specs.resolve_topology(str(REPO / source) if source.endswith(".toml") else source, r["nodes"])
             bounds[key] = model_bound(topo, specs.resolve_collective(r["collective"], topo.ranks), r["nodes"], model)
         at = bounds[key]
         out.append({**r, "bound_us": float(at(r["bytes"])) if at is not None else r["bound_us"]})  # type: ignore[operator]
