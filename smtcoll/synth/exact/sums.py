@@ -144,7 +144,6 @@ def groups(topo: Topology, coll: Collective) -> list[list[tuple[int, ...]]]:
     return chosen
 
 
-
 def inner_groups(topo: Topology, coll: Collective) -> list[list[tuple[int, ...]]]:
     """The largest group of one permutation of a node applied in every node, or of all the node's xors that
     are automorphisms, with no node shift: its schedules may treat the nodes unlike (every node is an orbit of
@@ -179,6 +178,7 @@ def inner_groups(topo: Topology, coll: Collective) -> list[list[tuple[int, ...]]
         if len(grp) > len(best) and all(a == grp[0] or all(a[x] != x for x in range(p)) for a in grp):
             best = grp
     return [best] if len(best) > 1 else []
+
 
 def size(topo: Topology, group: Sequence[Sequence[int]], steps: int) -> int:
     """About how many constraints the encoding of `steps` steps has: per round, orbit of receivers and
