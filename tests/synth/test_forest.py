@@ -176,6 +176,34 @@ def test_allreduce_owners_skip_weak_ranks_on_a_machine_not_in_the_library(tmp_pa
     assert _busbw(s, "allreduce", 8) >= 0.85 * bound > 125.0
 
 
+def test_allreduce_owners_follow_the_cuts_on_a_dgx1_with_links_down() -> None:
+    """A DGX-1 with one lane of 2-6 and both of 3-7 down: ranks 2, 3, 6, 7 keep 5 lanes in, so with every rank
+    owning one share no Allreduce by ReduceScatter + Allgather passes the Allgather bound, 125 GB/s. The
+    Allreduce bound (14 buffers through 44 lanes) is 137.5; the LP over the cuts gives the five-lane ranks
+    4.5x the share of the others (a weak rank that owns more receives less of the others' sums), rounded to
+    4x: 0.99 of the bound at 1 GiB where every rank owning one share reached 0.92 (session 15)."""
+    import attrs
+
+    from smtcoll.synth.constructions.forest import owners
+
+    dgx1 = library.topology("dgx1")
+    links = []
+    for link in dgx1.links:
+        if {link.src, link.dst} == {3, 7}:
+            continue
+        if {link.src, link.dst} == {2, 6}:
+            link = attrs.evolve(link, bandwidth=1, gbps=25.0)
+        links.append(link)
+    topo = attrs.evolve(dgx1, name="dgx1-cut", links=links)
+    coll = library.collective("allreduce", 8)
+    bound = float(time_bound(topo, coll).busbw_gbps(GIB) or 0)
+    assert bound == pytest.approx(137.5)
+    assert [owners(topo).count(r) for r in range(8)] == [1, 1, 4, 4, 1, 1, 4, 4]
+    s = build("forest", topo, coll)
+    assert check_schedule(s).verdict == "ok"
+    assert _busbw(s, "allreduce", 8) >= 0.97 * bound > 125.0
+
+
 def test_mi250_allgather_at_256_mib_is_scheduled_from_the_end() -> None:
     """At 256 MiB (8 instances, the sweep's model) the pipeline's ends weigh more than at 1 GiB: the 12 trees
     per root listed forward leave the slow links' last transfers a step behind (0.936 of the proved 321.4

@@ -61,6 +61,7 @@ MAX_TREES = 32  # trees per root tried
 # Broadcast and Reduce: each packed tree carries this many pieces at most (one root: its trees alone must
 # pipeline; 30 trees on a DGX-1 pipeline 5 pieces each over 3-4 hops, 0.58 of the bound at 1 GiB, 16 each 0.96)
 ROOTED_REPEAT = 16
+MAX_OWNED = 4  # an Allreduce's addresses per rank, on average, that `owners` tries
 SHARE_SLACK = Fraction(1, 50)  # a second count of trees may load the busiest links up to 2% more (`_counts`)
 
 
@@ -332,23 +333,91 @@ def forests(topo: Topology, base: Collective) -> list[Schedule]:
 def owners(topo: Topology) -> list[int]:
     """The roots of an Allreduce's trees, a rank as often as it owns addresses: every rank once, unless
     owning more on some ranks and fewer (or none) on others lowers the cut bound per address, q / roots.
-    A rank that owns nothing receives its final values only (S, not the 2 (N-1)/N S of an owner), so a
-    weak rank can leave the reduction to others (a local search over 0..4 addresses per rank from one each:
-    mi250 and amd8 keep one each; the ladder of benchmarks/topologies/ladder10.toml 1.2x less per address)."""
+    A rank that owns nothing receives its final values only (S, not the 2 (N-1)/N S of an owner), and a rank
+    that owns more receives less of the others' sums, so the shares follow the cuts (the ladder of
+    benchmarks/topologies/ladder10.toml 1.2x less per address; a DGX-1 with two links down, whose four
+    five-lane ranks own 4.5x what the others do, 1.1x). The best fractional shares are an LP over the cuts
+    (`_lp_shares`, up to MAX_RANKS ranks); their roundings to whole addresses, then a local search, pick the
+    counts."""
     if wide(topo):
         cap = whole(lane_rates(topo), exact_unit(lane_rates(topo)))
-        return _owners(topo.ranks, lambda roots: cut_ratio(topo.ranks, cap, roots))
+        return _owners(topo.ranks, lambda roots: cut_ratio(topo.ranks, cap, roots), [[1] * topo.ranks])
+    n = topo.ranks
     both = [Sets(t.ranks, units(t)) for t in (topo, topo.reversed())]  # the out-trees' cuts and the in-trees'
-    return _owners(topo.ranks, lambda roots: max(_ratio(sets, roots) for sets in both))
 
+    def ratio(roots: list[int]) -> Fraction:
+        return max(_ratio(sets, roots) for sets in both)
 
-def _owners(n: int, ratio: Callable[[list[int]], Fraction]) -> list[int]:
-    def per_root(w: list[int]) -> Fraction:
+    ones = [1] * n
+    roundings = _roundings(_lp_shares(both))
+    searched = _owners(n, ratio, [ones, *roundings])
+    # The cut bound per address is q / k; the packing carries C k / M addresses per slot of the busiest unit,
+    # at most k / q (M = ceil(C q)): the candidates by their bound, until no later one can beat the best.
+    scored = []
+    for w in [ones, [searched.count(r) for r in range(n)], *roundings]:
         roots = [r for r in range(n) for _ in range(w[r])]
-        return ratio(roots) / len(roots)
+        try:
+            scored.append((ratio(roots) / len(roots), w))
+        except NotApplicable:
+            continue
+    best: tuple[Fraction, bool, int] | None = None
+    weights = ones
+    for per_root, w in sorted(scored, key=lambda t: (t[0], sum(t[1]))):
+        if best is not None and 1 / per_root < best[0]:
+            break
+        roots = [r for r in range(n) for _ in range(w[r])]
+        c, m, _ = choose(topo, roots, 2)
+        key = (Fraction(c * len(roots), m), w == ones, -len(roots))  # every rank once, or fewer addresses, in ties
+        if best is None or key > best:
+            best, weights = key, w
+    return [r for r in range(n) for _ in range(weights[r])]
 
-    weights = [1] * n
-    best = per_root(weights)
+
+def _lp_shares(both: list[Sets]) -> list[float]:
+    """The shares x (summing to 1) that minimise z with x(ranks outside X) <= z units(X) for every rank set X
+    of either direction: the cut bound of ownership in fractions (HiGHS)."""
+    import numpy as np
+
+    from smtcoll.bounds.lp import solve
+
+    inside = both[0].inside[1:-1]  # neither the empty set nor all ranks
+    n = inside.shape[1]
+    cuts = [both[0].units] if all(np.array_equal(s.units, both[0].units) for s in both) else [s.units for s in both]
+    rows = np.vstack([np.hstack([~inside, -units[1:-1, None]]) for units in cuts]).astype(float)
+    res = solve(np.r_[np.zeros(n), 1.0], rows, np.zeros(len(rows)), np.r_[np.ones(n), 0.0][None, :], [1.0])
+    if res.x is None:
+        return [1.0 / n] * n
+    return list(res.x[:n])
+
+
+def _roundings(shares: list[float]) -> list[list[int]]:
+    """Whole address counts near `shares` x W for W = 1 .. MAX_OWNED N (largest remainders), in lowest terms."""
+    n = len(shares)
+    out: list[list[int]] = []
+    for total in range(1, MAX_OWNED * n + 1):
+        exact = [x * total for x in shares]
+        w = [math.floor(v) for v in exact]
+        for r in sorted(range(n), key=lambda r: (w[r] - exact[r], r))[: total - sum(w)]:
+            w[r] += 1
+        g = math.gcd(*w)
+        w = [v // g for v in w]
+        if w not in out:
+            out.append(w)
+    return out
+
+
+def _owners(n: int, ratio: Callable[[list[int]], Fraction], starts: list[list[int]]) -> list[int]:
+    def per_root(w: list[int]) -> Fraction | None:
+        roots = [r for r in range(n) for _ in range(w[r])]
+        try:
+            return ratio(roots) / len(roots)
+        except NotApplicable:
+            return None
+
+    # the best start (fewest addresses among equals), then one address more or less on one rank at a time
+    scored = [(c, sum(w), w) for w in starts if (c := per_root(w)) is not None]
+    best, _, weights = min(scored, key=lambda t: (t[0], t[1]))
+    most = max(MAX_OWNED, *weights)
     improved = True
     while improved:
         improved = False
@@ -356,13 +425,10 @@ def _owners(n: int, ratio: Callable[[list[int]], Fraction]) -> list[int]:
             for step in (-1, 1):
                 w = list(weights)
                 w[r] += step
-                if not 0 <= w[r] <= 4 or not any(w):
+                if not 0 <= w[r] <= most or not any(w):
                     continue
-                try:
-                    cost = per_root(w)
-                except NotApplicable:
-                    continue
-                if cost < best:
+                cost = per_root(w)
+                if cost is not None and cost < best:
                     best, weights, improved = cost, w, True
     return [r for r in range(n) for _ in range(weights[r])]
 
