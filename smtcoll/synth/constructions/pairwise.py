@@ -39,10 +39,12 @@ MAX_MESSAGES_PER_RANK = 4 * PIECES_PER_RANK
 FUSED_LIMIT = 32  # messages per connection up to which the lowering fuses two connections on a thread block
 
 
-def pairwise(topo: Topology, base: Collective, fused: bool = False, planes: bool = False) -> Schedule:
+def pairwise(topo: Topology, base: Collective, fused: bool = False, planes: bool = False,
+             pieces: int = PIECES_PER_RANK) -> Schedule:
     """The shifted pairwise Allgather / ReduceScatter / Allreduce (module docstring), checked by the caller.
     `fused`: at most FUSED_LIMIT messages per connection (`pairwises`); `planes`: where every pair is linked,
-    the groups of the fastest links taken as nodes (`_planes`)."""
+    the groups of the fastest links taken as nodes (`_planes`); `pieces`: about how many each rank sends
+    per node or group."""
     what = kind(base)
     if what not in ("allgather", "reducescatter", "allreduce"):
         raise NotApplicable("the pairwise exchange covers Allgather, ReduceScatter and Allreduce")
@@ -57,7 +59,7 @@ def pairwise(topo: Topology, base: Collective, fused: bool = False, planes: bool
     # each piece as it arrives, keeps the base count: 0.96, and 0.70 with the doubled one)
     # an Allreduce, ordered in time (`timed_schedule`), gains from the most pieces its connections hold: a100 x2
     # at 256 MiB 0.94 of the bound with 18 per rank and node, 0.97 with 24 (docs/benchmarks.md, session 7)
-    per_rank = PIECES_PER_RANK * (blocks if what != "allgather" else 1) * (phases if blocks > 1 else 1)
+    per_rank = pieces * (blocks if what != "allgather" else 1) * (phases if blocks > 1 else 1)
     per_conn = pieces_per_connection(len(lay.members[0]), phases * blocks, per_rank)
     if fused:
         per_conn = max(1, FUSED_LIMIT // (phases * blocks)) * phases * blocks
@@ -99,18 +101,30 @@ def pairwises(topo: Topology, base: Collective) -> list[Schedule]:
     rail in every other node, each way) that at 8 instances it waits for more thread blocks than the
     executor's int8_t dependency ids name (a100 x3 ReduceScatter: 176): its best is 4 instances, 0.93 of the
     bound at 256 MiB. Fused, the program lowers at 8 instances: 0.95 (docs/benchmarks.md, "Unseen machines
-    and sizes (session 9)"). Not for Allreduce, whose two phases a fused thread block would serialize."""
+    and sizes (session 9)"). Not for Allreduce, whose two phases a fused thread block would serialize: over
+    the groups it gets the one with COARSE_PIECES instead."""
     out = []
     for planes in (False, True) if _planes(topo) is not None else (False,):
         first = pairwise(topo, base, planes=planes)
         out.append(first)
-        if kind(base) != "allreduce" and len(_Layout(topo, planes).members) >= 2:
-            fused = pairwise(topo, base, fused=True, planes=planes)
-            if fused.collective.chunk_factor != first.collective.chunk_factor:
-                out.append(fused)
+        if len(_Layout(topo, planes).members) < 2:
+            continue
+        if kind(base) != "allreduce":
+            other = pairwise(topo, base, fused=True, planes=planes)
+        elif planes:
+            other = pairwise(topo, base, planes=planes, pieces=COARSE_PIECES)
+        else:
+            continue
+        if other.collective.chunk_factor != first.collective.chunk_factor:
+            out.append(other)
     return out
 
 
+# An Allreduce over the groups of the fastest links also with fewer, larger pieces: each message pays a hop
+# latency, and at 64-256 MiB that outweighs the shorter pipeline end (dualplane8, Simple, best instance count:
+# 192 chunks 0.74 / 0.93 / 0.996 of the bound at 64 MiB / 256 MiB / 1 GiB, 128 chunks 0.93 / 0.985 / 0.994).
+# Across NICs the long pipeline wants the many pieces (a100 x2 at 256 MiB: 384 chunks 0.987, 144 0.917).
+COARSE_PIECES = 48
 RS_LAG = 2  # ReduceScatter: pieces by which the sums for the node's own ranks trail those sent to other nodes
 
 
