@@ -85,6 +85,12 @@ class Tables:
         """L_v(t) (module docstring)."""
         return _at(self.rings[v], self.fan, self.width, v, self.ramp, t, len(self.cap))
 
+    def gathered(self, v: int) -> int:
+        """The fewest rounds after which rank v may hold every contribution (at most t): a lower bound on any
+        one-address sum that ends with every contribution at v (a Reduce to v, the first half of an
+        Allreduce's reduce + broadcast)."""
+        return next(s for s in range(self.t + 1) if self.at(v, s) >= len(self.cap))
+
 
 def reach_tables(topo: Topology, coll: Collective) -> Tables | str:
     """The recursion of the module docstring up to the reach bound's value, or why it does not apply."""
