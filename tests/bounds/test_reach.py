@@ -126,3 +126,14 @@ def test_the_capacities_into_one_rank_over_its_own_groups_are_those_over_every_g
         links = [l for l in topo.links if l.dst == v]
         for part in (links, [l for l in links if l.src // (topo.ranks // 2) != v // (topo.ranks // 2)]):
             assert _capacity(topo, part, {v}, groups=into_one.get(v, [])) == _capacity(topo, part, {v})
+
+
+@pytest.mark.parametrize("name,nodes", [("mi250", 2), ("a100", 3)])
+def test_the_phases_the_engine_builds_take_one_round_a_step(name, nodes):
+    # the premise of the prune above: the root's gathering bounds rounds, and the engine's one-address phases
+    # move one value per link a step (no step of several rounds), so it bounds their steps too
+    from smtcoll.synth.scale.engine import _phases
+
+    topo, coll = _allreduce(name, nodes)
+    phases = _phases(topo, coll)
+    assert phases is not None and all(step.rounds == 1 for step in phases[0].steps)

@@ -272,7 +272,9 @@ def _phases(topo: Topology, coll: Collective, beat: int | None = None, tables: T
     the root, or, with `tables` (the reach recursion of the bounds), the rounds before the root may hold every
     contribution; on a topology that is its own reverse the broadcast needs as many (its time-reversal is
     such a reduce), so where twice that exceeds `beat` neither phase is built (mi250 x 9 / x 12 / x 16: 2 x 4
-    or 2 x 5 against 7; the broadcast alone 0.6-1.5 CPU s)."""
+    or 2 x 5 against 7; the broadcast alone 0.6-1.5 CPU s). That bound counts rounds; it bounds the phases'
+    steps because `_plain` moves one address in steps of one round each (a link carries the value once; a
+    step of several rounds would only let a NIC send it to several ranks: tested, tests/bounds/test_reach.py)."""
     addrs = coll.addresses
     p = topo.ranks
     if len(addrs) % p == 0:
