@@ -31,10 +31,11 @@ components of the links that no NIC group bounds.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Sequence
 from typing import Any
 
 from smtcoll.bounds.results import Bound
-from smtcoll.model import Collective, Topology
+from smtcoll.model import Collective, SwitchGroup, Topology
 
 
 def node_of(topo: Topology) -> list[int] | None:
@@ -197,17 +198,19 @@ def _bfs(nb: dict[int, list[int]], s: int, targets: set[int]) -> dict[int, int]:
     return dist
 
 
-def _capacity(topo: Topology, crossing: list, inside: set[int], out: bool = False) -> int:
+def _capacity(topo: Topology, crossing: list, inside: set[int], out: bool = False,
+              groups: Sequence[SwitchGroup] | None = None) -> int:
     """Chunks that can cross into `inside` per round (`out`: out of it): the bandwidth of some switch groups
     (sources all outside, destinations all inside; `out`: the other way) that together bound every crossing
     link they cover, plus the bandwidth of the links none of them covers. Any such choice is an upper bound
     (each covered link's chunks count in a chosen group); the groups are chosen greedily, the least bandwidth per link
     bandwidth newly covered first, while that beats counting the links alone. (A NIC's out-group and its
     peer's in-group both cover a link between two nodes: counting both, mi250 x 2 Alltoall gave 8 rounds
-    where the in-groups alone give 16.)"""
+    where the in-groups alone give 16.) `groups`: the switch groups to consider, where the caller knows that
+    the others do not qualify (the same value, without a scan of every group)."""
     bw = {(l.src, l.dst): l.bandwidth for l in crossing}
     links_of = []
-    for g in topo.switches:
+    for g in topo.switches if groups is None else groups:
         far, near = (g.dsts, g.srcs) if out else (g.srcs, g.dsts)
         if set(far) & inside or not set(near) <= inside:
             continue
@@ -239,13 +242,21 @@ def greedy_cover(bw: dict[tuple[int, int], int], links_of: list[tuple[int, froze
     return cap + sum(bw[k] for k in left)
 
 
-def _from(topo: Topology, sources: list[int], reverse: bool = False) -> dict[int, int]:
-    """Hops from the nearest of `sources` (breadth-first search over the links); `reverse`: hops to the
-    nearest of them."""
+def adjacency(topo: Topology, reverse: bool = False) -> dict[int, list[int]]:
+    """Each rank's successors over the links, in link order (`reverse`: its predecessors)."""
     out: dict[int, list[int]] = {}
     for l in topo.links:
         a, b = (l.dst, l.src) if reverse else (l.src, l.dst)
         out.setdefault(a, []).append(b)
+    return out
+
+
+def _from(topo: Topology, sources: list[int], reverse: bool = False,
+          out: dict[int, list[int]] | None = None) -> dict[int, int]:
+    """Hops from the nearest of `sources` (breadth-first search over the links); `reverse`: hops to the
+    nearest of them. `out`: `adjacency(topo, reverse)`, where the caller searches from several sets."""
+    if out is None:
+        out = adjacency(topo, reverse)
     dist = dict.fromkeys(sources, 0)
     queue = deque(sources)
     while queue:

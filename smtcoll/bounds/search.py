@@ -18,7 +18,7 @@ from smtcoll.bounds.inflow import inflow_bound
 from smtcoll.bounds.lp import lp_bound
 from smtcoll.bounds.network import flow_network
 from smtcoll.bounds.ports import ports_bound
-from smtcoll.bounds.reach import reach_bound, reach_tables
+from smtcoll.bounds.reach import Tables, reach_bound, reach_tables
 from smtcoll.bounds.receive import receive_bound
 from smtcoll.bounds.relay import relay_bound
 from smtcoll.bounds.results import Bound, Bounds, fraction_json
@@ -131,6 +131,9 @@ class SearchBounds:
     setcut: Bound | None = None  # bounds.setcut: rank sets, with the last step's tail (its per-chunk part is above)
     inflow: Bound | None = None  # bounds.inflow: one-address sums, what enters a node late reaches few ranks
     ports: Bound | None = None  # bounds.ports: one-address sums on switch ports, the NIC GPUs feed the last rounds
+    # the reach recursion behind `reach` (None where not computed): what each rank can hold round by round, which
+    # the engine asks for its root (how soon one rank can gather every contribution); not part of the bounds' value
+    tables: Tables | None = attrs.field(default=None, eq=False, repr=False)
 
     @property
     def steps_value(self) -> int:
@@ -213,7 +216,8 @@ def search_bounds(topo: Topology, coll: Collective) -> SearchBounds:
     reach = reach_bound(topo, coll, tables)
     return SearchBounds(steps, q, why, entry_bound(topo, coll), _with_chunks(holdings_bound(topo, coll), coll),
                         relay_bound(topo, coll), cycle_bound(topo, coll), reach, setcut,
-                        inflow_bound(topo, coll, reach), _with_chunks(ports_bound(topo, coll, tables), coll))
+                        inflow_bound(topo, coll, reach), _with_chunks(ports_bound(topo, coll, tables), coll),
+                        None if isinstance(tables, str) else tables)
 
 
 def _with_chunks(b: Bound, coll: Collective) -> Bound:

@@ -65,3 +65,75 @@ def test_a_port_of_one_value_a_round_narrows_the_tree_dgx2_ten_nodes_need_seven_
     assert check_witness("reach", {"bound": "reach", **b.witness}, topo, coll) == 7
     with pytest.raises(Exception, match="reach"):
         check_witness("reach", {"bound": "reach", **b.witness, "reach": [1, 2, 5, 13, 34, 66, 160, 160]}, topo, coll)
+
+
+def test_gathered_is_the_first_round_a_rank_may_hold_everything_and_the_phases_build_no_faster_reduce():
+    # the reach recursion per rank (session 16): a Reduce to v takes at least gathered(v) rounds; the engine's
+    # reduce to its central rank (mi250 x 2, no construction to beat) is no faster
+    from smtcoll.synth.scale.engine import _phases
+
+    topo, coll = _allreduce("mi250", 2)
+    tables = search_bounds(topo, coll).tables
+    assert tables is not None
+    for v in (0, 4, 17):
+        s = tables.gathered(v)
+        assert tables.at(v, s) >= topo.ranks and (s == 0 or tables.at(v, s - 1) < topo.ranks)
+    phases = _phases(topo, coll)
+    assert phases is not None
+    root = min(range(topo.ranks), key=lambda r: (max(topo.distances[r].values()), r))
+    # the reduce ends where the broadcast starts: the root holds every contribution after it
+    held = {r: {r} for r in range(topo.ranks)}
+    for step in phases[0].steps:
+        if held[root] == set(range(topo.ranks)):
+            break
+        before = {r: set(h) for r, h in held.items()}
+        for send in step.sends:
+            held[send.dst] |= before[send.src]
+        reduce_steps = phases[0].steps.index(step) + 1
+    assert held[root] == set(range(topo.ranks)) and reduce_steps >= tables.gathered(root)
+
+
+def test_the_phases_are_not_built_where_twice_the_roots_gathering_exceeds_the_construction(monkeypatch):
+    from smtcoll.synth.scale import engine
+
+    topo, coll = _allreduce("mi250", 9)
+    tables = search_bounds(topo, coll).tables
+    assert tables is not None and engine._own_reverse(topo)
+
+    def built(*args, **kwargs):
+        raise AssertionError("a phase was built")
+
+    monkeypatch.setattr(engine, "_plain", built)
+    root = min(range(topo.ranks), key=lambda r: (max(topo.distances[r].values()), r))
+    assert 2 * tables.gathered(root) > 7  # the constructions' 7 steps
+    assert engine._phases(topo, coll, 7, tables) is None
+    with pytest.raises(AssertionError, match="built"):  # where it could tie, the broadcast is built
+        engine._phases(topo, coll, 2 * tables.gathered(root), tables)
+
+
+@pytest.mark.parametrize("name", ["mi250", "dgx2"])
+def test_the_capacities_into_one_rank_over_its_own_groups_are_those_over_every_group(name):
+    # session 16: the recursion asks `_capacity` per rank with only the groups into that rank (a scan of every
+    # group per rank cost mi250 x 16 0.3 CPU s); any other group is skipped by `_capacity` itself
+    from smtcoll.bounds.entry import _capacity
+
+    topo, _ = _allreduce(name, 2)
+    into_one: dict[int, list] = {}
+    for g in topo.switches:
+        if len(set(g.dsts)) == 1:
+            into_one.setdefault(g.dsts[0], []).append(g)
+    for v in range(topo.ranks):
+        links = [l for l in topo.links if l.dst == v]
+        for part in (links, [l for l in links if l.src // (topo.ranks // 2) != v // (topo.ranks // 2)]):
+            assert _capacity(topo, part, {v}, groups=into_one.get(v, [])) == _capacity(topo, part, {v})
+
+
+@pytest.mark.parametrize("name,nodes", [("mi250", 2), ("a100", 3)])
+def test_the_phases_the_engine_builds_take_one_round_a_step(name, nodes):
+    # the premise of the prune above: the root's gathering bounds rounds, and the engine's one-address phases
+    # move one value per link a step (no step of several rounds), so it bounds their steps too
+    from smtcoll.synth.scale.engine import _phases
+
+    topo, coll = _allreduce(name, nodes)
+    phases = _phases(topo, coll)
+    assert phases is not None and all(step.rounds == 1 for step in phases[0].steps)

@@ -35,6 +35,7 @@ from __future__ import annotations
 import attrs
 
 from smtcoll.bounds import SearchBounds, search_bounds
+from smtcoll.bounds.reach import Tables
 from smtcoll.check.schedule import check_schedule
 from smtcoll.errors import SmtcollError
 from smtcoll.model import Collective, Schedule, Send, Step, Topology
@@ -97,7 +98,7 @@ def _any(topo: Topology, coll: Collective, b: SearchBounds | None = None) -> tup
     dual = dual_collective(coll)
     if dual is not None:
         return _reduction(topo, coll, dual)
-    return _allreduce(topo, coll)
+    return _allreduce(topo, coll, b)
 
 
 def _out_of_time(found: list[tuple[Schedule, str]]) -> bool:
@@ -223,7 +224,7 @@ def _reduction(topo: Topology, coll: Collective, dual: tuple[Collective, tuple[i
     return reverse_schedule(sched, topo, coll, addresses), f"dual of {method}"
 
 
-def _allreduce(topo: Topology, coll: Collective) -> tuple[Schedule, str]:
+def _allreduce(topo: Topology, coll: Collective, b: SearchBounds | None = None) -> tuple[Schedule, str]:
     doubling = _recursive_doubling(topo, coll)
     if doubling is not None:
         return doubling, "recursive doubling (hypercube)"
@@ -252,7 +253,8 @@ def _allreduce(topo: Topology, coll: Collective) -> tuple[Schedule, str]:
     # phases are most of the time at 1024 ranks: ring:1024 9 of 12 CPU s)
     shortest = min((len(s.steps) for s, _ in found), default=None)
     if shortest is None or len(coll.addresses) != 1 or shortest >= 2 * _radius(topo):
-        phases = _phases(topo, coll, None if shortest is None or len(coll.addresses) != 1 else shortest)
+        phases = _phases(topo, coll, None if shortest is None or len(coll.addresses) != 1 else shortest,
+                         None if b is None else b.tables)
         if phases is not None:
             found.insert(0, phases)
     return min(found, key=lambda x: (len(x[0].steps), x[0].rounds))
@@ -262,10 +264,17 @@ def _radius(topo: Topology) -> int:
     return min(max(topo.distances[r].values(), default=0) for r in range(topo.ranks))
 
 
-def _phases(topo: Topology, coll: Collective, beat: int | None = None) -> tuple[Schedule, str] | None:
+def _phases(topo: Topology, coll: Collective, beat: int | None = None, tables: Tables | None = None,
+            ) -> tuple[Schedule, str] | None:
     """Reduce, then broadcast. `beat`: None (the reduce not built) where the broadcast's steps and the
-    reduce's least (the farthest rank's hops to the root) exceed it; equal, the phases would win the tie
-    (mi250 x 16: 12 steps against the constructions' 7, the greedy reduce 2/3 of its 4.8 CPU s)."""
+    reduce's least exceed it; equal, the phases would win the tie (mi250 x 16: 12 steps against the
+    constructions' 7, the greedy reduce 2/3 of its 4.8 CPU s). The reduce's least: the farthest rank's hops to
+    the root, or, with `tables` (the reach recursion of the bounds), the rounds before the root may hold every
+    contribution; on a topology that is its own reverse the broadcast needs as many (its time-reversal is
+    such a reduce), so where twice that exceeds `beat` neither phase is built (mi250 x 9 / x 12 / x 16: 2 x 4
+    or 2 x 5 against 7; the broadcast alone 0.6-1.5 CPU s). That bound counts rounds; it bounds the phases'
+    steps because `_plain` moves one address in steps of one round each (a link carries the value once; a
+    step of several rounds would only let a NIC send it to several ranks: tested, tests/bounds/test_reach.py)."""
     addrs = coll.addresses
     p = topo.ranks
     if len(addrs) % p == 0:
@@ -276,6 +285,14 @@ def _phases(topo: Topology, coll: Collective, beat: int | None = None) -> tuple[
         central = sorted(range(p), key=lambda r: (max(topo.distances[r].values()), r))
         dest = {a: central[i % p] for i, a in enumerate(addrs)}
         shape = "reduce + broadcast"
+    least = 0
+    if beat is not None:  # one address: every contribution must reach the root, the farthest d hops away
+        root = dest[addrs[0]]
+        least = max(topo.distances[r].get(root, 0) for r in range(p))
+        if tables is not None:
+            least = max(least, tables.gathered(root))
+            if 2 * least > beat and _own_reverse(topo):
+                return None
     post = [(dest[coll.address[c]], c) for c in range(coll.chunks)]
     reduce = Collective(f"{coll.name}-reduce", p, coll.chunks, coll.pre, post, coll.address,
                         chunk_factor=coll.chunk_factor)
@@ -287,13 +304,17 @@ def _phases(topo: Topology, coll: Collective, beat: int | None = None) -> tuple[
                         if any(coll.address[c] == a for c in coll.post_sets[r])],
                        addrs, chunk_factor=coll.chunk_factor)
     second, m2 = _plain(topo, bcast, None)
-    if beat is not None:  # one address: every contribution must reach the root, the farthest d hops away
-        root = dest[addrs[0]]
-        far = max(topo.distances[r].get(root, 0) for r in range(p))
-        if len(second.steps) + far > beat:
-            return None
+    if beat is not None and len(second.steps) + least > beat:
+        return None
     first, m1 = _reduction(topo, reduce, dual)
     return Schedule(topo, coll, [*first.steps, *second.steps]), f"{shape}: {m1}; then {m2}"
+
+
+def _own_reverse(topo: Topology) -> bool:
+    """Whether every link and switch group of `topo` has its reverse, of the same bandwidth."""
+    links = {(l.src, l.dst, l.bandwidth) for l in topo.links}
+    groups = {(frozenset(g.srcs), frozenset(g.dsts), g.bandwidth) for g in topo.switches}
+    return all((v, u, w) in links for u, v, w in links) and all((d, s, w) in groups for s, d, w in groups)
 
 
 def _recursive_doubling(topo: Topology, coll: Collective) -> Schedule | None:
