@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import re
 from collections import deque
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
@@ -228,6 +229,15 @@ class Topology:
             for u in dict.fromkeys(g.srcs):
                 out.setdefault(u, []).append((i, dsts))
         return out
+
+    @property
+    def named_nodes(self) -> int:
+        """The node count `compose` writes into the name (`NAME-Nnodes`, then `-reversed` for a dual's reversed
+        machine; a topology file with `node` and `nodes` keeps it after its own name), 1 for any other name or
+        a count that does not divide the ranks. Node i holds ranks i*P .. i*P + P - 1."""
+        m = re.search(r"-(\d+)nodes(-reversed)?$", self.name)
+        count = int(m.group(1)) if m else 1
+        return count if count >= 1 and self.ranks % count == 0 else 1
 
     def reversed(self) -> Topology:
         """Every link and switch group turned around (for the duals of combining collectives)."""

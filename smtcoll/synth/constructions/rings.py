@@ -17,7 +17,6 @@ loads stay within the lanes by construction; the checker still judges the result
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Iterator, Sequence
 
 import attrs
@@ -33,11 +32,7 @@ MAX_CYCLES = 5000  # Hamiltonian cycles enumerated for the exact packing
 def nodes_of(topo: Topology) -> list[int]:
     """Node index of every rank. A composed topology (`Topology.compose`, named `NAME-Nnodes`) numbers
     node i's ranks i*P .. i*P + P - 1; anything else is one node."""
-    m = re.search(r"-(\d+)nodes$", topo.name.removesuffix("-reversed"))
-    count = int(m.group(1)) if m else 1
-    if count < 1 or topo.ranks % count:
-        count = 1
-    per = topo.ranks // count
+    per = topo.ranks // topo.named_nodes
     return [r // per for r in range(topo.ranks)]
 
 

@@ -24,8 +24,6 @@ each node from v. ndv2 x 16: 3 + 4 x 2 - 1 + 2 = 12 steps against the relay boun
 
 from __future__ import annotations
 
-import re
-
 from smtcoll.bounds.entry import node_of
 from smtcoll.model import Collective, Schedule, Topology
 from smtcoll.synth.scale.allreduce import _asap, _every_rank_all, _Plan, _schedule
@@ -177,10 +175,9 @@ def _named_nodes(topo: Topology) -> list[int] | None:
     """The nodes `Topology.compose` names (`...-Nnodes`, `...-Nnodes-reversed` for a dual's reversed
     machine), where no NIC group tells them apart (two nodes whose NICs each join one pair: dgx2 x 2, ndv2
     x 2; h100 x 2's NICs each join one GPU to its one peer on its rail). Callers check the nodes they use."""
-    m = re.search(r"-(\d+)nodes(-reversed)?$", topo.name)
-    if m is None or int(m.group(1)) < 2 or topo.ranks % int(m.group(1)):
+    if topo.named_nodes < 2:
         return None
-    p = topo.ranks // int(m.group(1))
+    p = topo.ranks // topo.named_nodes
     return [r // p for r in range(topo.ranks)]
 
 
