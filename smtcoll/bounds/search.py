@@ -18,6 +18,7 @@ from smtcoll.bounds.inflow import inflow_bound
 from smtcoll.bounds.lp import lp_bound
 from smtcoll.bounds.network import flow_network
 from smtcoll.bounds.ports import ports_bound
+from smtcoll.bounds.rails import rails_bound
 from smtcoll.bounds.reach import reach_bound, reach_tables
 from smtcoll.bounds.receive import receive_bound
 from smtcoll.bounds.relay import relay_bound
@@ -50,12 +51,13 @@ def lower_bounds(topo: Topology, coll: Collective, size: int | None = None, gbps
     reach = reach_bound(topo, coll, tables)  # one-address sums on nodes with few links inside: what a rank reaches
     inflow = inflow_bound(topo, coll, reach)  # one-address sums: what enters a node late reaches few ranks
     ports = ports_bound(topo, coll, tables)  # one-address sums on switch ports: the NIC GPUs feed the last rounds
+    rails = rails_bound(topo, coll)  # one-address sums: over NIC links alone a rank reaches only its rail
     held = holdings_bound(topo, coll)  # the ramp: what each rank can hold round by round
     others = [steps, receive, cut, lpb, hops, *([entry] if entry.value is not None else []),
               *([setcut] if setcut.value is not None else []),
               *([relay] if relay.value is not None else []), *([cycle] if cycle.value is not None else []),
               *([reach] if reach.value is not None else []), *([inflow] if inflow.value is not None else []),
-              *([ports] if ports.value is not None else [])]
+              *([ports] if ports.value is not None else []), *([rails] if rails.value is not None else [])]
     # the holdings bound is named only where it is stronger than all the others (or proves no schedule)
     top = max((b.value for b in others if b.value is not None), default=None)
     if held.value is None or top is None or held.value > top:
@@ -73,6 +75,8 @@ def lower_bounds(topo: Topology, coll: Collective, size: int | None = None, gbps
         rounds = attrs.evolve(rounds, witness={"from": "inflow", "inflow": inflow.witness}, note=explain(inflow))
     if rounds.witness.get("from") == "ports":  # nor the ports bound
         rounds = attrs.evolve(rounds, witness={"from": "ports", "ports": ports.witness}, note=explain(ports))
+    if rounds.witness.get("from") == "rails":  # nor the rails bound
+        rounds = attrs.evolve(rounds, witness={"from": "rails", "rails": rails.witness}, note=explain(rails))
     rpc = _rounds_per_chunk(cut, lpb, coll, hops, setcut)
     # the set-cut row is shown only where it is the strongest: it generalizes the receive and cut rows
     strongest = "setcut" in (rounds.witness.get("from"), rpc.witness.get("from"))
@@ -131,6 +135,7 @@ class SearchBounds:
     setcut: Bound | None = None  # bounds.setcut: rank sets, with the last step's tail (its per-chunk part is above)
     inflow: Bound | None = None  # bounds.inflow: one-address sums, what enters a node late reaches few ranks
     ports: Bound | None = None  # bounds.ports: one-address sums on switch ports, the NIC GPUs feed the last rounds
+    rails: Bound | None = None  # bounds.rails: one-address sums, over NIC links alone a rank reaches only its rail
 
     @property
     def steps_value(self) -> int:
@@ -147,7 +152,7 @@ class SearchBounds:
         computed for (a finer split lowers them: their ramps are counted in chunks of that size)."""
         best: tuple[int, Bound | None] = (0, None)
         # the entry bound's reason on ties: it names the node
-        for e in (self.setcut, self.ports, self.inflow, self.reach, self.cycle, self.holdings, self.relay, self.entry):
+        for e in (self.setcut, self.ports, self.rails, self.inflow, self.reach, self.cycle, self.holdings, self.relay, self.entry):
             if e is None or e.value is None or chunks != e.witness.get("chunks"):
                 continue
             if int(e.value) >= best[0]:
@@ -213,7 +218,8 @@ def search_bounds(topo: Topology, coll: Collective) -> SearchBounds:
     reach = reach_bound(topo, coll, tables)
     return SearchBounds(steps, q, why, entry_bound(topo, coll), _with_chunks(holdings_bound(topo, coll), coll),
                         relay_bound(topo, coll), cycle_bound(topo, coll), reach, setcut,
-                        inflow_bound(topo, coll, reach), _with_chunks(ports_bound(topo, coll, tables), coll))
+                        inflow_bound(topo, coll, reach), _with_chunks(ports_bound(topo, coll, tables), coll),
+                        rails_bound(topo, coll))
 
 
 def _with_chunks(b: Bound, coll: Collective) -> Bound:
@@ -273,6 +279,11 @@ def explain(b: Bound) -> str:
                 f"{w['must_hold']} after round {w['rounds']} only if they and the GPUs that send to them in round "
                 f"{w['rounds']} each take a value from one of the {len(w['rich'])} GPUs with links from other nodes "
                 f"in round {w['rounds'] - 1}: {w['receivers']} receivers, {len(w['rich'])} ports")
+    if b.name == "rails" and w:
+        return (f"rails: rank {w['rank']} must hold {w['must_hold']} contributions and can hold at most "
+                f"{', '.join(map(str, w['reach']))} after rounds 0..{len(w['reach']) - 1}: over links between nodes "
+                f"alone it is reached from only {', '.join(map(str, w['rail']))} ranks, every other contribution comes "
+                f"below a link inside a node (at most {', '.join(map(str, w['mixed']))})")
     if b.name == "lp" and w:
         return f"flow LP optimum {w['lp_optimum']}"
     if b.name == "setcut" and w:
