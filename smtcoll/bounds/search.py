@@ -152,7 +152,8 @@ class SearchBounds:
         computed for (a finer split lowers them: their ramps are counted in chunks of that size)."""
         best: tuple[int, Bound | None] = (0, None)
         # the entry bound's reason on ties: it names the node
-        for e in (self.setcut, self.ports, self.rails, self.inflow, self.reach, self.cycle, self.holdings, self.relay, self.entry):
+        for e in (self.setcut, self.ports, self.rails, self.inflow, self.reach, self.cycle, self.holdings, self.relay,
+                  self.entry):
             if e is None or e.value is None or chunks != e.witness.get("chunks"):
                 continue
             if int(e.value) >= best[0]:

@@ -55,8 +55,8 @@ def certificate_name(claim: Claim, topo: Topology, coll: Collective) -> str:
 
 
 def refuting_bound(claim: Claim, topo: Topology, coll: Collective) -> tuple[str, bounds.Bound] | None:
-    """The first bound (steps, receive, cut, holdings, entry, relay, cycle, reach, inflow, ports, rails, setcut) that rules the
-    claim's budget out, if any."""
+    """The first bound (steps, receive, cut, holdings, entry, relay, cycle, reach, inflow, ports, rails, setcut) that
+    rules the claim's budget out, if any."""
     from smtcoll import bounds  # networkx and scipy: imported when a bound is needed
 
     net = bounds.flow_network(topo)
