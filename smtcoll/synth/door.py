@@ -186,7 +186,7 @@ def _sums_shape(topo: Topology, coll: Collective, request: SynthRequest, scaled:
     if not found_groups:
         return None, ""
     t0, c0 = time.monotonic(), time.process_time()
-    lo, hi = scaled.bounds.least_steps(True, 1), len(scaled.schedule.steps)
+    lo, hi = scaled.bounds.aim_steps(), len(scaled.schedule.steps)
     target = min(hi - 1, lo * 3 // 2)
     least = min(size(topo, g, target) for g in found_groups)
     if least > MAX_SIZE:
@@ -233,7 +233,7 @@ def _lifted_sums(topo: Topology, coll: Collective, request: SynthRequest, scaled
     found kept. None where none applies, the searches find nothing or nothing lifted beats the engine."""
     from smtcoll.synth.scale import lift
 
-    lo, hi = scaled.bounds.least_steps(True, 1), len(scaled.schedule.steps)
+    lo, hi = scaled.bounds.aim_steps(), len(scaled.schedule.steps)
     n = lift.node_count(topo)
     if 2 * hi <= 3 * lo or n is None:
         return None
@@ -273,7 +273,7 @@ def _sub_search(sub: Topology, coll: Collective, request: SynthRequest, cap: int
     sub_groups = groups(sub, coll)
     if not sub_groups:
         return None
-    least = search_bounds(sub, coll).least_steps(True, 1)
+    least = search_bounds(sub, coll).aim_steps()
     # the search on m nodes answers most often at 1.5x its bound (its first count): lifted, that must beat the
     # engine (mi250 x 4, 5 for 3: the 2-node search would have to find 3, its bound, and is not tried)
     target = 3 * least // 2
