@@ -36,7 +36,8 @@ def test_eight_gpus_three_nodes_need_four_rounds_where_reach_says_three() -> Non
     assert b.witness["reach"][3] == 22
     rounds = lower_bounds(topo, coll, lp=False).rounds
     assert rounds.value == 4 and rounds.witness["from"] == "rails"
-    assert search_bounds(topo, coll).least_steps(True, 1) == 4
+    sb = search_bounds(topo, coll)
+    assert sb.least_steps(True, 1) == 4 and sb.aim_steps() == 3  # the searches aim as before the rails bound
     assert engine.synthesize(topo, coll).schedule.rounds >= 4  # below a schedule that verifies
 
 
