@@ -14,10 +14,17 @@ r = ceil(log2 m); the passives grow intervals of L = m - 2^(r - 1) blocks over t
 and the passive of block b + 2^(r - 1) exchange: complementary intervals, so every GPU ends with the total.
 s + r steps.
 
-nvl36 x 3 (36 GPUs on a switch, 18 NICs each shared by a GPU pair, 18 rails): groups of 2 NICs, 9 blocks: the
-search finds s = 3 on the group's 12 GPUs (no schedule of 3 rounds completes all 12, z3 proves it; one GPU per
-NIC it does), then 4 rounds of intervals (8 blocks, then the passive's 1): **7** steps (the lanes: 9; bound 5).
-The checker judges the whole schedule; nothing is kept that it refuses.
+The group's search: the same sends in every node, shifted by one node (n times fewer choices), written as
+propositional SMT-LIB text (what each GPU holds, contribution by contribution; an arrival disjoint from what its
+receiver holds and from the other arrivals, two links of one port or NIC never both) and answered by z3's SAT
+core within a budget of resource units (deterministic); the sizes g tried by the fewest steps s + r first (a
+GPU holds at most 3^s), groups of at most GROUP_RANKS GPUs. The checker judges the whole schedule; nothing is
+kept that it refuses.
+
+nvl36 (36 GPUs on a switch, 18 NICs each shared by a GPU pair, 18 rails) x 3: groups of 2 NICs, 9 blocks: s = 3
+on the group's 12 GPUs (no 3 rounds complete all 12, z3 proves it; one GPU per NIC they do), then 4 rounds of
+intervals (8 blocks, then the passive's 1): **7** steps (the lanes: 9; bound 5). x 5 and x 6: s = 4 on 20 and
+24 GPUs, **8** (10; bound 5). Not found from 7 nodes up (groups of 1 NIC: none in 4 rounds within the budget).
 """
 
 from __future__ import annotations
@@ -31,8 +38,9 @@ from smtcoll.check.schedule import check_schedule
 from smtcoll.model import Collective, Schedule, Send, Step, Topology
 
 GROUP_ROUNDS = 4  # the group's search tries s = 2..GROUP_ROUNDS rounds
-GROUP_RANKS = 12  # and is built only for groups of at most this many GPUs (n nodes x 2 g): z3 answers those
-RLIMIT = 30_000_000  # z3 resource units per attempt: deterministic, about 5 CPU s at most
+GROUP_RANKS = 24  # and is built only for groups of at most this many GPUs (n nodes x 2 g): z3 answers those
+RLIMIT = 8_000_000  # z3 resource units per attempt (deterministic; nvl36 x 6 finds with 5.4 M, about 1 CPU s)
+WORK = 10_000_000  # and in all: where nothing is found (nvl36 x 7 and up) about 3 CPU s are lost
 
 
 def rail_groups(topo: Topology, coll: Collective, below: int) -> Schedule | None:
@@ -49,8 +57,12 @@ def rail_groups(topo: Topology, coll: Collective, below: int) -> Schedule | None
         if r is not None:
             least = max(2, math.ceil(math.log(2 * g * n, 3) - 1e-9))
             tries += [(s + r, g, s) for s in range(least, GROUP_ROUNDS + 1) if s + r < below]
+    spent = 0
     for _, g, s in sorted(tries):
-        found = _group_search(topo, n, p, nics[:g], s)
+        if spent >= WORK:
+            break
+        found, used = _group_search(topo, n, p, nics[:g], s, min(RLIMIT, WORK - spent))
+        spent += used
         if found is None:
             continue
         sched = _compose(topo, coll, n, p, nics, g, s, *found)
@@ -97,60 +109,92 @@ def _interval_rounds(m: int) -> int | None:
     return r
 
 
-def _group_search(topo: Topology, n: int, p: int, nics: list[tuple[int, int]], s: int, symmetric: bool = True,
-                  ) -> tuple[list[list[tuple[int, int]]], list[int]] | None:
+def _group_search(topo: Topology, n: int, p: int, nics: list[tuple[int, int]], s: int, units: int,
+                  symmetric: bool = True) -> tuple[tuple[list[list[tuple[int, int]]], list[int]] | None, int]:
     """A schedule of s rounds on the rail group of `nics` (local rank pairs), over the machine's own links and
     switch groups among its GPUs, after which one GPU of every NIC of every node holds the group's block: its
-    sends per round and the actives (ranks of the machine); None where z3 finds none within RLIMIT."""
+    sends per round and the actives (ranks of the machine), or None where z3 finds none within `units`; and the
+    units spent."""
     import z3
 
     local = sorted(x for nic in nics for x in nic)
+    w = len(local)
     ranks = [a * p + x for a in range(n) for x in local]
     index = {v: i for i, v in enumerate(ranks)}
     k = len(ranks)
-    links = sorted((l.src, l.dst) for l in topo.links if l.bandwidth > 0 and l.src in index and l.dst in index)
-    groups = [(g.bandwidth, [(u, v) for u, v in links if u in g.srcs and v in g.dsts]) for g in topo.switches]
+    links = sorted((index[l.src], index[l.dst]) for l in topo.links
+                   if l.bandwidth > 0 and l.src in index and l.dst in index)
+    linked = set(links)
+    groups = [(g.bandwidth, [(index[u], index[v]) for u in g.srcs if u in index for v in g.dsts
+                             if v in index and (index[u], index[v]) in linked]) for g in topo.switches]
     groups = [(bw, ls) for bw, ls in groups if len(ls) > bw]
-    ctx = z3.Context()  # a fresh context: the terms' order, and so the model, do not depend on earlier searches
-    solver = z3.Solver(ctx=ctx)
-    solver.set("rlimit", RLIMIT)
-    held = [z3.BitVecVal(1 << i, k, ctx) for i in range(k)]
-    sends: list[dict[tuple[int, int], z3.BoolRef]] = []
+    # link -> the groups of bandwidth 1 it is in: two links of one such group never both carry a value
+    one: dict[tuple[int, int], set[int]] = {}
+    for gi, (bw, ls) in enumerate(groups):
+        if bw == 1:
+            for l in ls:
+                one.setdefault(l, set()).add(gi)
+
+    def shift(i: int) -> tuple[int, int]:
+        """(the node-0 rank of i's orbit, the shift a that maps it to i) under the node rotation."""
+        return i % w, i // w
+
+    def e(t: int, l: tuple[int, int]) -> str:
+        if not symmetric:  # the same sends in every node, shifted: n times fewer choices
+            return f"e{t}_{l[0]}_{l[1]}"
+        u0, a = shift(l[0])
+        return f"e{t}_{u0}_{(l[1] - a * w) % k}"
+
+    def h(t: int, i: int, c: int) -> str:
+        if t == 0:
+            return "true" if i == c else "false"
+        if not symmetric:
+            return f"h{t}_{i}_{c}"
+        i0, a = shift(i)
+        return f"h{t}_{i0}_{(c - a * w) % k}"
+
+    names: set[str] = set()
+    lines = []
     for t in range(1, s + 1):
-        e = {l: z3.Bool(f"e{t}_{l[0]}_{l[1]}", ctx) for l in links}
-        sends.append(e)
         for bw, ls in groups:
-            solver.add(z3.AtMost(*[e[l] for l in ls], bw))
-        now = []
-        for v in ranks:
-            into = [(e[(u, w)], held[index[u]]) for u, w in links if w == v]
-            mine = held[index[v]]
-            for b, x in into:
-                solver.add(z3.Implies(b, mine & x == 0))
-            for (b1, x1), (b2, x2) in itertools.combinations(into, 2):
-                solver.add(z3.Implies(z3.And(b1, b2), x1 & x2 == 0))
-            h = z3.BitVec(f"h{t}_{v}", k, ctx)
-            acc = mine
-            for b, x in into:
-                acc = acc | z3.If(b, x, z3.BitVecVal(0, k, ctx))
-            solver.add(h == acc)
-            now.append(h)
-        held = now
-    full = (1 << k) - 1
-    for a in range(n):
+            lines.append(f"((_ at-most {bw}) {' '.join(e(t, l) for l in ls)})")
+        for v in range(k if not symmetric else w):
+            into = [l for l in links if l[1] == v]
+            names.update(e(t, l) for l in into)
+            for c in range(k):
+                for l in into:  # an arrival is disjoint from what v holds, and from the others (never a copy)
+                    lines.append(f"(or (not {e(t, l)}) (not {h(t - 1, v, c)}) (not {h(t - 1, l[0], c)}))")
+                for l1, l2 in itertools.combinations(into, 2):
+                    if not one.get(l1, set()) & one.get(l2, set()):
+                        lines.append(f"(or (not {e(t, l1)}) (not {e(t, l2)}) (not {h(t - 1, l1[0], c)}) "
+                                     f"(not {h(t - 1, l2[0], c)}))")
+                parts = " ".join(f"(and {e(t, l)} {h(t - 1, l[0], c)})" for l in into)
+                names.add(h(t, v, c))
+                lines.append(f"(= {h(t, v, c)} (or {h(t - 1, v, c)} {parts}))")
+        names.update(e(t, l) for l in links)
+    for a in range(n if not symmetric else 1):
         for u, v in nics:
-            solver.add(z3.Or(held[index[a * p + u]] == full, held[index[a * p + v]] == full))
-    if symmetric:  # the same sends in every node, shifted: n times fewer choices (z3 answers n = 5 at all)
-        for e in sends:
-            for u, v in links:
-                solver.add(e[(u, v)] == e[((u + p) % (n * p), (v + p) % (n * p))])
-    if solver.check() != z3.sat:
-        return None
+            both = [" ".join(h(s, index[a * p + x], c) for c in range(k)) for x in (u, v)]
+            lines.append(f"(or (and {both[0]}) (and {both[1]}))")
+    text = "".join(f"(declare-const {x} Bool)\n" for x in sorted(names))
+    text += "".join(f"(assert {x})\n" for x in lines)
+    ctx = z3.Context()  # a fresh context: the terms' order, and so the model, do not depend on earlier searches
+    solver = z3.SolverFor("QF_FD", ctx=ctx)  # propositional: z3's SAT core (bit-vector sets: n = 5 unknown)
+    solver.set("rlimit", units)
+    solver.from_string(text)
+    verdict = solver.check()
+    spent = int(solver.statistics().get_key_value("rlimit count"))
+    if verdict != z3.sat:
+        return None, spent
     model = solver.model()
-    rounds = [[l for l in links if z3.is_true(model.eval(e[l], model_completion=True))] for e in sends]
-    active = [a * p + (u if model.eval(held[index[a * p + u]]).as_long() == full else v)
-              for a in range(n) for u, v in nics]
-    return rounds, active
+    value = {str(d): z3.is_true(model[d]) for d in model.decls()}
+    rounds = [[(ranks[u], ranks[v]) for u, v in links if value.get(e(t, (u, v)), False)] for t in range(1, s + 1)]
+
+    def full(i: int) -> bool:
+        return all(value.get(h(s, i, c), False) for c in range(k))
+
+    active = [a * p + (u if full(index[a * p + u]) else v) for a in range(n) for u, v in nics]
+    return (rounds, active), spent
 
 
 def _compose(topo: Topology, coll: Collective, n: int, p: int, nics: list[tuple[int, int]], g: int, s: int,
