@@ -3,9 +3,12 @@ few NICs' GPUs of every node, then intervals of blocks inside the node."""
 
 from __future__ import annotations
 
+import pytest
+
 from smtcoll import library
 from smtcoll.check.schedule import check_schedule
 from smtcoll.model import Collective, Nic, Topology
+from smtcoll.synth.door import synthesize
 from smtcoll.synth.exact.rail_groups import _interval_rounds, rail_groups
 
 
@@ -40,3 +43,12 @@ def test_the_intervals_and_the_shape() -> None:
     assert rail_groups(topo, coll, 99) is None
     topo, _ = _pairs(12, 3)
     assert rail_groups(topo, library.collective("allgather", topo.ranks), 99) is None
+
+
+@pytest.mark.slow  # about 5 CPU s: the engine, then the search and the whole schedule checked
+def test_synth_takes_it_where_the_symmetric_search_is_too_large() -> None:
+    # the default synth (no method): the engine's lanes 9, the machine's own search beyond its size limit
+    topo, coll = _pairs(36, 3)
+    r = synthesize(topo, coll)
+    assert r.schedule is not None and len(r.schedule.steps) == 7 and r.method.startswith("exact: rail groups")
+    assert check_schedule(r.schedule).verdict == "ok"
