@@ -39,8 +39,8 @@ from smtcoll.model import Collective, Schedule, Send, Step, Topology
 
 GROUP_ROUNDS = 4  # the group's search tries s = 2..GROUP_ROUNDS rounds
 GROUP_RANKS = 24  # and is built only for groups of at most this many GPUs (n nodes x 2 g): z3 answers those
-RLIMIT = 8_000_000  # z3 resource units per attempt (deterministic; nvl36 x 6 finds with 5.4 M, about 1 CPU s)
-WORK = 10_000_000  # and in all: where nothing is found (nvl36 x 7 and up) about 3 CPU s are lost
+RLIMIT = 6_000_000  # z3 resource units per attempt (deterministic; nvl36 x 6 finds with 5.4 M, about 1 CPU s)
+WORK = 8_000_000  # and in all: where nothing is found (nvl36 x 7, x 9 and up) about 1.5 CPU s are lost
 
 
 def rail_groups(topo: Topology, coll: Collective, below: int) -> Schedule | None:
@@ -58,7 +58,7 @@ def rail_groups(topo: Topology, coll: Collective, below: int) -> Schedule | None
             least = max(2, math.ceil(math.log(2 * g * n, 3) - 1e-9))
             tries += [(s + r, g, s) for s in range(least, GROUP_ROUNDS + 1) if s + r < below]
     spent = 0
-    for _, g, s in sorted(tries):
+    for _, g, s in sorted(tries, key=lambda x: (x[0], -x[1])):  # the larger group first: it finds sooner
         if spent >= WORK:
             break
         found, used = _group_search(topo, n, p, nics[:g], s, min(RLIMIT, WORK - spent))
