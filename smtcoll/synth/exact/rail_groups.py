@@ -24,7 +24,8 @@ kept that it refuses.
 nvl36 (36 GPUs on a switch, 18 NICs each shared by a GPU pair, 18 rails) x 3: groups of 2 NICs, 9 blocks: s = 3
 on the group's 12 GPUs (no 3 rounds complete all 12, z3 proves it; one GPU per NIC they do), then 4 rounds of
 intervals (8 blocks, then the passive's 1): **7** steps (the lanes: 9; bound 5). x 5 and x 6: s = 4 on 20 and
-24 GPUs, **8** (10; bound 5). Not found from 7 nodes up (groups of 1 NIC: none in 4 rounds within the budget).
+24 GPUs, **8** (10; bound 5); x 8 9 (10). Not found at 7, 9-12 nodes (groups of 1 NIC: none in 4 rounds within
+the budget), nor tried from 13 (no group of at most GROUP_RANKS GPUs).
 """
 
 from __future__ import annotations
