@@ -5,7 +5,8 @@ routing), `demand` (what must be received), `distance`, `receive`, `cuts` (cuts 
 (what a rank can hold round by round), `relay` (what a node knows of the others, relayed through it), `cycle`
 (one-address sums on an odd cycle), `reach` (one-address sums on nodes with few links inside),
 `inflow` (one-address sums: what enters a node late reaches few of its ranks), `ports` (one-address sums
-on switch ports: the few GPUs with NICs cannot feed the others' last two rounds), `setcut`
+on switch ports: the few GPUs with NICs cannot feed the others' last two rounds), `rails` (one-address sums:
+over NIC links alone a rank reaches only its rail), `setcut`
 (what a set of ranks must receive or send in all, over what reaches its members, shared ports counted once),
 `lp` (the
 HiGHS layer and the flow LP), `forest` (ForestColl's Allgather cut formula), `time` (the k-synchronous
@@ -26,6 +27,7 @@ from smtcoll.bounds.inflow import inflow_bound
 from smtcoll.bounds.lp import lp_bound
 from smtcoll.bounds.network import cut_capacity, flow_network
 from smtcoll.bounds.ports import ports_bound
+from smtcoll.bounds.rails import rails_bound
 from smtcoll.bounds.reach import reach_bound
 from smtcoll.bounds.receive import receive_bound
 from smtcoll.bounds.relay import relay_bound
@@ -47,6 +49,6 @@ from smtcoll.bounds.witness import check_witness
 __all__ = ["Bound", "Bounds", "SearchBounds", "best_rounds", "candidate_cuts", "check_witness", "cut_bound",
            "cut_capacity", "cut_witness", "cycle_bound", "distance_bound", "entry_bound", "explain", "flow_network",
            "gb_capacities", "holdings_bound", "hops_bound", "inflow_bound", "lower_bounds", "lp_bound", "min_rounds",
-           "min_steps", "must_enter", "must_receive", "must_receive_all", "ports_bound", "reach_bound", "receive_bound",
-           "relay_bound", "search_bounds", "setcut_bound", "strongest_bounds", "throughput_bound", "time_bound",
-           "unit_speed"]
+           "min_steps", "must_enter", "must_receive", "must_receive_all", "ports_bound", "rails_bound", "reach_bound",
+           "receive_bound", "relay_bound", "search_bounds", "setcut_bound", "strongest_bounds", "throughput_bound",
+           "time_bound", "unit_speed"]

@@ -16,6 +16,7 @@ from smtcoll.bounds.holdings import holdings_bound
 from smtcoll.bounds.inflow import inflow_bound
 from smtcoll.bounds.network import cut_capacity
 from smtcoll.bounds.ports import ports_bound
+from smtcoll.bounds.rails import rails_bound
 from smtcoll.bounds.reach import reach_bound
 from smtcoll.bounds.relay import relay_bound
 from smtcoll.bounds.results import Bound
@@ -31,6 +32,7 @@ RECOMPUTED: dict[str, tuple[Callable[[Topology, Collective], Bound], tuple[str, 
     "reach": (reach_bound, ("rank", "must_hold", "reach", "ramp")),
     "inflow": (inflow_bound, ("node", "ranks", "outside", "entry", "fanout", "ramp", "inflow", "must", "early")),
     "ports": (ports_bound, ("node", "rounds", "must_hold", "rich", "need", "receivers", "patterns")),
+    "rails": (rails_bound, ("rank", "must_hold", "rail", "mixed", "reach")),
 }
 
 
@@ -83,7 +85,7 @@ def check_witness(kind: str, witness: dict[str, Any], topo: Topology, coll: Coll
     except (KeyError, TypeError, ValueError) as e:
         raise ModelError("witness", f"malformed {kind} witness: {e}") from None
     raise ModelError("witness", f"unknown bound kind {kind!r} (expected steps, receive, cut, hops, holdings, entry, "
-                                f"relay, cycle, reach, inflow, ports or setcut)")
+                                f"relay, cycle, reach, inflow, ports, rails or setcut)")
 
 
 def _fraction(x: Any, what: str) -> Fraction:

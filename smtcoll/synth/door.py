@@ -186,11 +186,11 @@ def _sums_shape(topo: Topology, coll: Collective, request: SynthRequest, scaled:
     if not found_groups:
         return None, ""
     t0, c0 = time.monotonic(), time.process_time()
-    lo, hi = scaled.bounds.least_steps(True, 1), len(scaled.schedule.steps)
+    lo, hi = scaled.bounds.aim_steps(), len(scaled.schedule.steps)
     target = min(hi - 1, lo * 3 // 2)
     least = min(size(topo, g, target) for g in found_groups)
     if least > MAX_SIZE:
-        lifted = _lifted_sums(topo, coll, request, scaled)
+        lifted = _composed_sums(topo, coll, request, scaled)
         if lifted is not None:
             return lifted, ""
         return None, (f"; the symmetric search for sums is not tried: its encoding of {target} steps (about "
@@ -215,12 +215,32 @@ def _sums_shape(topo: Topology, coll: Collective, request: SynthRequest, scaled:
     if found is None:
         # the search on fewer nodes, lifted, where the machine's own found nothing (held-out h100 x 6: 7 steps by
         # the engine, none from the search of 48 GPUs in 13 CPU s; 4 on 2 nodes in 0.1 s, three groups: 6)
-        lifted = _lifted_sums(topo, coll, request, scaled)
+        lifted = _composed_sums(topo, coll, request, scaled)
         if lifted is not None:
             return lifted, ""
         return None, (f"; the symmetric search for sums found no schedule of {lo}..{hi - 1} steps within "
                       f"{spent} work units" if tried else "")
     return _shaped(found, "symmetric sums", scaled, t0, c0, tried, spent), ""
+
+
+def _composed_sums(topo: Topology, coll: Collective, request: SynthRequest, scaled: Scaled) -> SynthResult | None:
+    """Where the machine's own symmetric search is too large or found nothing: the fewest steps of the search on
+    fewer nodes lifted (`_lifted_sums`) and of the rail groups (synth/exact/rail_groups.py: switch nodes with
+    NICs shared by GPU pairs, a small search on a few NICs' GPUs of every node, then intervals of blocks inside
+    the node; nvl36 x 3: 7, where the engine's lanes take 9), each only where what is known so far is above 1.5x
+    of the bound the searches aim from. None where neither beats the engine."""
+    from smtcoll.synth.exact.rail_groups import rail_groups
+
+    lifted = _lifted_sums(topo, coll, request, scaled)
+    lo = scaled.bounds.aim_steps()
+    hi = len(scaled.schedule.steps) if lifted is None or lifted.schedule is None else len(lifted.schedule.steps)
+    if 2 * hi <= 3 * lo:  # the engine or the lift is within 1.5x of the aim (nvl36 x 4: 7 for 5, 1.2 CPU s saved)
+        return lifted
+    t0, c0 = time.monotonic(), time.process_time()
+    found = rail_groups(topo, coll, hi)
+    if found is None:
+        return lifted
+    return _shaped(found, "rail groups, then intervals of blocks", scaled, t0, c0, [], 0)
 
 
 def _lifted_sums(topo: Topology, coll: Collective, request: SynthRequest, scaled: Scaled) -> SynthResult | None:
@@ -233,7 +253,7 @@ def _lifted_sums(topo: Topology, coll: Collective, request: SynthRequest, scaled
     found kept. None where none applies, the searches find nothing or nothing lifted beats the engine."""
     from smtcoll.synth.scale import lift
 
-    lo, hi = scaled.bounds.least_steps(True, 1), len(scaled.schedule.steps)
+    lo, hi = scaled.bounds.aim_steps(), len(scaled.schedule.steps)
     n = lift.node_count(topo)
     if 2 * hi <= 3 * lo or n is None:
         return None
@@ -273,7 +293,7 @@ def _sub_search(sub: Topology, coll: Collective, request: SynthRequest, cap: int
     sub_groups = groups(sub, coll)
     if not sub_groups:
         return None
-    least = search_bounds(sub, coll).least_steps(True, 1)
+    least = search_bounds(sub, coll).aim_steps()
     # the search on m nodes answers most often at 1.5x its bound (its first count): lifted, that must beat the
     # engine (mi250 x 4, 5 for 3: the 2-node search would have to find 3, its bound, and is not tried)
     target = 3 * least // 2
