@@ -416,6 +416,8 @@ def _owners(n: int, ratio: Callable[[list[int]], Fraction], starts: list[list[in
 
     # the best start (fewest addresses among equals), then one address more or less on one rank at a time
     scored = [(c, sum(w), w) for w in starts if (c := per_root(w)) is not None]
+    if not scored:
+        raise NotApplicable("some rank cannot be reached")
     best, _, weights = min(scored, key=lambda t: (t[0], t[1]))
     most = max(MAX_OWNED, *weights)
     improved = True
