@@ -270,7 +270,10 @@ def _topology(data: Any, base: Path | None) -> Topology:
         if topo.ranks * nodes > library.MAX_RANKS:
             raise _Located("nodes", f"= {nodes}: more than {library.MAX_RANKS} ranks in all")
         composed = topo.compose(nodes)
-        topo = Topology(name or composed.name, composed.ranks, composed.links, composed.switches)
+        # the name keeps compose's `-Nnodes` (`Topology.named_nodes`): what tells the constructions and the cost
+        # model the nodes
+        named = name if not name or name.endswith(f"-{nodes}nodes") else f"{name}-{nodes}nodes"
+        topo = Topology(named or composed.name, composed.ranks, composed.links, composed.switches)
     return topo
 
 

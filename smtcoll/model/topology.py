@@ -233,8 +233,8 @@ class Topology:
     @property
     def named_nodes(self) -> int:
         """The node count `compose` writes into the name (`NAME-Nnodes`, then `-reversed` for a dual's reversed
-        machine), 1 for any other name or a count that does not divide the ranks. Node i holds ranks
-        i*P .. i*P + P - 1."""
+        machine; a topology file with `node` and `nodes` keeps it after its own name), 1 for any other name or
+        a count that does not divide the ranks. Node i holds ranks i*P .. i*P + P - 1."""
         m = re.search(r"-(\d+)nodes(-reversed)?$", self.name)
         count = int(m.group(1)) if m else 1
         return count if count >= 1 and self.ranks % count == 0 else 1

@@ -250,7 +250,7 @@ def machine(topo: Topology, nodes: int, model: Model) -> Machine:
     between nodes goes through a NIC)."""
     from smtcoll.model.timed import group_gbps
 
-    per_node = max(1, topo.ranks // max(1, nodes))
+    per_node = max(1, topo.ranks // max(1, nodes, topo.named_nodes))  # a file's own nodes (`node`, `nodes`)
     per_byte: dict[tuple[int, int], Fraction] = {}
     kind: dict[tuple[int, int], str] = {}
     alpha: dict[tuple[int, int], Fraction] = {}
@@ -350,12 +350,16 @@ def predict(program: Any, m: Machine, model: Model, low: int, high: int,
     lats = sorted({lat for lat, _ in table.values()})
     coefs = sorted({h for _, held in table.values() for _, h in held})
 
+    # the order names thread blocks by their index in `tbs`, which the timing key does not fix: a program of the
+    # same key may hold other copy-only thread blocks (the out-of-place Allgather's), so it is kept per layout
+    layout = ("order", tuple((t.rank, t.tb_id, len(t.trans)) for t in tbs))
+
     def served() -> list[int] | None:
-        if known is not None and "order" in known:
-            return known["order"]
+        if known is not None and layout in known:
+            return known[layout]
         out = serving_order(program, m, model, tbs)
         if known is not None:
-            known["order"] = out
+            known[layout] = out
         return out
 
     def _tangent(size: Fraction) -> Line | None:

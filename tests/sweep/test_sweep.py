@@ -347,6 +347,10 @@ def test_packed_run_is_the_affine_run_and_modes_share_their_timing():
         curves[mode] = cost.predict(program, m, model, 1024, 1 << 30, memo=memo)
         assert curves[mode] == exact and len(exact.lines) > 1
         assert (len(memo) > before) == (mode == "outofplace")  # in place: every line from the memo
+    # at sizes the memo has no line for, the in-place program runs in its own order: the out-of-place order
+    # names its copy thread blocks too (it crashed the sweep on a 32-GPU Allgather, session 17)
+    assert cost.predict(program, m, model, 4096, 1 << 29, memo=memo) == cost.predict(program, m, model, 4096, 1 << 29,
+                                                                                      packed=False)
     reduce = next(c for c in constructions(topo, specs.resolve_collective("reducescatter", 8)) if c.name == "nccl_ring")
     program = lower(reduce.schedule, LowerOptions(1, "LL", "executor", "outofplace", 1024, 1 << 30)).program
     before = len(memo)
