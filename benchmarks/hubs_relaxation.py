@@ -23,6 +23,10 @@ round 2 (the reach recursion's ramp):
    mi250 x 4: L(10, 4) = 80 (HiGHS, optimal), 4 x 80 + 10 x 16 + 4 x 32 = 608 < 16 x (64 - 24) = 640.
 
     python benchmarks/hubs_relaxation.py [--l2 10 --l1 4]
+    python benchmarks/hubs_relaxation.py --survey
+
+--survey: where the certified `hubs` bound (smtcoll/bounds/hubs.py) applies and binds, on every built-in machine
+at 1..16 nodes and every held-out file at 1, 2, 3, 5 nodes (one line per instance where the reach bound is 3).
 """
 
 from __future__ import annotations
@@ -105,11 +109,46 @@ def node_bound(nbr: dict[int, list[int]], tight: list[int], l2: float, l1: float
     return float(-res.fun)
 
 
+def survey() -> None:
+    from smtcoll import specs
+    from smtcoll.bounds.hubs import hubs_bound
+
+    start = time.process_time()
+    cases = []
+    for name in ("dgx1", "ndv2", "dgx2", "a100", "mi250", "amd8"):
+        for k in range(1, 17):
+            try:
+                cases.append((f"{name} x {k}", library.topology(name, k)))
+            except Exception:  # no NIC model, or too many ranks: not composed
+                continue
+    for path in sorted(Path(__file__).resolve().parent.glob("topologies/heldout/*.toml")):
+        for k in (1, 2, 3, 5):
+            try:
+                cases.append((f"{path.name} x {k}", specs.load_topology(path, k)))
+            except Exception:
+                continue
+    binds = 0
+    for label, topo in cases:
+        coll = library.collective("allreduce", topo.ranks)
+        tables = reach_tables(topo, coll)
+        if isinstance(tables, str) or tables.t != 3:
+            continue
+        b = hubs_bound(topo, coll, tables)
+        binds += b.value is not None
+        value, why = ("-", b.note) if b.value is None else (b.value, "binds")
+        print(f"{label}: reach 3, hubs {value} ({why})")
+    print(f"{len(cases)} instances, the hubs bound binds on {binds} ({time.process_time() - start:.1f} CPU s)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--l2", type=float, default=10)
     ap.add_argument("--l1", type=float, default=4)
+    ap.add_argument("--survey", action="store_true")
     args = ap.parse_args()
+    if args.survey:
+        survey()
+        return
     start = time.process_time()
     nodes = 4
     topo = library.topology("mi250", nodes)
