@@ -101,9 +101,12 @@ def hubs_bound(topo: Topology, coll: Collective, tables: Tables | str | None = N
     for ks in ((3,), (2, 1), (1, 2)):  # 3 rounds in fewer steps: a tree of fewer levels
         if math.prod(1 + widest + k * max(cap) for k in ks) >= n:
             return Bound("hubs", None, "rounds", {}, "3 rounds in fewer, longer steps not excluded")
+    # Psi_v is at least its ball's ranks as stars of one (no sends: 1 + R_y each); where that with the hubs' part
+    # reaches the need, no multipliers of these can exclude 3 rounds (mi250 x 3: 192 + 216 >= 288): skip the search
+    floor = sum(1 + cap[y] for v in tight for y in balls[v][1])
     for a, b in TRIES:
         lam = {mu: max(0, mu * a - b) for mu in targets}
-        if sum(lam[mu] * k for mu, k in targets.items()) >= need:  # the hubs' part alone reaches it
+        if floor + sum(lam[mu] * k for mu, k in targets.items()) >= need:
             continue
         psi, free = _node_shares(nb, cap, tight, balls, nodes, lam)
         total = sum(psi.values()) + free + sum(lam[mu] * k for mu, k in targets.items())
