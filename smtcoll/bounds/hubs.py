@@ -41,6 +41,7 @@ only where those products are below N too (mi250: 7 x 6 = 42 < 64). Applies only
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from fractions import Fraction
 from functools import cache
 from itertools import combinations
@@ -108,7 +109,7 @@ def hubs_bound(topo: Topology, coll: Collective, tables: Tables | str | None = N
         lam = {mu: max(0, mu * a - b) for mu in targets}
         if floor + sum(lam[mu] * k for mu, k in targets.items()) >= need:
             continue
-        psi, free = _node_shares(nb, cap, tight, balls, nodes, lam)
+        psi, free = _node_shares(nb, cap, tight, balls, lam)
         total = sum(psi.values()) + free + sum(lam[mu] * k for mu, k in targets.items())
         if total < need:
             w: dict[str, Any] = {"tight": tight, "ramp2": m2, "multipliers": [[mu, lam[mu]] for mu in sorted(lam)],
@@ -132,7 +133,7 @@ def _ball(nb: list[list[int]], v: int, d: int) -> frozenset[int]:
 
 
 def _node_shares(nb: list[list[int]], cap: list[int], tight: list[int],
-                 balls: dict[int, tuple[frozenset[int], frozenset[int], frozenset[int]]], nodes: list[int],
+                 balls: dict[int, tuple[frozenset[int], frozenset[int], frozenset[int]]],
                  lam: dict[int, int]) -> tuple[dict[int, Fraction], Fraction]:
     """Psi_v for each tight rank and the hubs in no tight rank's 2-hop ball (their most, g_h(deg h))."""
     count = [0] * len(nb)
@@ -153,11 +154,11 @@ def _node_shares(nb: list[list[int]], cap: list[int], tight: list[int],
         if key not in memo:
             memo[key] = _psi(sorted(balls[v][1]), len(balls[v][2]), nb, cap, count, g)
         psi[v] = memo[key]
-    del nodes
     return psi, free
 
 
-def _psi(ball2: list[int], within3: int, nb: list[list[int]], cap: list[int], count: list[int], g: Any) -> Fraction:
+def _psi(ball2: list[int], within3: int, nb: list[list[int]], cap: list[int], count: list[int],
+         g: Callable[[int, int], int]) -> Fraction:
     """The most of stars_v + the hubs' shares over v's 2-hop ball, exactly: every set O of star centres (a rank of
     the ball outside O keeps its most share, every neighbour sending to it), every assignment of the other ranks
     to an adjacent centre (at most one each: the stars are disjoint), the stars' ranks at most `within3`."""
