@@ -57,6 +57,9 @@ from smtcoll.model import Collective, Topology
 # the multipliers tried, l_mu = mu a - b (mi250 x 4: (6, 2), l = (4, 10) for mult (1, 2), and (6, 3) work; on a
 # wider grid, mi250 x 2 and x 3 miss by 248 and 180: their need is small)
 TRIES = ((6, 2), (6, 3))
+# Psi_v tries every set of star centres in the 2-hop ball: bounded so that search_bounds stays cheap (mi250: 8
+# ranks, 3 x 4 torus nodes: 10; a switch node's ball is the node)
+MAX_BALL = 12
 
 
 def hubs_bound(topo: Topology, coll: Collective, tables: Tables | str | None = None) -> Bound:
@@ -89,6 +92,8 @@ def hubs_bound(topo: Topology, coll: Collective, tables: Tables | str | None = N
         least = min(len(balls[v][2]) for v in ranks)
         tight += [v for v in ranks if len(balls[v][2]) == least]
     tight.sort()
+    if any(len(balls[v][1]) > MAX_BALL or len(balls[v][2]) > 2 * MAX_BALL for v in tight):
+        return Bound("hubs", None, "rounds", {}, f"a 2-hop ball over {MAX_BALL} ranks (not searched)")
     mult = [0] * n
     for v in tight:
         for u in balls[v][0]:
