@@ -6,7 +6,8 @@ routing), `demand` (what must be received), `distance`, `receive`, `cuts` (cuts 
 (one-address sums on an odd cycle), `reach` (one-address sums on nodes with few links inside),
 `inflow` (one-address sums: what enters a node late reaches few of its ranks), `ports` (one-address sums
 on switch ports: the few GPUs with NICs cannot feed the others' last two rounds), `rails` (one-address sums:
-over NIC links alone a rank reaches only its rail), `setcut`
+over NIC links alone a rank reaches only its rail), `hubs` (one-address sums where the reach bound is 3: every
+rank at once, the nodes' round-1 sends feeding their own ranks or the others' hubs), `setcut`
 (what a set of ranks must receive or send in all, over what reaches its members, shared ports counted once),
 `lp` (the
 HiGHS layer and the flow LP), `forest` (ForestColl's Allgather cut formula), `time` (the k-synchronous
@@ -23,6 +24,7 @@ from smtcoll.bounds.distance import distance_bound
 from smtcoll.bounds.entry import entry_bound
 from smtcoll.bounds.forest import gb_capacities, throughput_bound, unit_speed
 from smtcoll.bounds.holdings import holdings_bound
+from smtcoll.bounds.hubs import hubs_bound
 from smtcoll.bounds.inflow import inflow_bound
 from smtcoll.bounds.lp import lp_bound
 from smtcoll.bounds.network import cut_capacity, flow_network
@@ -48,7 +50,7 @@ from smtcoll.bounds.witness import check_witness
 
 __all__ = ["Bound", "Bounds", "SearchBounds", "best_rounds", "candidate_cuts", "check_witness", "cut_bound",
            "cut_capacity", "cut_witness", "cycle_bound", "distance_bound", "entry_bound", "explain", "flow_network",
-           "gb_capacities", "holdings_bound", "hops_bound", "inflow_bound", "lower_bounds", "lp_bound", "min_rounds",
-           "min_steps", "must_enter", "must_receive", "must_receive_all", "ports_bound", "rails_bound", "reach_bound",
-           "receive_bound", "relay_bound", "search_bounds", "setcut_bound", "strongest_bounds", "throughput_bound",
-           "time_bound", "unit_speed"]
+           "gb_capacities", "holdings_bound", "hops_bound", "hubs_bound", "inflow_bound", "lower_bounds", "lp_bound",
+           "min_rounds", "min_steps", "must_enter", "must_receive", "must_receive_all", "ports_bound", "rails_bound",
+           "reach_bound", "receive_bound", "relay_bound", "search_bounds", "setcut_bound", "strongest_bounds",
+           "throughput_bound", "time_bound", "unit_speed"]

@@ -13,6 +13,7 @@ from smtcoll.bounds.demand import must_enter, must_receive
 from smtcoll.bounds.distance import bfs
 from smtcoll.bounds.entry import entry_bound
 from smtcoll.bounds.holdings import holdings_bound
+from smtcoll.bounds.hubs import hubs_bound
 from smtcoll.bounds.inflow import inflow_bound
 from smtcoll.bounds.network import cut_capacity
 from smtcoll.bounds.ports import ports_bound
@@ -33,6 +34,7 @@ RECOMPUTED: dict[str, tuple[Callable[[Topology, Collective], Bound], tuple[str, 
     "inflow": (inflow_bound, ("node", "ranks", "outside", "entry", "fanout", "ramp", "inflow", "must", "early")),
     "ports": (ports_bound, ("node", "rounds", "must_hold", "rich", "need", "receivers", "patterns")),
     "rails": (rails_bound, ("rank", "must_hold", "rail", "mixed", "reach")),
+    "hubs": (hubs_bound, ("tight", "ramp2", "multipliers", "targets", "psi", "free", "total", "must")),
 }
 
 
@@ -85,7 +87,7 @@ def check_witness(kind: str, witness: dict[str, Any], topo: Topology, coll: Coll
     except (KeyError, TypeError, ValueError) as e:
         raise ModelError("witness", f"malformed {kind} witness: {e}") from None
     raise ModelError("witness", f"unknown bound kind {kind!r} (expected steps, receive, cut, hops, holdings, entry, "
-                                f"relay, cycle, reach, inflow, ports, rails or setcut)")
+                                f"relay, cycle, reach, inflow, ports, rails, hubs or setcut)")
 
 
 def _fraction(x: Any, what: str) -> Fraction:

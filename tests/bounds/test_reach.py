@@ -137,3 +137,46 @@ def test_the_phases_the_engine_builds_take_one_round_a_step(name, nodes):
     topo, coll = _allreduce(name, nodes)
     phases = _phases(topo, coll)
     assert phases is not None and all(step.rounds == 1 for step in phases[0].steps)
+
+
+def _reduce_to_gcd4_in_three_rounds(topo, drop: tuple[int, int] | None = None):
+    """A Reduce to GCD 4 of mi250 x 4 in 3 rounds, by hand (docs/benchmarks.md, session 17): node 0 gathers its 12
+    GCDs within 3 hops of 4 (round 1: 3-hop GCDs into the 2-hop ring; round 2: the ring into 0, 5, 6; round 3:
+    0, 5, 6 into 4); GCD 1 of node 1 gathers its 13 within 2 hops and sends them in round 3; nodes 2 and 3 gather
+    into GCDs 5 and 13 (disjoint closed neighbourhoods) and send those in round 2 to 4, 0, 5, 6; node 0's far
+    GCDs 11, 13, 14 gather into 15, which sends to node 1's GCD 1 in round 2; the 15 left travel alone in round 1."""
+    from smtcoll.model import Schedule, Send, Step
+
+    def g(node: int, gcd: int) -> int:
+        return 16 * node + gcd
+
+    local = {1: [(0, a, b) for a, b in [(9, 1), (10, 2), (12, 8), (3, 7), (11, 15), (13, 15), (14, 15)]]
+                + [(1, a, b) for a, b in [(4, 0), (8, 0), (6, 5), (7, 5), (2, 9), (13, 9), (11, 10), (14, 10)]]
+                + [(nd, a, 5) for nd in (2, 3) for a in (1, 4, 6, 7)]
+                + [(nd, a, 13) for nd in (2, 3) for a in (9, 12, 14, 15)],
+             2: [(0, a, b) for a, b in [(1, 0), (8, 0), (7, 5), (2, 6)]] + [(1, a, 1) for a in (0, 5, 9, 10)],
+             3: [(0, a, 4) for a in (0, 5, 6)]}
+    nic = {1: [((1, 3), (0, 15)), ((1, 12), (0, 4)), ((1, 15), (0, 0)), ((2, 0), (0, 5)), ((2, 2), (0, 6)),
+               ((2, 3), (0, 1)), ((2, 8), (0, 8)), ((3, 0), (0, 7)), ((3, 2), (0, 2)), ((2, 10), (1, 1)),
+               ((2, 11), (1, 0)), ((3, 3), (1, 5)), ((3, 8), (1, 9)), ((3, 10), (1, 10)), ((3, 11), (2, 5))],
+           2: [((0, 15), (1, 1)), ((2, 5), (0, 4)), ((2, 13), (0, 0)), ((3, 5), (0, 5)), ((3, 13), (0, 6))],
+           3: [((1, 1), (0, 4))]}
+    steps = []
+    for r in (1, 2, 3):
+        pairs = [(g(nd, a), g(nd, b)) for nd, a, b in local[r]] + [(g(*s), g(*d)) for s, d in nic[r]]
+        steps.append(Step(1, [Send(0, s, d) for s, d in pairs if (s, d) != drop]))
+    return Schedule(topo, library.collective("reduce", topo.ranks, root=4), steps, "reduce-gcd4-3-rounds")
+
+
+def test_one_rank_can_gather_everything_in_the_rounds_the_reach_bound_allows_mi250_four_nodes():
+    # the reach recursion (3 rounds on mi250 x 4) is met by a Reduce to its weakest rank (GCD 4: at most 68 of 64
+    # after 3 rounds, unclamped): no bound on what one rank can gather proves the Allreduce's 4 rounds (docs/bounds.md)
+    from smtcoll.check.schedule import check_schedule
+
+    topo, coll = _allreduce("mi250", 4)
+    tables = search_bounds(topo, coll).tables
+    assert tables is not None and tables.gathered(4) == 3 == reach_bound(topo, coll).value
+    report = check_schedule(_reduce_to_gcd4_in_three_rounds(topo))
+    assert report.verdict == "ok" and report.metrics["rounds"] == 3 and report.metrics["sends"] == 63
+    # without node 1's round-3 value (its 13 GCDs and the 11 they collected) GCD 4 misses contributions
+    assert check_schedule(_reduce_to_gcd4_in_three_rounds(topo, drop=(17, 4))).verdict != "ok"
