@@ -78,8 +78,9 @@ def table(all_rows: list[dict]) -> str:
              "NCCL ring | NCCL tree | NCCL p2p | bound | smtcoll / NCCL best | smtcoll / bound |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
     order = {m: i for i, (m, _) in enumerate(MACHINES)}
-    colls = COLLECTIVES.split(",")
-    all_rows.sort(key=lambda r: (order.get(r["machine"], 99), r["nodes"], colls.index(r["collective"]), r["bytes"]))
+    colls = {c: i for i, c in enumerate(COLLECTIVES.split(","))}  # the table's four first, any other after
+    all_rows.sort(key=lambda r: (order.get(r["machine"], 99), r["nodes"], colls.get(r["collective"], len(colls)),
+                                 r["collective"], r["bytes"]))
     for r in all_rows:
         best = min(r["nccl"].values()) if r["nccl"] else None
         lines.append(
@@ -191,15 +192,15 @@ def main() -> None:
             failed += [f"{t['collective']} on {t['topology']} x{t['nodes']}: {t['why']}" for t in manifest["tasks"]
                        if t["status"] != "ok"]
             print(f"{machine} x{nodes}: {c:.0f} CPU s, peak {p / 1024:.0f} MiB, exit {rc}", file=sys.stderr, flush=True)
+        if args.json:
+            args.json.write_text(json.dumps({"rows": all_rows, "cpu_s": cpu, "peak_kib": peak, "failed": failed},
+                                            indent=1))
         print(table(all_rows))
         print(f"\nCPU {cpu:.0f} s in all (sweep and its workers), peak resident {peak / 1024:.0f} MiB (one process)")
         for f in failed:
             print(f"FAILED {f}")
         for m in misses(all_rows):
             print(f"MISS {m}")
-        if args.json:
-            args.json.write_text(json.dumps({"rows": all_rows, "cpu_s": cpu, "peak_kib": peak, "failed": failed},
-                                            indent=1))
 
 
 if __name__ == "__main__":
