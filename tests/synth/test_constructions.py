@@ -57,17 +57,22 @@ def test_dgx1_splits_into_six_rings_using_every_nvlink() -> None:
     assert ringlib.find_rings(library.topology("dgx1")) == rings  # deterministic
 
 
-@pytest.mark.parametrize("name, nodes, count", [("dgx2", 1, 1), ("a100", 1, 1), ("ndv2", 2, 1), ("a100", 2, 1),
-                                                ("dgx2", 2, 1), ("ring:8", 1, 2), ("mi250", 1, 6),
-                                                ("mi250", 2, 6)])
+@pytest.mark.parametrize("name, nodes, count", [("dgx2", 1, 1), ("a100", 1, 1), ("ndv2", 2, 1), ("a100", 2, 5),
+                                                ("dgx2", 2, 3), ("ring:8", 1, 2), ("mi250", 1, 6),
+                                                ("mi250", 2, 6), ("a100", 3, 5)])
 def test_rings_respect_lanes_switches_and_nodes(name: str, nodes: int, count: int) -> None:
+    """Lane-disjoint rings; across nodes each takes its own NIC lanes and shares the switch inside a node, as
+    NCCL's channels do (a100 x 2 had one ring through one of its 8 NICs: 25 GB/s where NCCL runs a channel per
+    NIC; with a NIC per GPU the next node runs the path reversed, and on 3 nodes the last two close it)."""
     topo = _topo(name, nodes)
     rings = ringlib.find_rings(topo)
     assert len(rings) == count
     use = _lane_use(topo, rings)
     assert all(n <= topo.bandwidth(u, v) for (u, v), n in use.items())
+    per = topo.ranks // nodes
     for g in topo.switches:
-        assert sum(n for (u, v), n in use.items() if u in g.srcs and v in g.dsts) <= g.bandwidth
+        if nodes == 1 or {r // per for r in (*g.srcs, *g.dsts)} != {g.srcs[0] // per}:
+            assert sum(n for (u, v), n in use.items() if u in g.srcs and v in g.dsts) <= g.bandwidth
     per = topo.ranks // nodes
     for ring in rings:
         assert sorted(ring) == list(range(topo.ranks))
@@ -567,7 +572,7 @@ def test_lanes_applies_where_pairwise_does_not() -> None:
 def test_lanes_on_a_topology_file_lowers_and_beats_nccl() -> None:
     """Not tuned to the DGX-2: 8 GPUs on a 150 GB/s switch with 4 NICs of 25 GB/s
     (benchmarks/topologies/switch8-4nic.toml), two nodes: checked, lowered and verified, and at 1 GiB
-    (one instance: 0.88 of the bound) over 3x NCCL's ring."""
+    (one instance: 0.88 of the bound) over 2.5x NCCL's rings (two, through the NICs)."""
     from smtcoll import specs
 
     topo = specs.resolve_topology(str(Path(__file__).parents[2] / "benchmarks/topologies/switch8-4nic.toml"), 2)
@@ -578,7 +583,7 @@ def test_lanes_on_a_topology_file_lowers_and_beats_nccl() -> None:
         assert summary["written"] and report is not None and report.verdict == "ok"
     t = schedule_time(s, "Simple", 1, GIB, nodes=2)
     ring = schedule_time(build("ring", topo, coll), "Simple", 8, GIB, nodes=2)
-    assert t is not None and ring is not None and 3 * t < ring
+    assert t is not None and ring is not None and 2.5 * t < ring
 
 
 @pytest.mark.parametrize("kind", ["reducescatter", "reduce", "allreduce", "broadcast"])

@@ -55,6 +55,9 @@ def ring_schedule(topo: Topology, base: Collective, rings: tuple[ringlib.Ring, .
         steps = ringlib.chain_steps(rings, coll, root, CHAIN_PIECES, toward_root=what == "reduce")
     else:
         raise NotApplicable(f"no ring algorithm for {what}")
+    # rings through the nodes may share a switch inside a node (NCCL's channels do): a step then takes the
+    # rounds its busiest group needs
+    steps = [Step(max(s.rounds, _rounds(topo, list(s.sends))), s.sends) for s in steps]
     return Schedule(topo, coll, steps, name=name)
 
 

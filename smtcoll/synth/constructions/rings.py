@@ -50,6 +50,16 @@ class _Residual:
     def free(self, u: int, v: int) -> bool:
         return self.lanes.get((u, v), 0) > 0 and all(self.groups[g] > 0 for g in self.groups_of[(u, v)])
 
+    def fits(self, pairs: Sequence[tuple[int, int]]) -> bool:
+        """Whether one more ring over `pairs` fits: a lane on each, a unit of each group per pair through it."""
+        if not all(self.lanes.get(e, 0) > 0 for e in pairs):
+            return False
+        need: dict[int, int] = {}
+        for e in pairs:
+            for g in self.groups_of[e]:
+                need[g] = need.get(g, 0) + 1
+        return all(self.groups[g] >= k for g, k in need.items())
+
     def take(self, u: int, v: int, amount: int) -> None:
         self.lanes[(u, v)] -= amount
         for g in self.groups_of[(u, v)]:
@@ -169,19 +179,36 @@ def _joined_node_rings(topo: Topology, node: list[int], per_link: int | None) ->
     p = topo.ranks // n
     if topo.ranks % n or any(node[r] != r // p for r in range(topo.ranks)):
         return []
-    local = find_rings(node_topology(topo, list(range(p))), None, per_link)
-    res = _Residual(topo, per_link)
+    # NCCL's channels share a node's switch (a port of one unit here carries one ring of the search, but NCCL
+    # runs a channel per NIC through it): the rings inside a node need only be link-disjoint, the switch's
+    # groups time the sharing; between nodes each ring takes its own NIC lanes
+    inner = node_topology(topo, list(range(p)))
+    local = find_rings(attrs.evolve(inner, switches=()), None, per_link)
+    res = _Residual(attrs.evolve(topo, switches=tuple(g for g in topo.switches
+                                                      if {node[r] for r in (*g.srcs, *g.dsts)} != {node[g.srcs[0]]})),
+                    per_link)
     out: list[Ring] = []
-    for ring in local:
-        for cut in range(p):
-            path = ring[cut + 1:] + ring[:cut + 1]  # e ... x
-            full = tuple(j * p + r for j in range(n) for r in path)
-            pairs = edges(full)
-            if all(res.free(u, v) for u, v in pairs):
-                for u, v in pairs:
-                    res.take(u, v, 1)
-                out.append(full)
-                break
+    # with a NIC per GPU the next node's e must be on x's rail, so e = x and no such cut exists: NCCL's rings then
+    # enter and leave every node through the same rails, e ... x in one node and x ... e (the path reversed) in
+    # the next; on an odd number of nodes the last two run x ... e f with f = e's successor (its last two
+    # swapped), then f ... x e (the ring from f), back to the first node's e
+    for alternate in (False, True) if p > 2 else (False,):
+        for ring in local:
+            for cut in range(p):
+                path = ring[cut + 1:] + ring[:cut + 1]  # e ... x
+                paths = [path] * n
+                if alternate:
+                    back = path[::-1]
+                    paths = [back if j % 2 else path for j in range(n)]
+                    if n % 2:
+                        paths[n - 2] = (*back[:-2], back[-1], back[-2])
+                        paths[n - 1] = (*path[1:], path[0])
+                full = tuple(j * p + r for j in range(n) for r in paths[j])
+                if res.fits(edges(full)):
+                    for u, v in edges(full):
+                        res.take(u, v, 1)
+                    out.append(full)
+                    break
     return out
 
 
@@ -202,8 +229,8 @@ def find_rings(topo: Topology, limit: int | None = None, per_link: int | None = 
     if most < 1:
         return ()
     joined = _joined_node_rings(topo, node, per_link) if max(node) else []
-    if joined:  # NCCL's own construction across nodes; the search below is for single nodes mostly
-        return tuple(joined[:most])
+    if joined:  # NCCL's own construction across nodes (its own lanes: a switch inside a node is shared)
+        return tuple(joined[:limit])
     budget = [SEARCH_BUDGET]
     greedy: list[Ring] = []
     for start in _starts(topo, node):
