@@ -101,8 +101,9 @@ def pairwises(topo: Topology, base: Collective) -> list[Schedule]:
     rail in every other node, each way) that at 8 instances it waits for more thread blocks than the
     executor's int8_t dependency ids name (a100 x3 ReduceScatter: 176): its best is 4 instances, 0.93 of the
     bound at 256 MiB. Fused, the program lowers at 8 instances: 0.95 (docs/benchmarks.md, "Unseen machines
-    and sizes (session 9)"). Not for Allreduce, whose two phases a fused thread block would serialize: over
-    the groups it gets the one with COARSE_PIECES instead."""
+    and sizes (session 9)"). A ReduceScatter also gets one with RS_COARSE_PIECES (below). Not for Allreduce,
+    whose two phases a fused thread block would serialize: over the groups it gets the one with COARSE_PIECES
+    instead."""
     out = []
     for planes in (False, True) if _planes(topo) is not None else (False,):
         first = pairwise(topo, base, planes=planes)
@@ -110,13 +111,18 @@ def pairwises(topo: Topology, base: Collective) -> list[Schedule]:
         if len(_Layout(topo, planes).members) < 2:
             continue
         if kind(base) != "allreduce":
-            other = pairwise(topo, base, fused=True, planes=planes)
+            others = [pairwise(topo, base, fused=True, planes=planes)]
+            if kind(base) == "reducescatter":
+                others.append(pairwise(topo, base, planes=planes, pieces=RS_COARSE_PIECES))
         elif planes:
-            other = pairwise(topo, base, planes=planes, pieces=COARSE_PIECES)
+            others = [pairwise(topo, base, planes=planes, pieces=COARSE_PIECES)]
         else:
             continue
-        if other.collective.chunk_factor != first.collective.chunk_factor:
-            out.append(other)
+        seen = {first.collective.chunk_factor}
+        for other in others:
+            if other.collective.chunk_factor not in seen:
+                seen.add(other.collective.chunk_factor)
+                out.append(other)
     return out
 
 
@@ -125,6 +131,11 @@ def pairwises(topo: Topology, base: Collective) -> list[Schedule]:
 # 192 chunks 0.74 / 0.93 / 0.996 of the bound at 64 MiB / 256 MiB / 1 GiB, 128 chunks 0.93 / 0.985 / 0.994).
 # Across NICs the long pipeline wants the many pieces (a100 x2 at 256 MiB: 384 chunks 0.987, 144 0.917).
 COARSE_PIECES = 48
+# A ReduceScatter's pieces count per block (its first schedule is several times finer than an Allgather's), and
+# across several nodes the runtimes' readers then refuse its program at 4 instances (over MAX_NODES XML nodes per
+# rank): the sweep also gets one with a quarter of them (h100 x 4, 256 MiB: 24 chunks at 2 instances 0.85 of the
+# bound, 9 chunks at 4 instances 0.92)
+RS_COARSE_PIECES = PIECES_PER_RANK // 4
 RS_LAG = 2  # ReduceScatter: pieces by which the sums for the node's own ranks trail those sent to other nodes
 
 
