@@ -102,8 +102,7 @@ def pairwises(topo: Topology, base: Collective) -> list[Schedule]:
     executor's int8_t dependency ids name (a100 x3 ReduceScatter: 176): its best is 4 instances, 0.93 of the
     bound at 256 MiB. Fused, the program lowers at 8 instances: 0.95 (docs/benchmarks.md, "Unseen machines
     and sizes (session 9)"). A ReduceScatter also gets one with RS_COARSE_PIECES (below). Not for Allreduce,
-    whose two phases a fused thread block would serialize: over the groups it gets the one with COARSE_PIECES
-    instead."""
+    whose two phases a fused thread block would serialize: it gets the one with COARSE_PIECES instead."""
     out = []
     for planes in (False, True) if _planes(topo) is not None else (False,):
         first = pairwise(topo, base, planes=planes)
@@ -114,10 +113,8 @@ def pairwises(topo: Topology, base: Collective) -> list[Schedule]:
             others = [pairwise(topo, base, fused=True, planes=planes)]
             if kind(base) == "reducescatter":
                 others.append(pairwise(topo, base, planes=planes, pieces=RS_COARSE_PIECES))
-        elif planes:
-            others = [pairwise(topo, base, planes=planes, pieces=COARSE_PIECES)]
         else:
-            continue
+            others = [pairwise(topo, base, planes=planes, pieces=COARSE_PIECES)]
         seen = {first.collective.chunk_factor}
         for other in others:
             if other.collective.chunk_factor not in seen:
@@ -129,7 +126,9 @@ def pairwises(topo: Topology, base: Collective) -> list[Schedule]:
 # An Allreduce over the groups of the fastest links also with fewer, larger pieces: each message pays a hop
 # latency, and at 64-256 MiB that outweighs the shorter pipeline end (dualplane8, Simple, best instance count:
 # 192 chunks 0.74 / 0.93 / 0.996 of the bound at 64 MiB / 256 MiB / 1 GiB, 128 chunks 0.93 / 0.985 / 0.994).
-# Across NICs the long pipeline wants the many pieces (a100 x2 at 256 MiB: 384 chunks 0.987, 144 0.917).
+# Across NICs too (session 17): on two nodes the long pipeline wants the many pieces (a100 x2 at 256 MiB: 384
+# chunks 0.987, 144 0.917), on three and more the many lower at 2 instances at most and lose (h100 x3, 256 MiB,
+# Simple: 384 chunks x2 1272 us, 168 chunks x2 1078, x4 1065): the sweep takes the faster
 COARSE_PIECES = 48
 # A ReduceScatter's pieces count per block (its first schedule is several times finer than an Allgather's), and
 # across several nodes the runtimes' readers then refuse its program at 4 instances (over MAX_NODES XML nodes per
