@@ -239,6 +239,36 @@ class Topology:
         count = int(m.group(1)) if m else 1
         return count if count >= 1 and self.ranks % count == 0 else 1
 
+    @functools.cached_property
+    def node_count(self) -> int:
+        """The nodes of a machine: `named_nodes` where the name gives them; else, for a file written link by
+        link, the parts that the links outside its NIC groups (switch groups named `nic...`) join, where
+        they are at least two blocks of as many consecutive ranks; 1 otherwise. Node i holds ranks
+        i*P .. i*P + P - 1."""
+        if self.named_nodes > 1:
+            return self.named_nodes
+        nic = [g for g in self.switches if g.name.startswith("nic")]
+        if not nic:
+            return 1
+        through = {(u, v) for g in nic for u in g.srcs for v in g.dsts}
+        part = list(range(self.ranks))  # union-find: each rank's part is its least linked rank
+
+        def root(x: int) -> int:
+            while part[x] != x:
+                part[x] = part[part[x]]
+                x = part[x]
+            return x
+
+        for lk in self.links:
+            if (lk.src, lk.dst) not in through:
+                a, b = root(lk.src), root(lk.dst)
+                part[max(a, b)] = min(a, b)
+        roots = sorted({root(r) for r in range(self.ranks)})
+        p = self.ranks // len(roots)
+        if len(roots) < 2 or any(root(r) != r // p * p for r in range(self.ranks)):
+            return 1
+        return len(roots)
+
     def reversed(self) -> Topology:
         """Every link and switch group turned around (for the duals of combining collectives)."""
         links = sorted((attrs.evolve(l, src=l.dst, dst=l.src) for l in self.links), key=lambda l: (l.src, l.dst))

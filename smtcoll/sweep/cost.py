@@ -250,7 +250,7 @@ def machine(topo: Topology, nodes: int, model: Model) -> Machine:
     between nodes goes through a NIC)."""
     from smtcoll.model.timed import group_gbps
 
-    per_node = max(1, topo.ranks // max(1, nodes, topo.named_nodes))  # a file's own nodes (`node`, `nodes`)
+    per_node = max(1, topo.ranks // max(1, nodes, topo.node_count))  # a file's own nodes (`Topology.node_count`)
     per_byte: dict[tuple[int, int], Fraction] = {}
     kind: dict[tuple[int, int], str] = {}
     alpha: dict[tuple[int, int], Fraction] = {}

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from smtcoll import library, specs
 from smtcoll.errors import InputError
+from smtcoll.model import Topology
 
 SPECS = ROOT / "specs"
 
@@ -192,6 +193,32 @@ def test_a_named_node_file_composition_keeps_its_nodes(tmp_path):
     assert nodes_of(topo) == [0, 0, 1, 1]
     kinds = machine(topo, 1, Model.load()).kind
     assert kinds[(0, 2)] == "net" and kinds[(0, 1)] != "net"
+
+
+def test_a_file_written_link_by_link_is_the_nodes_its_nic_groups_tell_apart(tmp_path):
+    """Two pairs of ranks joined by links that `nic...` groups bound: two nodes to the constructions and the
+    cost model (held-out fattree4x4, 4 nodes written link by link, was one node: its NIC links were timed as
+    NVLink hops and no construction crossed by the rails). Nodes that are not consecutive ranks stay one."""
+    from smtcoll.sweep.cost import Model, machine
+    from smtcoll.synth.constructions.rings import nodes_of
+
+    def write(pairs: tuple[tuple[int, int], ...]) -> Topology:
+        inside = [(a, b) for a, b in pairs] + [(b, a) for a, b in pairs]
+        across = [(u, v) for u in range(4) for v in range(4) if u != v and (u, v) not in inside]
+        links = ", ".join(f"{{src = {u}, dst = {v}, bandwidth = {4 if (u, v) in inside else 1}}}"
+                          for u, v in sorted(inside + across))
+        groups = "".join(f'[[topology.switches]]\nsrcs = [{u}]\ndsts = [{", ".join(str(v) for a, v in across if a == u)}]'
+                         f'\nbandwidth = 1\nname = "nicout{u}"\n' for u in range(4))
+        (tmp_path / "m.toml").write_text(f'[topology]\nname = "m"\nranks = 4\nlinks = [{links}]\n{groups}')
+        return specs.load_topology(tmp_path / "m.toml")
+
+    topo = write(((0, 1), (2, 3)))
+    assert topo.named_nodes == 1 and topo.node_count == 2 and nodes_of(topo) == [0, 0, 1, 1]
+    kinds = machine(topo, 1, Model.load()).kind
+    assert kinds[(0, 2)] == "net" and kinds[(0, 1)] != "net"
+    assert write(((0, 2), (1, 3))).node_count == 1  # nodes {0, 2} and {1, 3}: not blocks of consecutive ranks
+    ring = specs.resolve_topology("ring:4")
+    assert ring.node_count == 1  # no NIC groups
 
 
 def test_huge_spec_file_is_refused_before_parsing(tmp_path, monkeypatch):

@@ -27,12 +27,12 @@ from smtcoll.synth.constructions.common import send_key
 Ring = tuple[int, ...]
 SEARCH_BUDGET = 400_000  # search nodes (rank extensions, packing choices); the built-ins need far fewer
 MAX_CYCLES = 5000  # Hamiltonian cycles enumerated for the exact packing
+JOIN_BUDGET = 100_000  # packing choices for the rings joined through the nodes
 
 
 def nodes_of(topo: Topology) -> list[int]:
-    """Node index of every rank. A composed topology (`Topology.compose`, named `NAME-Nnodes`) numbers
-    node i's ranks i*P .. i*P + P - 1; anything else is one node."""
-    per = topo.ranks // topo.named_nodes
+    """Node index of every rank (`Topology.node_count`: node i holds ranks i*P .. i*P + P - 1)."""
+    per = topo.ranks // topo.node_count
     return [r // per for r in range(topo.ranks)]
 
 
@@ -139,7 +139,7 @@ def _pack(res: _Residual, cycles: list[Ring], most: int, budget: list[int]) -> l
         for i in range(first, len(cycles)):
             budget[0] -= 1
             pairs = edges(cycles[i])
-            if not all(res.free(u, v) for u, v in pairs):
+            if not res.fits(pairs):
                 continue
             for u, v in pairs:
                 res.take(u, v, 1)
@@ -170,7 +170,7 @@ def node_topology(topo: Topology, ranks: list[int]) -> Topology:
     return Topology(f"{topo.name}-node", len(ranks), links, groups)
 
 
-def _joined_node_rings(topo: Topology, node: list[int], per_link: int | None) -> list[Ring]:
+def _joined_node_rings(topo: Topology, node: list[int], per_link: int | None, limit: int | None) -> list[Ring]:
     """Rings through the nodes made of the rings inside one node, as NCCL builds its inter-node rings
     (paths inside each node between the NICs, src/graph/search.cc): ring i of a node is cut after some
     local rank x, every node runs the same path from x's successor e to x, and node j's x reaches node
@@ -187,13 +187,13 @@ def _joined_node_rings(topo: Topology, node: list[int], per_link: int | None) ->
     res = _Residual(attrs.evolve(topo, switches=tuple(g for g in topo.switches
                                                       if {node[r] for r in (*g.srcs, *g.dsts)} != {node[g.srcs[0]]})),
                     per_link)
-    out: list[Ring] = []
+    cands: dict[Ring, None] = {}
     # with a NIC per GPU the next node's e must be on x's rail, so e = x and no such cut exists: NCCL's rings then
     # enter and leave every node through the same rails, e ... x in one node and x ... e (the path reversed) in
     # the next; on an odd number of nodes the last two run x ... e f with f = e's successor (its last two
     # swapped), then f ... x e (the ring from f), back to the first node's e
     for alternate in (False, True) if p > 2 else (False,):
-        for ring in local:
+        for ring in dict.fromkeys(local):
             for cut in range(p):
                 path = ring[cut + 1:] + ring[:cut + 1]  # e ... x
                 paths = [path] * n
@@ -203,13 +203,11 @@ def _joined_node_rings(topo: Topology, node: list[int], per_link: int | None) ->
                     if n % 2:
                         paths[n - 2] = (*back[:-2], back[-1], back[-2])
                         paths[n - 1] = (*path[1:], path[0])
-                full = tuple(j * p + r for j in range(n) for r in paths[j])
-                if res.fits(edges(full)):
-                    for u, v in edges(full):
-                        res.take(u, v, 1)
-                    out.append(full)
-                    break
-    return out
+                cands[tuple(j * p + r for j in range(n) for r in paths[j])] = None
+    # a packing, not the first cut that fits: cuts taken greedily can leave a NIC out of one rank and a NIC into
+    # the same rank, which no path e ... x joins (fattree4x4 at 4 rings a link: 3 rings, where 4 fit)
+    most = min(min(res.capacity(r, True), res.capacity(r, False)) for r in range(topo.ranks))
+    return _pack(res, list(cands), most if limit is None else min(most, limit), [JOIN_BUDGET])
 
 
 @functools.lru_cache(maxsize=64)
@@ -228,7 +226,7 @@ def find_rings(topo: Topology, limit: int | None = None, per_link: int | None = 
         most = min(most, limit)
     if most < 1:
         return ()
-    joined = _joined_node_rings(topo, node, per_link) if max(node) else []
+    joined = _joined_node_rings(topo, node, per_link, limit) if max(node) else []
     if joined:  # NCCL's own construction across nodes (its own lanes: a switch inside a node is shared)
         return tuple(joined[:limit])
     budget = [SEARCH_BUDGET]
