@@ -101,7 +101,7 @@ def rates(topo: Topology, gbps_per_unit: float | Fraction = DEFAULT_GBPS_PER_UNI
     return Rates(link, group, members)
 
 
-CHARGES = ("links", "first group", "last group", "widest group")
+CHARGES = ("links", "first group", "last group", "widest group", "cover")
 
 
 def cut_rate(topo: Topology, r: Rates, inside: Iterable[int], crossing: list[int] | None = None) -> Fraction:
@@ -124,6 +124,10 @@ def cut_rate(topo: Topology, r: Rates, inside: Iterable[int], crossing: list[int
     for charge in CHARGES:
         free = 0
         charged: dict[int, int] = {}
+        if charge == "cover":
+            total = _cover(crossing, groups_of, link, group) / d
+            best = total if best is None or total < best else best
+            continue
         for e in crossing:
             gs = groups_of[e]
             if charge == "links" or not gs:
@@ -139,6 +143,34 @@ def cut_rate(topo: Topology, r: Rates, inside: Iterable[int], crossing: list[int
         total = (free + sum((min(group[g], Fraction(v)) for g, v in charged.items()), Fraction(0))) / d
         best = total if best is None or total < best else best
     return best if best is not None else Fraction(0)
+
+
+def _cover(crossing: list[int], groups_of: Sequence[Sequence[int]], link: Sequence[int],
+           group: Sequence[Fraction]) -> Fraction:
+    """The "cover" charge of `cut_rate`, in its integers: groups chosen greedily by the least rate per rate of
+    crossing links they bound that no chosen group bounds yet (weighted set cover), each link charged to the
+    first chosen group that bounds it, the rest to themselves. The fixed charges can miss the cover a cut
+    needs: into a fat-tree node the widest group of a link from the other leaf is the leaf's uplinks, while
+    the node's own NIC groups bound every link in (held-out fattree4x4: 175 GB/s into a node, where its NICs
+    take 100)."""
+    bounds: dict[int, list[int]] = {}
+    for e in crossing:
+        for g in groups_of[e]:
+            bounds.setdefault(g, []).append(e)
+    left = set(crossing)
+    total = Fraction(0)
+    while left:
+        pick, pick_rate, pick_links = -1, Fraction(0), 0
+        for g in sorted(bounds):
+            links = sum(link[e] for e in bounds[g] if e in left)
+            # least group[g] / links; the first such group in file order
+            if links and (pick < 0 or group[g] * pick_links < pick_rate * links):
+                pick, pick_rate, pick_links = g, group[g], links
+        if pick < 0 or pick_rate >= pick_links:  # no group is slower than the links it would take
+            break
+        total += pick_rate
+        left -= set(bounds.pop(pick))
+    return total + sum(link[e] for e in left)
 
 
 # --- certificates ----------------------------------------------------------------------------------

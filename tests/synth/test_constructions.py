@@ -529,6 +529,24 @@ def test_behind_leaf_uplinks_the_rails_run_as_a_ring_of_the_nodes() -> None:
     nccl = schedule_time(build("ring", topo, coll), "Simple", 2, GIB, model)
     assert t is not None and direct is not None and nccl is not None
     assert bound / t >= 0.98 and bound / direct < 0.8 and t < nccl
+    # the leaves holding nodes 0, 2 and 1, 3 (nodes 1 and 2 swapped): the rings go round in leaf order
+    import attrs
+
+    from smtcoll.model import Topology
+
+    def swap(r: int) -> int:
+        return {1: 2, 2: 1}.get(r // 4, r // 4) * 4 + r % 4
+
+    links = sorted((attrs.evolve(lk, src=swap(lk.src), dst=swap(lk.dst)) for lk in topo.links),
+                   key=lambda lk: (lk.src, lk.dst))
+    groups = [attrs.evolve(g, srcs=[swap(x) for x in g.srcs], dsts=[swap(x) for x in g.dsts]) for g in topo.switches]
+    other = Topology("fattree-swapped", 16, links, groups)
+    assert ringlib.node_order(other, ringlib.nodes_of(other)) == [0, 2, 1, 3]
+    assert len(lowerable_rings(other, coll)) == 4
+    ring = pairwise(other, coll, planes=True, ring=True)
+    assert check_schedule(ring).verdict == "ok"
+    follows = {0: 2, 2: 1, 1: 3, 3: 0}
+    assert all(follows[x.src // 4] == x.dst // 4 for st in ring.steps for x in st.sends if x.src // 4 != x.dst // 4)
 
 
 @pytest.mark.slow

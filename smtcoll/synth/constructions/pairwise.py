@@ -35,7 +35,7 @@ from smtcoll.model import Collective, Schedule, Topology
 from smtcoll.synth.constructions.common import NotApplicable, kind
 from smtcoll.synth.constructions.exchange import OPS_PER_LINK, PIECES_PER_RANK
 from smtcoll.synth.constructions.pipeline import Plan, hop_latencies, replay_time, schedule_transfers, timed_schedule
-from smtcoll.synth.constructions.rings import nodes_of
+from smtcoll.synth.constructions.rings import node_order, nodes_of, uplinks
 from smtcoll.synth.constructions.trees import node_ranks
 
 MAX_MESSAGES_PER_RANK = 4 * PIECES_PER_RANK
@@ -129,19 +129,12 @@ def pairwises(topo: Topology, base: Collective) -> list[Schedule]:
 
 
 def _uplinks(topo: Topology, lay: _Layout) -> bool:
-    """Whether the rails should run as a ring of the nodes: three nodes or more, and a switch group that
-    bounds links between nodes with senders in more than one node and receivers in more than one (a leaf
-    switch's uplinks, shared by the NICs of its nodes; a NIC's own group has one of the two in one node). The direct rail sends take each piece across such a group once for every node behind
-    it; a ring of the nodes in their order, once for each time it crosses (held-out fattree4x4, two nodes a
-    leaf: Allgather 0.72 -> 0.99 of the bound at 1 GiB). Without such a group the two load every NIC alike,
-    and the ring's longer pipeline only adds latency."""
-    if len(lay.members) < 3:
-        return False
-    for g in topo.switches:
-        across = [(u, v) for u in g.srcs for v in g.dsts if lay.node[u] != lay.node[v] and topo.has_link(u, v)]
-        if len({lay.node[u] for u, _ in across}) > 1 and len({lay.node[v] for _, v in across}) > 1:
-            return True
-    return False
+    """Whether the rails should also run as a ring of the nodes (`rings.node_order`): three nodes or more,
+    behind shared uplinks (`rings.uplinks`). The direct rail sends take each piece across such a group once
+    for every node behind it, the ring once for each time it crosses (held-out fattree4x4, two nodes a leaf:
+    Allgather 0.72 -> 0.99 of the bound at 1 GiB). Without such a group the two load every NIC alike, and the
+    ring's longer pipeline only adds latency."""
+    return len(lay.members) >= 3 and bool(uplinks(topo, lay.node))
 
 
 # An Allreduce over the groups of the fastest links also with fewer, larger pieces: each message pays a hop
@@ -223,6 +216,7 @@ class _Layout:
             node = [0] * n  # every pair linked: one exchange, no relays
         self.node = node
         self.members = node_ranks(node)
+        self.order = node_order(topo, node) if ring else list(range(len(self.members)))
         p = len(self.members[0])
         if any(len(m) != p for m in self.members):
             raise NotApplicable("nodes of unequal size")
@@ -238,6 +232,10 @@ class _Layout:
                 if b != node[s] and not topo.has_link(s, self.rail(s, b)):
                     raise NotApplicable(f"no link {s} -> {self.rail(s, b)}: the pairwise exchange needs every "
                                         "rank linked to its rail (the same local rank) in every other node")
+
+    def next_node(self, b: int, j: int) -> int:
+        """The node j places after node b in the ring of the nodes (`rings.node_order`)."""
+        return self.order[(self.order.index(b) + j) % len(self.order)]
 
     def rail(self, s: int, b: int) -> int:
         return self.members[b][self.local[s]]
@@ -262,8 +260,9 @@ def _gather(plan: Plan, lay: _Layout, t: int, addr: Address, after: dict[tuple[i
         prev = {s: after.get((s, t), []) for s in range(n)}
         for j in range(1, m):
             for s in range(n):
-                b = (lay.node[s] + j) % m
-                nic[(s, b)] = plan.add(addr(s, t), lay.rail(s, (b - 1) % m), lay.rail(s, b), prev[s])
+                b = lay.next_node(lay.node[s], j)
+                nic[(s, b)] = plan.add(addr(s, t), lay.rail(s, lay.next_node(lay.node[s], j - 1)), lay.rail(s, b),
+                                       prev[s])
                 prev[s] = [nic[(s, b)]]
     else:
         for s in range(n):
@@ -297,8 +296,9 @@ def _reduce_remote(plan: Plan, lay: _Layout, t: int, addr: Address, into: dict[t
         chain: dict[int, list[int]] = {d: [] for d in range(n)}
         for j in range(1, m):
             for d in range(n):
-                h = lay.rail(d, (lay.node[d] + j) % m)
-                x = plan.add(addr(d, t), h, lay.rail(d, (lay.node[d] + j + 1) % m), partial.get((h, d), []) + chain[d])
+                h = lay.rail(d, lay.next_node(lay.node[d], j))
+                x = plan.add(addr(d, t), h, lay.rail(d, lay.next_node(lay.node[d], j + 1)),
+                             partial.get((h, d), []) + chain[d])
                 chain[d] = [x]
         for d in range(n):
             into.setdefault((d, t), []).extend(chain[d])

@@ -36,6 +36,33 @@ def nodes_of(topo: Topology) -> list[int]:
     return [r // per for r in range(topo.ranks)]
 
 
+def uplinks(topo: Topology, node: Sequence[int]) -> dict[int, set[int]]:
+    """Per switch group that bounds links between nodes with senders in more than one node and receivers in
+    more than one (a leaf switch's uplinks, shared by the NICs of its nodes; a NIC's own group has one of the
+    two in one node), the nodes that send through it."""
+    out: dict[int, set[int]] = {}
+    for i, g in enumerate(topo.switches):
+        across = [(u, v) for u in g.srcs for v in g.dsts if node[u] != node[v] and topo.has_link(u, v)]
+        if len({node[u] for u, _ in across}) > 1 and len({node[v] for _, v in across}) > 1:
+            out[i] = {node[u] for u, _ in across}
+    return out
+
+
+def node_order(topo: Topology, node: Sequence[int]) -> list[int]:
+    """The nodes in the order a ring of them takes: those behind the same shared uplinks (`uplinks`)
+    together, the groups by their least node, else by index. A ring in that order crosses each leaf's uplinks
+    once each way; in index order a machine whose leaves hold nodes 0, 2 and 1, 3 crosses them twice."""
+    n = max(node) + 1
+    behind: list[set[int]] = [set() for _ in range(n)]
+    for i, senders in uplinks(topo, node).items():
+        for b in senders:
+            behind[b].add(i)
+    first: dict[frozenset[int], int] = {}
+    for b in range(n):
+        first.setdefault(frozenset(behind[b]), b)
+    return sorted(range(n), key=lambda b: (first[frozenset(behind[b])], b))
+
+
 class _Residual:
     """Lanes left on links and units left in switch groups."""
 
@@ -188,6 +215,7 @@ def _joined_node_rings(topo: Topology, node: list[int], per_link: int | None, li
                                                       if {node[r] for r in (*g.srcs, *g.dsts)} != {node[g.srcs[0]]})),
                     per_link)
     cands: dict[Ring, None] = {}
+    order = node_order(topo, node)
     # with a NIC per GPU the next node's e must be on x's rail, so e = x and no such cut exists: NCCL's rings then
     # enter and leave every node through the same rails, e ... x in one node and x ... e (the path reversed) in
     # the next; on an odd number of nodes the last two run x ... e f with f = e's successor (its last two
@@ -203,7 +231,7 @@ def _joined_node_rings(topo: Topology, node: list[int], per_link: int | None, li
                     if n % 2:
                         paths[n - 2] = (*back[:-2], back[-1], back[-2])
                         paths[n - 1] = (*path[1:], path[0])
-                cands[tuple(j * p + r for j in range(n) for r in paths[j])] = None
+                cands[tuple(order[j] * p + r for j in range(n) for r in paths[j])] = None
     # a packing, not the first cut that fits: cuts taken greedily can leave a NIC out of one rank and a NIC into
     # the same rank, which no path e ... x joins (fattree4x4 at 4 rings a link: 3 rings, where 4 fit)
     most = min(min(res.capacity(r, True), res.capacity(r, False)) for r in range(topo.ranks))
