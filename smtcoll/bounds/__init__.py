@@ -54,5 +54,5 @@ __all__ = ["Bound", "Bounds", "SearchBounds", "best_rounds", "candidate_cuts", "
            "cut_capacity", "cut_witness", "cycle_bound", "distance_bound", "entry_bound", "explain", "flow_network",
            "gb_capacities", "holdings_bound", "hops_bound", "hubs_bound", "inflow_bound", "lower_bounds", "lp_bound",
            "min_rounds", "min_steps", "must_enter", "must_receive", "must_receive_all", "ports_bound", "rails_bound",
-           "reach_bound", "receive_bound", "relay_bound", "search_bounds", "setcut_bound", "strongest_bounds", "summed_bound",
-           "throughput_bound", "time_bound", "unit_speed"]
+           "reach_bound", "receive_bound", "relay_bound", "search_bounds", "setcut_bound", "strongest_bounds",
+           "summed_bound", "throughput_bound", "time_bound", "unit_speed"]

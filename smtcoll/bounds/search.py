@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from math import isqrt
 from fractions import Fraction
 
 import attrs
@@ -309,8 +308,8 @@ def explain(b: Bound) -> str:
                 f"besides a last NIC value in 3 rounds, and their trees and the hubs that feed them hold at most "
                 f"{w['total']} < {w['must']} in all (a node's round-1 sends feed its own ranks or the others' hubs)")
     if b.name == "summed" and w:
-        return (f"summed: every rank must end with all {isqrt(w['must'])} contributions, {w['must']} in all, and the "
-                f"ranks' sets summed reach at most {', '.join(map(str, w['summed']))} after rounds "
+        return (f"summed: every rank must end with all {math.isqrt(w['must'])} contributions, {w['must']} in all, "
+                f"and the ranks' sets summed reach at most {', '.join(map(str, w['summed']))} after rounds "
                 f"0..{len(w['summed']) - 1} (a round adds what is sent: {count(w['out'], 'value')} a rank over its own "
                 f"links, {w['shared']} over shared NICs, each at most {', '.join(map(str, w['ramp']))})")
     if b.name == "rails" and w:

@@ -107,8 +107,8 @@ def bounds_command(
 
 def _rounds_certificate(topo: Topology, coll: Collective, rounds: int | float | None, out: Path) -> Path | None:
     """A certificate that no schedule finishes in fewer rounds than the rounds bound, when a bound with a
-    re-checkable witness (steps, receive, cut, holdings, relay, cycle, reach, inflow, ports, rails, hubs, summed, setcut) proves
-    it; None otherwise (the LP, the entry bound: no certificate kind yet). Never runs a solver."""
+    re-checkable witness (steps, receive, cut, holdings, relay, cycle, reach, inflow, ports, rails, hubs, summed,
+    setcut) proves it; None otherwise (the LP, the entry bound: no certificate kind yet). Never runs a solver."""
     from smtcoll.proofs.certificate import refuting_bound, write_certificate
     from smtcoll.proofs.claim import Claim
 
