@@ -311,7 +311,7 @@ def explain(b: Bound) -> str:
         return (f"summed: every rank must end with all {math.isqrt(w['must'])} contributions, {w['must']} in all, "
                 f"and the ranks' sets summed reach at most {', '.join(map(str, w['summed']))} after rounds "
                 f"0..{len(w['summed']) - 1} (a round adds what is sent: {count(w['out'], 'value')} a rank over its own "
-                f"links, {w['shared']} over groups of several senders (a NIC shared by a pair), each at most "
+                f"links, {w['shared']} over groups of several senders (a shared NIC or bridge), each at most "
                 f"{', '.join(map(str, w['ramp']))})")
     if b.name == "rails" and w:
         return (f"rails: rank {w['rank']} must hold {w['must_hold']} contributions and can hold at most "
