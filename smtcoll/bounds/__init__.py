@@ -7,7 +7,8 @@ routing), `demand` (what must be received), `distance`, `receive`, `cuts` (cuts 
 `inflow` (one-address sums: what enters a node late reaches few of its ranks), `ports` (one-address sums
 on switch ports: the few GPUs with NICs cannot feed the others' last two rounds), `rails` (one-address sums:
 over NIC links alone a rank reaches only its rail), `hubs` (one-address sums where the reach bound is 3: every
-rank at once, the nodes' round-1 sends feeding their own ranks or the others' hubs), `setcut`
+rank at once, the nodes' round-1 sends feeding their own ranks or the others' hubs), `summed` (one-address sums:
+every rank's set summed, growing by what the ports and shared NICs send a round), `setcut`
 (what a set of ranks must receive or send in all, over what reaches its members, shared ports counted once),
 `lp` (the
 HiGHS layer and the flow LP), `forest` (ForestColl's Allgather cut formula), `time` (the k-synchronous
@@ -45,6 +46,7 @@ from smtcoll.bounds.search import (
     strongest_bounds,
 )
 from smtcoll.bounds.setcut import setcut_bound
+from smtcoll.bounds.summed import summed_bound
 from smtcoll.bounds.time import time_bound
 from smtcoll.bounds.witness import check_witness
 
@@ -53,4 +55,4 @@ __all__ = ["Bound", "Bounds", "SearchBounds", "best_rounds", "candidate_cuts", "
            "gb_capacities", "holdings_bound", "hops_bound", "hubs_bound", "inflow_bound", "lower_bounds", "lp_bound",
            "min_rounds", "min_steps", "must_enter", "must_receive", "must_receive_all", "ports_bound", "rails_bound",
            "reach_bound", "receive_bound", "relay_bound", "search_bounds", "setcut_bound", "strongest_bounds",
-           "throughput_bound", "time_bound", "unit_speed"]
+           "summed_bound", "throughput_bound", "time_bound", "unit_speed"]

@@ -25,6 +25,7 @@ from smtcoll.bounds.receive import receive_bound
 from smtcoll.bounds.relay import relay_bound
 from smtcoll.bounds.results import Bound, Bounds, fraction_json
 from smtcoll.bounds.setcut import explain_setcut, setcut_bound
+from smtcoll.bounds.summed import summed_bound
 from smtcoll.bounds.time import time_bound
 from smtcoll.errors import ModelError
 from smtcoll.model import Collective, Topology
@@ -54,13 +55,14 @@ def lower_bounds(topo: Topology, coll: Collective, size: int | None = None, gbps
     ports = ports_bound(topo, coll, tables)  # one-address sums on switch ports: the NIC GPUs feed the last rounds
     rails = rails_bound(topo, coll)  # one-address sums: over NIC links alone a rank reaches only its rail
     hubs = hubs_bound(topo, coll, tables)  # one-address sums where reach says 3: every rank at once
+    summed = summed_bound(topo, coll)  # one-address sums: every rank's set summed, ports and shared NICs
     held = holdings_bound(topo, coll)  # the ramp: what each rank can hold round by round
     others = [steps, receive, cut, lpb, hops, *([entry] if entry.value is not None else []),
               *([setcut] if setcut.value is not None else []),
               *([relay] if relay.value is not None else []), *([cycle] if cycle.value is not None else []),
               *([reach] if reach.value is not None else []), *([inflow] if inflow.value is not None else []),
               *([ports] if ports.value is not None else []), *([rails] if rails.value is not None else []),
-              *([hubs] if hubs.value is not None else [])]
+              *([hubs] if hubs.value is not None else []), *([summed] if summed.value is not None else [])]
     # the holdings bound is named only where it is stronger than all the others (or proves no schedule)
     top = max((b.value for b in others if b.value is not None), default=None)
     if held.value is None or top is None or held.value > top:
@@ -82,6 +84,8 @@ def lower_bounds(topo: Topology, coll: Collective, size: int | None = None, gbps
         rounds = attrs.evolve(rounds, witness={"from": "rails", "rails": rails.witness}, note=explain(rails))
     if rounds.witness.get("from") == "hubs":  # nor the hubs bound
         rounds = attrs.evolve(rounds, witness={"from": "hubs", "hubs": hubs.witness}, note=explain(hubs))
+    if rounds.witness.get("from") == "summed":  # nor the summed bound
+        rounds = attrs.evolve(rounds, witness={"from": "summed", "summed": summed.witness}, note=explain(summed))
     rpc = _rounds_per_chunk(cut, lpb, coll, hops, setcut)
     # the set-cut row is shown only where it is the strongest: it generalizes the receive and cut rows
     strongest = "setcut" in (rounds.witness.get("from"), rpc.witness.get("from"))
@@ -142,6 +146,7 @@ class SearchBounds:
     ports: Bound | None = None  # bounds.ports: one-address sums on switch ports, the NIC GPUs feed the last rounds
     rails: Bound | None = None  # bounds.rails: one-address sums, over NIC links alone a rank reaches only its rail
     hubs: Bound | None = None  # bounds.hubs: one-address sums where the reach bound is 3, every rank at once
+    summed: Bound | None = None  # bounds.summed: one-address sums, every rank's set summed (ports, shared NICs)
     # the reach recursion behind `reach` (None where not computed): what each rank can hold round by round, which
     # the engine asks for its root (how soon one rank can gather every contribution); not part of the bounds' value
     tables: Tables | None = attrs.field(default=None, eq=False, repr=False)
@@ -161,8 +166,8 @@ class SearchBounds:
         computed for (a finer split lowers them: their ramps are counted in chunks of that size)."""
         best: tuple[int, Bound | None] = (0, None)
         # the entry bound's reason on ties: it names the node
-        for e in (self.setcut, self.ports, self.hubs, self.rails, self.inflow, self.reach, self.cycle, self.holdings,
-                  self.relay, self.entry):
+        for e in (self.summed, self.setcut, self.ports, self.hubs, self.rails, self.inflow, self.reach, self.cycle,
+                  self.holdings, self.relay, self.entry):
             if e is None or e.value is None or chunks != e.witness.get("chunks"):
                 continue
             if int(e.value) >= best[0]:
@@ -185,8 +190,8 @@ class SearchBounds:
         this), their budgets and the lift's choice were tuned on the bounds before the rails bound (session 16),
         which it leaves out. With it, nvl36 x 2's bound 4 -> 5 moved the first count from 6 (found) to 7 (found;
         6 then not, with a quarter of the budget) and put the lift of x 4 (7 steps) out of reach: a stronger
-        bound is reported, the searches are not steered by it."""
-        return attrs.evolve(self, rails=None, hubs=None).least_steps(True, 1)
+        bound is reported, the searches are not steered by it (nor by the hubs and summed bounds, sessions 17-18)."""
+        return attrs.evolve(self, rails=None, hubs=None, summed=None).least_steps(True, 1)
 
     def steps_why(self, one_round_per_step: bool = True, chunks: int = 1) -> str:
         if one_round_per_step and self.rounds(chunks) > self.steps_value:
@@ -237,7 +242,7 @@ def search_bounds(topo: Topology, coll: Collective) -> SearchBounds:
     return SearchBounds(steps, q, why, entry_bound(topo, coll), _with_chunks(holdings_bound(topo, coll), coll),
                         relay_bound(topo, coll), cycle_bound(topo, coll), reach, setcut,
                         inflow_bound(topo, coll, reach), _with_chunks(ports_bound(topo, coll, tables), coll),
-                        rails_bound(topo, coll), hubs=hubs_bound(topo, coll, tables),
+                        rails_bound(topo, coll), hubs=hubs_bound(topo, coll, tables), summed=summed_bound(topo, coll),
                         tables=None if isinstance(tables, str) else tables)
 
 
@@ -302,6 +307,12 @@ def explain(b: Bound) -> str:
         return (f"hubs: {len(w['tight'])} ranks must each gather {w['must'] // len(w['tight'])} contributions "
                 f"besides a last NIC value in 3 rounds, and their trees and the hubs that feed them hold at most "
                 f"{w['total']} < {w['must']} in all (a node's round-1 sends feed its own ranks or the others' hubs)")
+    if b.name == "summed" and w:
+        return (f"summed: every rank must end with all {math.isqrt(w['must'])} contributions, {w['must']} in all, "
+                f"and the ranks' sets summed reach at most {', '.join(map(str, w['summed']))} after rounds "
+                f"0..{len(w['summed']) - 1} (a round adds what is sent: {count(w['out'], 'value')} a rank over its own "
+                f"links, {w['shared']} over groups of several senders (a shared NIC or bridge), each at most "
+                f"{', '.join(map(str, w['ramp']))})")
     if b.name == "rails" and w:
         return (f"rails: rank {w['rank']} must hold {w['must_hold']} contributions and can hold at most "
                 f"{', '.join(map(str, w['reach']))} after rounds 0..{len(w['reach']) - 1}: over links between nodes "

@@ -21,6 +21,7 @@ from smtcoll.bounds.rails import rails_bound
 from smtcoll.bounds.reach import reach_bound
 from smtcoll.bounds.relay import relay_bound
 from smtcoll.bounds.results import Bound
+from smtcoll.bounds.summed import summed_bound
 from smtcoll.errors import ModelError
 from smtcoll.model import Collective, Topology
 
@@ -35,6 +36,7 @@ RECOMPUTED: dict[str, tuple[Callable[[Topology, Collective], Bound], tuple[str, 
     "ports": (ports_bound, ("node", "rounds", "must_hold", "rich", "need", "receivers", "patterns")),
     "rails": (rails_bound, ("rank", "must_hold", "rail", "mixed", "reach")),
     "hubs": (hubs_bound, ("tight", "ramp2", "multipliers", "targets", "psi", "free", "total", "must")),
+    "summed": (summed_bound, ("out", "shared", "take", "ramp", "summed", "must")),
 }
 
 
@@ -87,7 +89,7 @@ def check_witness(kind: str, witness: dict[str, Any], topo: Topology, coll: Coll
     except (KeyError, TypeError, ValueError) as e:
         raise ModelError("witness", f"malformed {kind} witness: {e}") from None
     raise ModelError("witness", f"unknown bound kind {kind!r} (expected steps, receive, cut, hops, holdings, entry, "
-                                f"relay, cycle, reach, inflow, ports, rails, hubs or setcut)")
+                                f"relay, cycle, reach, inflow, ports, rails, hubs, summed or setcut)")
 
 
 def _fraction(x: Any, what: str) -> Fraction:

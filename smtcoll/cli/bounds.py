@@ -107,8 +107,8 @@ def bounds_command(
 
 def _rounds_certificate(topo: Topology, coll: Collective, rounds: int | float | None, out: Path) -> Path | None:
     """A certificate that no schedule finishes in fewer rounds than the rounds bound, when a bound with a
-    re-checkable witness (steps, receive, cut, holdings, relay, cycle, reach, inflow, ports, rails, hubs, setcut) proves
-    it; None otherwise (the LP, the entry bound: no certificate kind yet). Never runs a solver."""
+    re-checkable witness (steps, receive, cut, holdings, relay, cycle, reach, inflow, ports, rails, hubs, summed,
+    setcut) proves it; None otherwise (the LP, the entry bound: no certificate kind yet). Never runs a solver."""
     from smtcoll.proofs.certificate import refuting_bound, write_certificate
     from smtcoll.proofs.claim import Claim
 
@@ -203,6 +203,10 @@ def _explain(b: Bound) -> str:
         from smtcoll.bounds import Bound, explain
 
         return "from the " + explain(Bound("hubs", b.value, "rounds", w["hubs"])).replace(": ", " bound: ", 1)
+    if b.name == "rounds" and "summed" in w:
+        from smtcoll.bounds import Bound, explain
+
+        return "from the " + explain(Bound("summed", b.value, "rounds", w["summed"])).replace(": ", " bound: ", 1)
     if b.name in ("rounds", "rounds_per_chunk"):
         return f"from the {w['from']} bound" + (f" ({w['exact']})" if "exact" in w else "")
     if b.name == "throughput":

@@ -55,7 +55,8 @@ def certificate_name(claim: Claim, topo: Topology, coll: Collective) -> str:
 
 
 def refuting_bound(claim: Claim, topo: Topology, coll: Collective) -> tuple[str, bounds.Bound] | None:
-    """The first bound (steps, receive, cut, holdings, entry, relay, cycle, reach, inflow, ports, rails, hubs, setcut)
+    """The first bound (steps, receive, cut, holdings, entry, relay, cycle, reach, inflow, ports, rails, hubs, summed,
+    setcut)
     that rules the claim's budget out, if any."""
     from smtcoll import bounds  # networkx and scipy: imported when a bound is needed
 
@@ -70,7 +71,7 @@ def refuting_bound(claim: Claim, topo: Topology, coll: Collective) -> tuple[str,
               bounds.holdings_bound(topo, coll), bounds.entry_bound(topo, coll), bounds.relay_bound(topo, coll),
               bounds.cycle_bound(topo, coll), bounds.reach_bound(topo, coll), bounds.inflow_bound(topo, coll),
               bounds.ports_bound(topo, coll), bounds.rails_bound(topo, coll), bounds.hubs_bound(topo, coll),
-              bounds.setcut_bound(topo, coll)):
+              bounds.summed_bound(topo, coll), bounds.setcut_bound(topo, coll)):
         if _beats(b.value, b.note, claim.rounds):
             return b.name, b
     return None
