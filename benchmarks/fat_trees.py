@@ -65,9 +65,9 @@ def main() -> None:
             direct = checked(pairwise(topo, coll, planes=True), "pairwise")
             nccl = build("ring", topo, coll)
 
-            def best(s: object) -> float:
+            def best(s: object, bound: object = bound) -> float:
                 times = [schedule_time(s, "Simple", i, GIB, model) for i in (1, 2)]  # type: ignore[arg-type]
-                return float(bound / min(t for t in times if t is not None))
+                return float(bound / min(t for t in times if t is not None))  # type: ignore[operator]
 
             print(f"  {kind:13s} bound: {time_bound(topo, coll).witness}")
             print(f"  {'':13s} of the bound at 1 GiB: ring of the nodes {best(ring):.3f}, direct rails "

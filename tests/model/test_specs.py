@@ -207,7 +207,7 @@ def test_a_file_written_link_by_link_is_the_nodes_its_nic_groups_tell_apart(tmp_
         across = [(u, v) for u in range(4) for v in range(4) if u != v and (u, v) not in inside]
         links = ", ".join(f"{{src = {u}, dst = {v}, bandwidth = {4 if (u, v) in inside else 1}}}"
                           for u, v in sorted(inside + across))
-        groups = "".join(f'[[topology.switches]]\nsrcs = [{u}]\ndsts = [{", ".join(str(v) for a, v in across if a == u)}]'
+        groups = "".join(f'[[topology.switches]]\nsrcs = [{u}]\ndsts = {[v for a, v in across if a == u]}'
                          f'\nbandwidth = 1\nname = "nicout{u}"\n' for u in range(4))
         (tmp_path / "m.toml").write_text(f'[topology]\nname = "m"\nranks = 4\nlinks = [{links}]\n{groups}')
         return specs.load_topology(tmp_path / "m.toml")
