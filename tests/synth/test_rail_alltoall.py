@@ -45,9 +45,10 @@ def test_rail_classes_on_three_nodes_reach_the_bound() -> None:
     per_nic = Counter(s for s, _ in crossing)
     assert set(per_nic.values()) == {2 * 4 * c} and set(Counter(d for _, d in crossing).values()) == {2 * 4 * c}
     bound = model_bound(topo, coll, 3, Model.load())(SIZE)
-    times = {name: schedule_time(s, "Simple", 2, SIZE, nodes=3)
+    timed = {name: schedule_time(s, "Simple", 2, SIZE, nodes=3)
              for name, s in (("classes", classes), ("own", own), ("direct", build("direct", topo, coll)))}
-    assert all(t is not None for t in times.values())
+    times = {name: t for name, t in timed.items() if t is not None}
+    assert len(times) == 3
     assert bound / times["classes"] >= 0.97
     assert times["classes"] < 0.85 * times["own"] and times["classes"] < 0.8 * times["direct"]
     # the bound is the NIC cut: (n - 1) p blocks of SIZE / (n p) through a 50 GB/s NIC
