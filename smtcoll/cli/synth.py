@@ -63,6 +63,7 @@ class Method(enum.StrEnum):
     rail = "rail"
     treepack = "treepack"
     exchange = "exchange"
+    rail_alltoall = "rail_alltoall"
     pairwise = "pairwise"
     lanes = "lanes"
     forest = "forest"
@@ -130,8 +131,8 @@ def synth(
                                            "(the large-instance engine: seconds, with its gap to the bound), auto "
                                            "(the engine, then the exact search where it can still improve on it), or "
                                            "a throughput construction: ring, tree, direct (NCCL's), multiring, hier, "
-                                           "hier2d, rail, treepack, exchange, pairwise, lanes, forest, hierforest "
-                                           "(docs/synth.md)")
+                                           "hier2d, rail, treepack, exchange, rail_alltoall, pairwise, lanes, forest, "
+                                           "hierforest (docs/synth.md)")
                       ] = Method.auto,
     force: ForceOpt = False,
     fmt: FormatOpt = Format.text,

@@ -22,7 +22,7 @@ STRATEGIES: tuple[str, ...] = ("instance", "least-steps", "pareto")
 # the throughput constructions, by their `--method` name (smtcoll.synth.constructions.METHODS; a test keeps
 # the two equal): named here so that a request is validated without importing them
 CONSTRUCTIONS: tuple[str, ...] = ("ring", "tree", "direct", "multiring", "hier", "hier2d", "rail", "treepack",
-                                  "exchange", "pairwise", "lanes", "forest", "hierforest")
+                                  "exchange", "rail_alltoall", "pairwise", "lanes", "forest", "hierforest")
 METHODS: tuple[str, ...] = ("auto", "exact", "scale", *CONSTRUCTIONS)
 
 # The exact search's default budget, in z3 resource units (its deterministic `rlimit` counter): the same

@@ -57,3 +57,12 @@ def quad_allreduce(tmp_path: Path, nics: list[list[int]], nodes: int) -> tuple[T
     path.write_text(quad(nics))
     topo = specs.load_topology(path, nodes)
     return topo, library.collective("allreduce", topo.ranks)
+
+
+def rails_on_a_switch(gpus: int, nodes: int) -> Topology:
+    """DGX H100-style nodes: `gpus` GPUs on one switch (450 GB/s ports), each GPU with its own 50 GB/s NIC on
+    rail i (the GPU of the same index in every other node), composed into `nodes` nodes."""
+    nics = [{"senders": [i], "receivers": [i], "bandwidth": 1, "rail": i, "alpha_us": 2.0, "gbps": 50.0}
+            for i in range(gpus)]
+    return specs.topology_from_dict({"name": "rails", "generator": f"hub-and-spoke:{gpus}", "alpha_us": 0.5,
+                                     "gbps": 450.0, "nics": nics}).compose(nodes)

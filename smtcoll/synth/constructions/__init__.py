@@ -10,9 +10,10 @@ Families, one module each: `rings` (the ring search and ring schedules), `nccl` 
 direct baselines), `multiring` (all lane-disjoint rings at once), `treepack` (greedy tree packing), `forest`
 (the exact tree packing for links of unequal speed), `hierforest` (that packing inside each node, fed
 through a NIC per GPU), `hier` (across NICs),
-`exchange` (Alltoall routed by the flow LP, pipelined in shifted rounds), `pairwise` (Allgather,
-ReduceScatter, Allreduce straight to each destination in the same shifted rounds, where every pair is
-linked), `lanes` (Allreduce across two nodes whose NICs are not one per GPU each way: that exchange
+`exchange` (Alltoall routed by the flow LP, pipelined in shifted rounds), `rail_alltoall` (Alltoall
+across nodes of rails, each byte through one NIC, on rails that keep the NICs from waiting for each other),
+`pairwise` (Allgather, ReduceScatter, Allreduce straight to each destination in the same shifted rounds,
+where every pair is linked), `lanes` (Allreduce across two nodes whose NICs are not one per GPU each way: that exchange
 feeding the NIC lanes). docs/synth.md says what each is, where it comes from and when it reaches the bound.
 """
 
@@ -35,6 +36,7 @@ from smtcoll.synth.constructions import (
     nccl,
     pairwise,
     rail,
+    rail_alltoall,
     treepack,
 )
 from smtcoll.synth.constructions.common import NotApplicable
@@ -64,6 +66,7 @@ _FAMILIES: dict[str, tuple[Builder, str | None]] = {
     "rail": (rail.rail, None),
     "treepack": (treepack.treepack, None),
     "exchange": (exchange.exchange, None),
+    "rail_alltoall": (rail_alltoall.rail_alltoall, None),
     "pairwise": (pairwise.pairwise, None),
     "lanes": (lanes.lanes, None),
     "forest": (forest.forest, None),
@@ -73,11 +76,13 @@ _FAMILIES: dict[str, tuple[Builder, str | None]] = {
 # (`forest`: its count of trees per root and the most trees within the runtimes' limits, `forest.forests`;
 # `pairwise`: across nodes also its program with fused connections, which lowers at 8 instances, `pairwise.pairwises`;
 # `treepack`: where the links' speeds per unit differ also the packing by speed, `treepack.treepacks`;
-# `hierforest`: also its finer pieces with the NIC's extras, `hierforest.hierforests`)
+# `hierforest`: also its finer pieces with the NIC's extras, `hierforest.hierforests`;
+# `rail_alltoall`: its rail classes and its own rails, `rail_alltoall.rail_alltoalls`)
 _SEVERAL: dict[str, Callable[[Topology, Collective], list[Schedule]]] = {"forest": forest.forests,
                                                                           "pairwise": pairwise.pairwises,
                                                                           "treepack": treepack.treepacks,
-                                                                          "hierforest": hierforest.hierforests}
+                                                                          "hierforest": hierforest.hierforests,
+                                                                          "rail_alltoall": rail_alltoall.rail_alltoalls}
 # `synth --method` names (short) -> family
 METHODS: dict[str, Builder] = {
     "ring": nccl.ring,
@@ -89,6 +94,7 @@ METHODS: dict[str, Builder] = {
     "rail": rail.rail,
     "treepack": treepack.treepack,
     "exchange": exchange.exchange,
+    "rail_alltoall": rail_alltoall.rail_alltoall,
     "pairwise": pairwise.pairwise,
     "lanes": lanes.lanes,
     "forest": forest.forest,
