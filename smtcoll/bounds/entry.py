@@ -40,28 +40,9 @@ from smtcoll.model import Collective, SwitchGroup, Topology
 
 def node_of(topo: Topology) -> list[int] | None:
     """Each rank's node: the components joined by the links no NIC group bounds, numbered by their
-    least rank; None on a machine of one node."""
-    nic = [g for g in topo.switches if g.name.startswith("nic")]
-    if not nic:
-        return None
-    through = {(u, v) for g in nic for u in g.srcs for v in g.dsts}
-    parent = list(range(topo.ranks))
-
-    def root(x: int) -> int:
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    for l in topo.links:
-        if (l.src, l.dst) not in through:
-            a, b = root(l.src), root(l.dst)
-            parent[max(a, b)] = min(a, b)
-    roots = sorted({root(r) for r in range(topo.ranks)})
-    if len(roots) < 2:
-        return None
-    index = {r: i for i, r in enumerate(roots)}
-    return [index[root(r)] for r in range(topo.ranks)]
+    least rank (`Topology.nic_parts`); None on a machine of one node."""
+    parts = topo.nic_parts
+    return None if parts is None else list(parts)
 
 
 def entry_bound(topo: Topology, coll: Collective) -> Bound:

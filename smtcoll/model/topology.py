@@ -240,18 +240,14 @@ class Topology:
         return count if count >= 1 and self.ranks % count == 0 else 1
 
     @functools.cached_property
-    def node_count(self) -> int:
-        """The nodes of a machine: `named_nodes` where the name gives them; else, for a file written link by
-        link, the parts that the links outside its NIC groups (switch groups named `nic...`) join, where
-        they are at least two blocks of as many consecutive ranks; 1 otherwise. Node i holds ranks
-        i*P .. i*P + P - 1."""
-        if self.named_nodes > 1:
-            return self.named_nodes
+    def nic_parts(self) -> tuple[int, ...] | None:
+        """Each rank's part: the components that the links outside the NIC groups (switch groups named
+        `nic...`) join, numbered by their least rank; None without NIC groups or where that is one part."""
         nic = [g for g in self.switches if g.name.startswith("nic")]
         if not nic:
-            return 1
+            return None
         through = {(u, v) for g in nic for u in g.srcs for v in g.dsts}
-        part = list(range(self.ranks))  # union-find: each rank's part is its least linked rank
+        part = list(range(self.ranks))  # union-find
 
         def root(x: int) -> int:
             while part[x] != x:
@@ -264,10 +260,24 @@ class Topology:
                 a, b = root(lk.src), root(lk.dst)
                 part[max(a, b)] = min(a, b)
         roots = sorted({root(r) for r in range(self.ranks)})
-        p = self.ranks // len(roots)
-        if len(roots) < 2 or any(root(r) != r // p * p for r in range(self.ranks)):
+        if len(roots) < 2:
+            return None
+        index = {r: i for i, r in enumerate(roots)}
+        return tuple(index[root(r)] for r in range(self.ranks))
+
+    @functools.cached_property
+    def node_count(self) -> int:
+        """The nodes of a machine: `named_nodes` where the name gives them; else, for a file written link by
+        link, its `nic_parts` where they are blocks of as many consecutive ranks; 1 otherwise. Node i holds
+        ranks i*P .. i*P + P - 1."""
+        if self.named_nodes > 1:
+            return self.named_nodes
+        parts = self.nic_parts
+        if parts is None:
             return 1
-        return len(roots)
+        n = max(parts) + 1
+        p = self.ranks // n
+        return n if all(parts[r] == r // p for r in range(self.ranks)) and n * p == self.ranks else 1
 
     def reversed(self) -> Topology:
         """Every link and switch group turned around (for the duals of combining collectives)."""
