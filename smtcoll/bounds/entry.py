@@ -31,8 +31,8 @@ components of the links that no NIC group bounds.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Hashable, Mapping, Sequence
+from typing import Any, TypeVar
 
 from smtcoll.bounds.results import Bound
 from smtcoll.model import Collective, SwitchGroup, Topology
@@ -203,7 +203,10 @@ def _capacity(topo: Topology, crossing: list, inside: set[int], out: bool = Fals
     return greedy_cover(bw, links_of)
 
 
-def greedy_cover(bw: dict[tuple[int, int], int], links_of: list[tuple[int, frozenset[tuple[int, int]]]]) -> int:
+K = TypeVar("K", bound=Hashable)
+
+
+def greedy_cover(bw: Mapping[K, int], links_of: Sequence[tuple[int, frozenset[K]]]) -> int:
     """Per round, an upper bound on what the links `bw` (link -> bandwidth) carry in all when the switch groups
     `links_of` ((bandwidth, the links it bounds)) are counted instead of the links they cover: the groups
     chosen greedily, the least bandwidth per link bandwidth newly covered first, while that beats counting the

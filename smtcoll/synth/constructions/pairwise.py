@@ -110,7 +110,8 @@ def pairwises(topo: Topology, base: Collective) -> list[Schedule]:
     for planes in (False, True) if _planes(topo) is not None else (False,):
         first = pairwise(topo, base, planes=planes)
         out.append(first)
-        if len(_Layout(topo, planes).members) < 2:
+        lay = _Layout(topo, planes)
+        if len(lay.members) < 2:
             continue
         if kind(base) != "allreduce":
             others = [pairwise(topo, base, fused=True, planes=planes)]
@@ -123,7 +124,7 @@ def pairwises(topo: Topology, base: Collective) -> list[Schedule]:
             if other.collective.chunk_factor not in seen:
                 seen.add(other.collective.chunk_factor)
                 out.append(other)
-        if _uplinks(topo, _Layout(topo, planes)):
+        if _uplinks(topo, lay):
             out.append(pairwise(topo, base, planes=planes, ring=True))
     return out
 

@@ -256,7 +256,7 @@ def find_rings(topo: Topology, limit: int | None = None, per_link: int | None = 
         return ()
     joined = _joined_node_rings(topo, node, per_link, limit) if max(node) else []
     if joined:  # NCCL's own construction across nodes (its own lanes: a switch inside a node is shared)
-        return tuple(joined[:limit])
+        return tuple(joined)
     budget = [SEARCH_BUDGET]
     greedy: list[Ring] = []
     for start in _starts(topo, node):
