@@ -138,6 +138,27 @@ def test_a_fat_tree_nodes_nics_bound_what_enters_it_not_the_leaf_uplinks():
     assert _cover([0, 1], [[0], []], [3, 3], [Fraction(5)]) == 6  # a group slower than its links is not taken
 
 
+def test_a_nic_shared_by_four_gpus_counts_once_in_the_total(tmp_path: Path):
+    """Held-out dualplane8 x 2: each NIC serves four GPUs of 150 GB/s ports. The sum of the GPUs' ingresses
+    counts a shared NIC four times (200 GB/s a GPU); all the links at once carry 16 x 150 + 4 x 50 = 2600 GB/s,
+    so an Allreduce's 30 buffer transfers bound it at 162.5 bus GB/s (was 187.5, the node cut). The
+    certificate names the side and fails with its rate changed."""
+    from smtcoll import specs
+
+    topo = specs.resolve_topology(str(ROOT / "benchmarks" / "topologies" / "heldout" / "dualplane8.toml"), 2)
+    coll = library.collective("allreduce", 16, None, 1)
+    b = time_bound(topo, coll)
+    assert b.busbw_gbps(GIB) == Fraction(325, 2)
+    assert b.certificate is not None and b.certificate.kind == "transfers" and b.certificate.side == "total"
+    assert b.certificate.rate == 2_600_000
+    path = write_throughput_certificate(topo, coll, tmp_path)
+    assert check_certificate(path).verdict == "ok"
+    data = json.loads(path.read_text())
+    data["witness"]["rate_bytes_per_us"] = "2700000"
+    path.write_text(json.dumps(data))
+    assert check_certificate(path).verdict == "error"
+
+
 def test_latency_part_and_the_combination_is_the_max():
     _, _, b = bound("ndv2", "allreduce")
     assert b.steps == 2 and b.alpha_us == Fraction(7, 10)
