@@ -142,7 +142,7 @@ def test_a_nic_shared_by_four_gpus_counts_once_in_the_total(tmp_path: Path):
     """Held-out dualplane8 x 2: each NIC serves four GPUs of 150 GB/s ports. The sum of the GPUs' ingresses
     counts a shared NIC four times (200 GB/s a GPU); all the links at once carry 16 x 150 + 4 x 50 = 2600 GB/s,
     so an Allreduce's 30 buffer transfers bound it at 162.5 bus GB/s (was 187.5, the node cut). The
-    certificate names the side and fails with its rate changed."""
+    certificate names the side and fails with its rate changed. sw2x3 x 2 the same way."""
     from smtcoll import specs
 
     topo = specs.resolve_topology(str(ROOT / "benchmarks" / "topologies" / "heldout" / "dualplane8.toml"), 2)
@@ -157,6 +157,10 @@ def test_a_nic_shared_by_four_gpus_counts_once_in_the_total(tmp_path: Path):
     data["witness"]["rate_bytes_per_us"] = "2700000"
     path.write_text(json.dumps(data))
     assert check_certificate(path).verdict == "error"
+    # three GPUs a 25 GB/s NIC, two 3-GPU switches joined by a 100 GB/s bridge: 12 x 50 + 4 x 25 GB/s
+    topo = specs.resolve_topology(str(ROOT / "benchmarks" / "topologies" / "heldout" / "sw2x3.toml"), 2)
+    b = time_bound(topo, library.collective("allreduce", 12, None, 1))
+    assert b.busbw_gbps(GIB) == Fraction(175, 3) and b.certificate is not None and b.certificate.rate == 700_000
 
 
 def test_latency_part_and_the_combination_is_the_max():
