@@ -748,7 +748,8 @@ def test_pairwise_allreduce_over_the_groups_also_in_larger_pieces(tmp_path) -> N
     path.write_text(_two_planes_toml())
     topo = specs.load_topology(path, 1)
     coll = library.collective("allreduce", 8)
-    _, many, coarse = pairwises(topo, coll)
+    _, many, coarse, *direct = pairwises(topo, coll)
+    assert [s.collective.chunk_factor for s in direct] == [many.collective.chunk_factor] * 3  # 1, 2, 4 direct
     assert check_schedule(coarse).verdict == "ok"
     assert coarse.collective.chunk_factor < many.collective.chunk_factor
     bound = model_bound(topo, coll, 1, Model.load())
@@ -760,3 +761,35 @@ def test_pairwise_allreduce_over_the_groups_also_in_larger_pieces(tmp_path) -> N
     mib256 = 1 << 28
     assert share(many, mib256) < 0.95 <= 0.97 <= share(coarse, mib256)
     assert share(coarse, GIB) >= 0.98
+
+
+def test_where_the_nics_have_time_to_spare_some_pieces_cross_them_first() -> None:
+    """Held-out h100 x 2 (a 50 GB/s NIC per GPU, 450 GB/s NVSwitch ports): relayed across one NIC a piece costs a
+    rank 2 x 7 messages in its node for 1 across, so the ports are the bottleneck and the NICs run a third idle.
+    A piece sent across the NICs first (`_reduce_direct`, `_gather_direct`: 7 in the node for 8 across) shifts
+    that work; one such piece of 24 takes the Allreduce at 256 MiB (2 instances) from 0.875 to 0.94 of the
+    bound. a100 x 2 (25 GB/s NICs, 300 GB/s ports) has no time to spare on its NICs: none offered."""
+    from smtcoll import specs
+    from smtcoll.sweep.cost import Model
+    from smtcoll.sweep.tasks import model_bound
+    from smtcoll.synth.constructions.pairwise import _Layout, direct_pieces, pairwise, pairwises
+
+    topo = specs.resolve_topology(str(ROOT / "benchmarks" / "topologies" / "heldout" / "h100.toml"), 2)
+    coll = library.collective("allreduce", 16)
+    assert direct_pieces(topo, _Layout(topo), 24) == 1
+    offered = pairwises(topo, coll)
+    assert len(offered) == 3  # the plain, the coarse, the one with a direct piece
+    one = pairwise(topo, coll, direct=1)
+    assert one.collective == offered[-1].collective and one.steps == offered[-1].steps
+    assert check_schedule(one).verdict == "ok"
+    crossings = [x for st in one.steps for x in st.sends if x.src // 8 != x.dst // 8]
+    plain = pairwise(topo, coll)
+    assert len(crossings) > len([x for st in plain.steps for x in st.sends if x.src // 8 != x.dst // 8])
+    model = Model.load()
+    size = 256 << 20
+    bound = model_bound(topo, coll, 1, model)(size)
+    t, before = schedule_time(one, "Simple", 2, size, model), schedule_time(plain, "Simple", 2, size, model)
+    assert t is not None and before is not None
+    assert bound / before < 0.9 and bound / t > 0.93
+    a100 = _topo("a100", 2)
+    assert direct_pieces(a100, _Layout(a100), 24) == 0 and len(pairwises(a100, coll)) == 2
