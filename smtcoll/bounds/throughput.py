@@ -488,7 +488,7 @@ def _total_rate(topo: Topology, r: Rates, links: list[int]) -> Fraction:
     where the ports of both ends can leave no charge that counts a shared NIC once (its greedy cover, held-out
     sw2x3 x 2: out- and in-ports taken in turn, 1100 GB/s where the ports and the NICs give 700), and costs more
     (its cover over every NIC link of mi250 x 16: 10 CPU s)."""
-    best: Fraction | None = None
+    sides = []
     for end in ("srcs", "dsts"):
         alone = {g: next(iter(getattr(sw, end))) for g, sw in enumerate(topo.switches) if len(getattr(sw, end)) == 1}
         own: dict[int, list[int]] = {}
@@ -501,9 +501,8 @@ def _total_rate(topo: Topology, r: Rates, links: list[int]) -> Fraction:
                 rest.append(e)
         rate = cut_rate(topo, r, (), rest) if rest else Fraction(0)
         rate += sum((cut_rate(topo, r, (), es) for _, es in sorted(own.items())), Fraction(0))
-        best = rate if best is None else min(best, rate)
-    assert best is not None
-    return best
+        sides.append(rate)
+    return min(sides)
 
 
 def transfers_bound(topo: Topology, coll: Collective, r: Rates) -> TransfersCertificate | None:
