@@ -60,19 +60,7 @@ def pairwise(topo: Topology, base: Collective, fused: bool = False, planes: bool
     if topo.ranks < 2:
         raise NotApplicable("one rank has nothing to exchange")
     lay = _Layout(topo, planes, ring)
-    # messages per connection inside a node: a rank's own block, plus one per other node's (relayed)
-    blocks = len(lay.members)
-    phases = 2 if what == "allreduce" else 1
-    # across nodes a partial sum waits for all its shares before it crosses: smaller pieces shorten the wait
-    # (a100 x2 ReduceScatter 0.86 -> 0.90 of the bound, Allreduce 0.59 -> 0.83; Allgather, which forwards
-    # each piece as it arrives, keeps the base count: 0.96, and 0.70 with the doubled one)
-    # an Allreduce, ordered in time (`timed_schedule`), gains from the most pieces its connections hold: a100 x2
-    # at 256 MiB 0.94 of the bound with 18 per rank and node, 0.97 with 24 (docs/benchmarks.md, session 7)
-    per_rank = pieces * (blocks if what != "allgather" else 1) * (phases if blocks > 1 else 1)
-    per_conn = pieces_per_connection(len(lay.members[0]), phases * blocks, per_rank)
-    if fused:
-        per_conn = max(1, FUSED_LIMIT // (phases * blocks)) * phases * blocks
-    c = per_conn // (phases * blocks)
+    c = _piece_count(lay, what, pieces, fused)
     plan = Plan()
     if what == "allreduce":
         n = topo.ranks
@@ -109,6 +97,23 @@ def pairwise(topo: Topology, base: Collective, fused: bool = False, planes: bool
     return Schedule(topo, coll, steps, name="pairwise")
 
 
+def _piece_count(lay: _Layout, what: str, pieces: int, fused: bool) -> int:
+    """The pieces of each block (`pairwise`'s c)."""
+    # messages per connection inside a node: a rank's own block, plus one per other node's (relayed)
+    blocks = len(lay.members)
+    phases = 2 if what == "allreduce" else 1
+    # across nodes a partial sum waits for all its shares before it crosses: smaller pieces shorten the wait
+    # (a100 x2 ReduceScatter 0.86 -> 0.90 of the bound, Allreduce 0.59 -> 0.83; Allgather, which forwards
+    # each piece as it arrives, keeps the base count: 0.96, and 0.70 with the doubled one)
+    # an Allreduce, ordered in time (`timed_schedule`), gains from the most pieces its connections hold: a100 x2
+    # at 256 MiB 0.94 of the bound with 18 per rank and node, 0.97 with 24 (docs/benchmarks.md, session 7)
+    per_rank = pieces * (blocks if what != "allgather" else 1) * (phases if blocks > 1 else 1)
+    per_conn = pieces_per_connection(len(lay.members[0]), phases * blocks, per_rank)
+    if fused:
+        per_conn = max(1, FUSED_LIMIT // (phases * blocks)) * phases * blocks
+    return per_conn // (phases * blocks)
+
+
 def pairwises(topo: Topology, base: Collective) -> list[Schedule]:
     """`pairwise`'s schedule, then, for Allgather and ReduceScatter across nodes, the one with at most
     FUSED_LIMIT messages per connection; and where every pair is linked at unlike speeds, the same over the
@@ -139,10 +144,15 @@ def pairwises(topo: Topology, base: Collective) -> list[Schedule]:
                 out.append(other)
         if _uplinks(topo, lay):
             out.append(pairwise(topo, base, planes=planes, ring=True))
-        if kind(base) != "reducescatter":
-            # some pieces across the NICs first, where the NICs have time to spare (`direct_pieces`)
-            c = first.collective.chunk_factor // (topo.ranks if kind(base) == "allreduce" else 1)
-            out += [pairwise(topo, base, planes=planes, direct=k) for k in direct_counts(direct_pieces(topo, lay, c))]
+        # some pieces across the NICs first, where the NICs have time to spare (`direct_pieces`); an Allreduce
+        # also in half the pieces, each message's latency counting as well (h100 x 2 at 256 MiB, 2 instances,
+        # one direct piece: 24 pieces 0.943 of the bound, 18 0.972; at 1 GiB 0.977 and 0.982)
+        tried = {"allreduce": (PIECES_PER_RANK // 2, PIECES_PER_RANK),
+                 "allgather": (PIECES_PER_RANK,)}.get(kind(base), ())
+        counts = {_piece_count(lay, kind(base), pieces, False): pieces for pieces in tried}  # one per count
+        for c, pieces in sorted(counts.items(), reverse=True):
+            out += [pairwise(topo, base, planes=planes, pieces=pieces, direct=k)
+                    for k in direct_counts(direct_pieces(topo, lay, c))]
     return out
 
 
