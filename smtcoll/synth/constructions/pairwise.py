@@ -423,18 +423,18 @@ def direct_counts(balance: int) -> list[int]:
 
 
 def _egress(topo: Topology, s: int, dsts: list[int]) -> float:
-    """GB/s (or bandwidth units) that rank s can send to `dsts` at once: its links, each switch group that
-    bounds some of them at most its own rate, shared alike by its senders where it has several receivers too
-    (a NIC of several GPUs)."""
-    from smtcoll.model.timed import group_gbps
+    """Bytes per microsecond that rank s can send to `dsts` at once (`throughput.rates`: every link and group in
+    one unit): its links, each switch group that bounds some of them at most its own rate, shared alike by its
+    senders where it has several receivers too (a NIC of several GPUs)."""
+    from smtcoll.bounds.throughput import rates
 
-    speed = {l_.dst: float(l_.gbps or l_.bandwidth) for l_ in topo.links if l_.src == s and l_.dst in dsts}
-    links = sum(speed.values())
+    r = rates(topo)
+    mine = [e for e, l_ in enumerate(topo.links) if l_.src == s and l_.dst in dsts]
+    links = sum(r.link[e] for e in mine)
     total = links
-    for g in topo.switches:
-        bound = [d for d in speed if d in g.dsts] if s in g.srcs else []
+    for g, sw in enumerate(topo.switches):
+        bound = [e for e in mine if g in r.groups_of[e]]
         if bound:
-            shared = len(g.srcs) if len(g.dsts) > 1 else 1
-            share = float(group_gbps(topo, g) or g.bandwidth) / shared
-            total = min(total, links - sum(speed[d] for d in bound) + share)
-    return total
+            share = r.group[g] / (len(sw.srcs) if len(sw.dsts) > 1 else 1)
+            total = min(total, links - sum(r.link[e] for e in bound) + share)
+    return float(total)
