@@ -230,9 +230,15 @@ def _composed_sums(topo: Topology, coll: Collective, request: SynthRequest, scal
     the node; nvl36 x 3: 7, where the engine's lanes take 9), each only where what is known so far is above 1.5x
     of the bound the searches aim from. None where neither beats the engine."""
     from smtcoll.synth.exact.rail_groups import rail_groups
+    from smtcoll.synth.exact.spread import spread_allreduce
 
+    lo, hi = scaled.bounds.aim_steps(), len(scaled.schedule.steps)
+    if 2 * hi > 3 * lo:  # first the spread (about a second; mi250 x 9: 6 steps, the lift's search took 9 CPU s)
+        t0, c0 = time.monotonic(), time.process_time()
+        spread, spent = spread_allreduce(topo, coll, hi)
+        if spread is not None and 2 * len(spread.steps) <= 3 * lo:
+            return _shaped(spread, "spread, then recursive doubling in groups", scaled, t0, c0, [], spent)
     lifted = _lifted_sums(topo, coll, request, scaled)
-    lo = scaled.bounds.aim_steps()
     hi = len(scaled.schedule.steps) if lifted is None or lifted.schedule is None else len(lifted.schedule.steps)
     if 2 * hi <= 3 * lo:  # the engine or the lift is within 1.5x of the aim (nvl36 x 4: 7 for 5, 1.2 CPU s saved)
         return lifted
