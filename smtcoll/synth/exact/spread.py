@@ -36,6 +36,8 @@ RLIMIT = 12_000_000  # z3 resource units per attempt of the general form (determ
 SYM_RLIMIT = 4_000_000  # per attempt invariant under a xor: mi250 x 10 (xor 3) 3.6 M, x 11 3.1 M, x 9 2.0 M
 WORK = 30_000_000  # and in all
 MATCHINGS = 3  # perfect matchings tried per vertex set (the first found, in order)
+MOVES = 20_000  # steps of each backtracking search (matchings, the cube's labels): it gives up beyond them
+MAX_GPUS = 32  # GPUs per node: the encoding has a term per pair of local indices and per holder (mi250: 16)
 
 
 def spread_allreduce(topo: Topology, coll: Collective, below: int) -> tuple[Schedule | None, int]:
@@ -78,7 +80,7 @@ def _shape(topo: Topology, coll: Collective) -> tuple[int, int, list[tuple[int, 
         return None
     n = max(nodes) + 1
     p = topo.ranks // n
-    if n < 3 or p < 2 or p & (p - 1) or nodes != [x // p for x in range(topo.ranks)]:
+    if n < 3 or p < 2 or p > MAX_GPUS or p & (p - 1) or nodes != [x // p for x in range(topo.ranks)]:
         return None
     links = {(l.src, l.dst) for l in topo.links if l.bandwidth > 0}
     inside = {(u % p, v % p) for u, v in links if u // p == v // p}
@@ -110,9 +112,11 @@ def _matchings(verts: list[int], edges: list[tuple[int, int]]) -> list[set[tuple
     """Up to MATCHINGS perfect matchings of the graph `edges` restricted to `verts`, in lexicographic order."""
     inner = [e for e in edges if e[0] in verts and e[1] in verts]
     found: list[set[tuple[int, int]]] = []
+    moves = [0]
 
     def grow(left: list[int], taken: list[tuple[int, int]]) -> None:
-        if len(found) >= MATCHINGS:
+        moves[0] += 1
+        if len(found) >= MATCHINGS or moves[0] > MOVES:
             return
         if not left:
             found.append(set(taken))
@@ -207,13 +211,17 @@ def _spread(n: int, p: int, local: dict[int, list[int]], xor: int | None, units:
 
 def _labels(p: int, colours: list[int]) -> list[int] | None:
     """Corners of the D-cube for the local indices, neighbours of unlike colour (backtracking, the most common
-    colours first); None where there is no such labelling."""
+    colours first); None where there is no such labelling or none is found within MOVES."""
     order = sorted(range(p), key=lambda g: (-colours.count(colours[g]), g))
     label: dict[int, int] = {}
+    moves = [0]
 
     def place(i: int) -> bool:
+        moves[0] += 1
         if i == p:
             return True
+        if moves[0] > MOVES:
+            return False
         g = order[i]
         for k in range(p):
             if k in label.values() or any(bin(label[x] ^ k).count("1") == 1 and colours[x] == colours[g]
