@@ -235,7 +235,8 @@ def _composed_sums(topo: Topology, coll: Collective, request: SynthRequest, scal
     lo, hi = scaled.bounds.aim_steps(), len(scaled.schedule.steps)
     if 2 * hi > 3 * lo:  # first the spread (about a second; mi250 x 9: 6 steps, the lift's search took 9 CPU s)
         t0, c0 = time.monotonic(), time.process_time()
-        spread, spent = spread_allreduce(topo, coll, hi)
+        with _exact_search(request) as clock:
+            spread, spent = spread_allreduce(topo, coll, hi, clock.deadline)
         if spread is not None and 2 * len(spread.steps) <= 3 * lo:
             return _shaped(spread, "spread, then recursive doubling in groups", scaled, t0, c0, [], spent)
     lifted = _lifted_sums(topo, coll, request, scaled)

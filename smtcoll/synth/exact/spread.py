@@ -18,13 +18,14 @@ less a matching: none (mi250 x 11: degrees 3 and 4, p1 pairs them), a perfect ma
 degree (x 10: 3-regular) or of all vertices (x 9). z3 chooses p1, p2, d1, d2 and s (bit-vectors of a few
 bits), first invariant under a xor of the node that preserves S (`_spread`: mi250 x 9-11 found in 0.5-1 CPU s,
 where the general form took 1-20 or spent its budget), then the general form; the D-cube labelling is a small
-backtracking search. 2 + D steps: mi250 x 9-11, 6 (the bound:
-4; the lifts and windows 7). The checker judges the schedule; nothing it refuses is kept.
+backtracking search. 2 + D steps: mi250 x 9-11 in 6 (bound 4; the windows 7, x 9's lift 6 in 14 CPU s). The
+checker judges the schedule; nothing it refuses is kept.
 """
 
 from __future__ import annotations
 
 import itertools
+import time
 from collections.abc import Sequence
 
 from smtcoll.bounds.cycle import _one_address_sum
@@ -40,9 +41,11 @@ MOVES = 20_000  # steps of each backtracking search (matchings, the cube's label
 MAX_GPUS = 32  # GPUs per node: the encoding has a term per pair of local indices and per holder (mi250: 16)
 
 
-def spread_allreduce(topo: Topology, coll: Collective, below: int) -> tuple[Schedule | None, int]:
+def spread_allreduce(topo: Topology, coll: Collective, below: int, deadline: float | None = None,
+                     ) -> tuple[Schedule | None, int]:
     """The schedule of the module docstring when it has fewer than `below` steps, checked (None where the
-    machine is not of this shape or z3 finds nothing within the budget), and the z3 units spent."""
+    machine is not of this shape or z3 finds nothing within the budget or before `deadline`, a safety stop),
+    and the z3 units spent."""
     shape = _shape(topo, coll)
     if shape is None:
         return None, 0
@@ -53,10 +56,10 @@ def spread_allreduce(topo: Topology, coll: Collective, below: int) -> tuple[Sche
     spent = 0
     for local in _subgraphs(p, edges, n):
         for xor in [*_xors(p, local), None]:
-            if spent >= WORK:
+            if spent >= WORK or (deadline is not None and time.monotonic() >= deadline):
                 return None, spent
             cap = RLIMIT if xor is None else SYM_RLIMIT
-            found, units = _spread(n, p, local, xor, min(cap, WORK - spent))
+            found, units = _spread(n, p, local, xor, min(cap, WORK - spent), deadline)
             spent += units
             if found is None:
                 continue
@@ -147,7 +150,8 @@ def _xors(p: int, local: dict[int, list[int]]) -> list[int]:
 Found = tuple[list[int], list[int], list[int], list[int], list[int]]  # p1, d1, p2, d2, s
 
 
-def _spread(n: int, p: int, local: dict[int, list[int]], xor: int | None, units: int) -> tuple[Found | None, int]:
+def _spread(n: int, p: int, local: dict[int, list[int]], xor: int | None, units: int,
+            deadline: float | None = None) -> tuple[Found | None, int]:
     """z3's p1, d1, p2, d2 and colours s (module docstring) within `units`, and the units spent; with `xor`
     k: invariant under the local index's xor k, for even n with the colours moved by n / 2 (unmoved, z3 proves
     none at mi250 x 10 at once), for odd n with the node offsets and colours negated (n / 2 is no offset)."""
@@ -198,7 +202,7 @@ def _spread(n: int, p: int, local: dict[int, list[int]], xor: int | None, units:
             theirs = [add(s[x], d1[x]), *(add(s[v], d1[x]) for v in local[x]), add(tau[x], d1[x])]
             terms = [*mine, *theirs]
             solver.add(z3.Implies(p1[x] == val(h), z3.Distinct(*terms)))
-    res, spent = check_within(solver, units, None)
+    res, spent = check_within(solver, units, deadline)
     if res != z3.sat:
         return None, spent
     m = solver.model()
