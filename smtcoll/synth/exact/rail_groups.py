@@ -76,15 +76,10 @@ def _shape(topo: Topology, coll: Collective) -> tuple[int, int, list[tuple[int, 
     """(nodes n, GPUs per node p, the NICs of a node as local rank pairs) where the collective is one-address
     Allreduce and the machine is n >= 2 nodes of consecutive ranks, every pair of a node linked, every GPU on
     exactly one NIC shared with one other GPU, and each NIC linked to the same NIC of every other node."""
-    if topo.ranks != coll.ranks or not _one_address_sum(coll):
+    blocks = one_address_nodes(topo, coll)
+    if blocks is None or blocks[0] < 2:
         return None
-    nodes = node_of(topo)
-    if nodes is None:
-        return None
-    n = max(nodes) + 1
-    p = topo.ranks // n
-    if n < 2 or nodes != [x // p for x in range(topo.ranks)]:
-        return None
+    n, p = blocks
     nics = sorted({tuple(sorted(g.srcs)) for g in topo.switches
                    if len(g.srcs) > 1 and max(g.srcs) < p and min(g.dsts) >= p})
     if not nics or any(len(s) != 2 for s in nics) or sorted(x for s in nics for x in s) != list(range(p)):
@@ -96,6 +91,19 @@ def _shape(topo: Topology, coll: Collective) -> tuple[int, int, list[tuple[int, 
         if a != b and any((a * p + x, b * p + y) not in links for x in (u, v) for y in (u, v)):
             return None
     return n, p, [(u, v) for u, v in nics]
+
+
+def one_address_nodes(topo: Topology, coll: Collective) -> tuple[int, int] | None:
+    """(nodes n, ranks per node p) where the collective is one-address Allreduce and the machine's nodes are blocks
+    of p consecutive ranks; None otherwise."""
+    if topo.ranks != coll.ranks or not _one_address_sum(coll):
+        return None
+    nodes = node_of(topo)
+    if nodes is None:
+        return None
+    n = max(nodes) + 1
+    p = topo.ranks // n
+    return (n, p) if nodes == [x // p for x in range(topo.ranks)] else None
 
 
 def _interval_rounds(m: int) -> int | None:

@@ -28,10 +28,9 @@ import itertools
 import time
 from collections.abc import Sequence
 
-from smtcoll.bounds.cycle import _one_address_sum
-from smtcoll.bounds.entry import node_of
 from smtcoll.check.schedule import check_schedule
 from smtcoll.model import Collective, Schedule, Send, Step, Topology
+from smtcoll.synth.exact.rail_groups import one_address_nodes
 
 RLIMIT = 12_000_000  # z3 resource units per attempt of the general form (deterministic): mi250 x 9 11.6 M
 SYM_RLIMIT = 4_000_000  # per attempt invariant under a xor: mi250 x 10 (xor 3) 3.6 M, x 11 3.1 M, x 9 2.0 M
@@ -76,14 +75,11 @@ def _shape(topo: Topology, coll: Collective) -> tuple[int, int, list[tuple[int, 
     """(nodes n >= 3, GPUs per node p = 2^D, the node's links as local pairs u < v) where the collective is
     one-address Allreduce, the nodes are consecutive ranks linked alike in both directions, and every GPU reaches
     every GPU of the other nodes over a NIC of its own (one send and one receipt a round)."""
-    if topo.ranks != coll.ranks or not _one_address_sum(coll):
+    blocks = one_address_nodes(topo, coll)
+    if blocks is None:
         return None
-    nodes = node_of(topo)
-    if nodes is None:
-        return None
-    n = max(nodes) + 1
-    p = topo.ranks // n
-    if n < 3 or p < 2 or p > MAX_GPUS or p & (p - 1) or nodes != [x // p for x in range(topo.ranks)]:
+    n, p = blocks
+    if n < 3 or p < 2 or p > MAX_GPUS or p & (p - 1):
         return None
     links = {(l.src, l.dst) for l in topo.links if l.bandwidth > 0}
     inside = {(u % p, v % p) for u, v in links if u // p == v // p}
