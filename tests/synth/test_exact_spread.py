@@ -32,6 +32,16 @@ def test_rings_of_four_in_four_steps(nodes: int) -> None:
     assert spread_allreduce(topo, coll, 4)[0] is None  # nothing with fewer steps than asked below
 
 
+@pytest.mark.parametrize(("base", "dims", "nodes", "steps"), [("hypercube", [3], 10, 5), ("torus2d", [4, 4], 12, 6)])
+def test_other_nodes_with_a_nic_per_gpu(base: str, dims: list[int], nodes: int, steps: int) -> None:
+    # a 3-cube node (degree 3: 4 + 3 + 3 = 10) and a 4 x 4 torus node (degree 4: 12), a NIC per GPU on one rail
+    node = library.generate(base, dims)
+    nics = [Nic([k], [k], 1, 0) for k in range(node.ranks)]
+    topo = Topology(f"{base}nic", node.ranks, node.links, node.switches, nics).compose(nodes)
+    s, _ = spread_allreduce(topo, library.collective("allreduce", topo.ranks), 99)
+    assert s is not None and len(s.steps) == steps and check_schedule(s).verdict == "ok"
+
+
 def test_mi250_eleven_nodes_in_six_steps() -> None:
     topo = specs.resolve_topology("mi250", 11)
     s, _ = spread_allreduce(topo, library.collective("allreduce", topo.ranks), 99)
