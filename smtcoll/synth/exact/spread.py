@@ -108,7 +108,8 @@ def _subgraphs(p: int, edges: list[tuple[int, int]], n: int) -> list[dict[int, l
 
 
 def _matchings(verts: list[int], edges: list[tuple[int, int]]) -> list[set[tuple[int, int]]]:
-    """Up to MATCHINGS perfect matchings of the graph `edges` restricted to `verts`, in lexicographic order."""
+    """Up to MATCHINGS perfect matchings of the graph `edges` restricted to `verts`, in lexicographic order.
+    By hand: networkx finds one maximum matching, not several perfect ones in a fixed order."""
     inner = [e for e in edges if e[0] in verts and e[1] in verts]
     found: list[set[tuple[int, int]]] = []
     moves = [0]
@@ -211,7 +212,8 @@ def _spread(n: int, p: int, local: dict[int, list[int]], xor: int | None, units:
 
 def _labels(p: int, colours: list[int]) -> list[int] | None:
     """Corners of the D-cube for the local indices, neighbours of unlike colour (backtracking, the most common
-    colours first); None where there is no such labelling or none is found within MOVES."""
+    colours first); None where there is no such labelling or none is found within MOVES. By hand: a proper
+    colouring of the cube with given colour classes is not a library call (networkx's colourings choose theirs)."""
     order = sorted(range(p), key=lambda g: (-colours.count(colours[g]), g))
     label: dict[int, int] = {}
     moves = [0]
