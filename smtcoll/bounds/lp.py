@@ -66,12 +66,14 @@ class Deadline:
         self.at = at
         self.stopped = 0  # LPs stopped or not started because the time was up
         self.skipped = 0  # methods of the engine not tried because the time was up
+        self.searches = 0  # searches of synthesis (z3 and its constructions) cut short or not started by it
 
     def what(self) -> str:
         """What the time limit stopped, for the result's message ("" when nothing)."""
         parts = [f"{self.stopped} LP(s) (HiGHS)" if self.stopped else "",
-                 f"{self.skipped} method(s) of the engine" if self.skipped else ""]
-        return " and ".join(p for p in parts if p)
+                 f"{self.skipped} method(s) of the engine" if self.skipped else "",
+                 f"{self.searches} search(es) of the synthesizer" if self.searches else ""]
+        return ", ".join(p for p in parts if p)
 
     def left(self) -> float | None:
         return None if self.at is None else self.at - time.monotonic()

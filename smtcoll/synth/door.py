@@ -110,6 +110,8 @@ def _exact_search(request: SynthRequest, shared: bool = False) -> Iterator[Clock
         yield Clock(timeout, memory, request.limits.budget, share)
     finally:
         z3.set_param("memory_max_size", 0)
+        if d is not None and d.passed():  # the search was cut short or never started: the result says so
+            d.searches += 1
 
 
 def _instance(topo: Topology, coll: Collective, request: SynthRequest, progress: Progress | None) -> SynthResult:
@@ -229,6 +231,7 @@ def _composed_sums(topo: Topology, coll: Collective, request: SynthRequest, scal
     NICs shared by GPU pairs, a small search on a few NICs' GPUs of every node, then intervals of blocks inside
     the node; nvl36 x 3: 7, where the engine's lanes take 9), each only where what is known so far is above 1.5x
     of the bound the searches aim from. None where neither beats the engine."""
+    from smtcoll.bounds.lp import deadline
     from smtcoll.synth.exact.rail_groups import rail_groups
     from smtcoll.synth.exact.spread import spread_allreduce
 
@@ -242,6 +245,10 @@ def _composed_sums(topo: Topology, coll: Collective, request: SynthRequest, scal
     lifted = _lifted_sums(topo, coll, request, scaled)
     hi = len(scaled.schedule.steps) if lifted is None or lifted.schedule is None else len(lifted.schedule.steps)
     if 2 * hi <= 3 * lo:  # the engine or the lift is within 1.5x of the aim (nvl36 x 4: 7 for 5, 1.2 CPU s saved)
+        return lifted
+    d = deadline()
+    if d is not None and d.passed():  # its own budget bounds it, but --timeout has already run out
+        d.searches += 1
         return lifted
     t0, c0 = time.monotonic(), time.process_time()
     found = rail_groups(topo, coll, hi)

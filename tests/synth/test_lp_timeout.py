@@ -37,3 +37,19 @@ def test_solve_gets_the_time_left_and_counts_what_it_stops() -> None:
         res = lp.solve(np.array([1.0]), np.array([[-1.0]]), np.array([-1.0]))
     assert res.status == 0 and res.value == 1.0 and d.stopped == 0 and d.what() == ""
     assert lp.deadline() is None  # the limit ends with its block
+
+
+def test_searches_the_time_limit_skips_are_named_and_the_engine_still_answers() -> None:
+    # 6 nodes of 4 GPUs on a ring with a NIC each, one-address Allreduce: after the engine, the door's symmetric
+    # search for sums would run; with the time already up it does not, and the result says so (exit 3)
+    from smtcoll import library
+    from smtcoll.check.schedule import check_schedule
+    from smtcoll.model import Nic, Topology
+
+    ring = library.generate("ring", [4])
+    topo = Topology("ring4nic", 4, ring.links, ring.switches, [Nic([k], [k], 1, 0) for k in range(4)]).compose(6)
+    coll = library.collective("allreduce", topo.ranks)
+    r = synthesize(topo, coll, SynthRequest(limits=Limits(timeout=0.001)))
+    assert r.status == "timeout" and r.stopped_by == "time"
+    assert "the time limit (--timeout) stopped" in r.message and "search(es) of the synthesizer" in r.message
+    assert r.schedule is not None and check_schedule(r.schedule).verdict == "ok"
