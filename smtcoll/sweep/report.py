@@ -81,11 +81,17 @@ def tables(manifest: dict[str, Any], width: int = 120) -> str:
         for r in t["rejected"]:
             console.print(f"not used for {t['collective']} on {t['topology']} x{t['nodes']} ({r['runtime']}, "
                           f"{r.get('mode', 'outofplace')}, "
-                          f"{r.get('candidate')}, {r.get('protocol')}, {r.get('instances')} instance(s)): "
+                          f"{r.get('candidate')}{_chunks(r)}, {r.get('protocol')}, {r.get('instances')} instance(s)): "
                           f"{r['why'][:200]}", soft_wrap=True)
     s = manifest["summary"]
     console.print(f"{s['files']} file(s) from {s['tasks']} task(s), {s['failed']} failed")
     return buf.getvalue()
+
+
+def _chunks(rejected: dict[str, Any]) -> str:
+    """" C=384": a family offers several schedules under one name (`pairwise`, `forest`), told apart by their C;
+    "" in manifests written before the field."""
+    return f" C={rejected['chunks']}" if "chunks" in rejected else ""
 
 
 def below_bound(manifest: dict[str, Any]) -> list[str]:

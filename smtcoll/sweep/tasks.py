@@ -206,8 +206,8 @@ def compute(payload: dict[str, Any]) -> dict[str, Any]:
                                      "complete": complete, "message": result.message,
                                      "lower_bound": result.lower_bound.to_json() if result.lower_bound else {},
                                      "optimal": result.optimal.to_json()},
-                           "candidates": [{"name": src.name, "method": src.method, "nccl": src.nccl}
-                                          for src in sources],
+                           "candidates": [{"name": src.name, "method": src.method, "nccl": src.nccl,
+                                           "chunks": src.schedule.collective.chunk_factor} for src in sources],
                            "files": [], "rejected": [], "certificates": []}
     if not sources:
         out.update(status="failed", why=f"the synthesizer found no schedule ({status}: {result.message})")
@@ -253,7 +253,8 @@ def _candidates(sources: list[Source], machine: cost.Machine, o: Options, kind: 
 
     def reject(src: Source, proto: str, inst: int, why: str) -> None:
         rejected.append({"runtime": o.runtimes[0], "mode": mode, "candidate": src.name, "method": src.method,
-                         "protocol": proto, "instances": inst, "why": why})
+                         "chunks": src.schedule.collective.chunk_factor, "protocol": proto, "instances": inst,
+                         "why": why})
 
     for i in order:
         src = sources[i]
@@ -457,9 +458,10 @@ def _select_and_write(sources: list[Source], cands: list[Candidate], sizes: Size
                 raise SmtcollError(f"internal error: the size ranges of {kind} on {label} do not tile {sizes.text()}")
             return files, rejected
         c = cands[failed[0]]
-        rejected.append({"runtime": runtime, "mode": c.mode, "candidate": sources[c.source].name,
-                         "method": sources[c.source].method, "protocol": c.protocol, "instances": c.instances,
-                         "why": failed[1]})
+        src = sources[c.source]
+        rejected.append({"runtime": runtime, "mode": c.mode, "candidate": src.name, "method": src.method,
+                         "chunks": src.schedule.collective.chunk_factor, "protocol": c.protocol,
+                         "instances": c.instances, "why": failed[1]})
         alive.remove(failed[0])
     return [], rejected
 

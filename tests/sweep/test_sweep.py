@@ -319,6 +319,7 @@ def test_a_task_without_an_exact_answer_falls_back_to_the_large_instance_engine(
     res = compute(Task("hypercube:3", 1, "allgather", topo, coll, Options(sizes, budget=1e-6, model=model)).payload())
     assert res["status"] == "ok" and res["synth"]["status"] == "timeout" and res["synth"]["frontier"] == []
     assert any(c["method"].startswith("engine") for c in res["candidates"])
+    assert all(c["chunks"] >= 1 for c in res["candidates"]) and all("chunks" in r for r in res["rejected"])
     assert res["files"] and all(not f["method"].startswith("pareto") for f in res["files"])
     for mode in ("outofplace", "inplace"):  # each mode's files tile the request on their own
         assert tiles([SizeRange(*f["sizes"]) for f in res["files"] if f["mode"] == mode], sizes)
@@ -429,6 +430,26 @@ def test_the_report_warns_where_a_prediction_is_below_the_proved_bound():
     warnings = below_bound(manifest)
     assert len(warnings) == 1 and "under.xml" in warnings[0] and "328 ms against 344 ms at 4GiB" in warnings[0]
     assert "WARNING: under.xml" in tables(manifest)
+
+
+def test_the_reports_not_used_lines_tell_a_familys_schedules_apart_by_their_chunks():
+    """`pairwise` offers the sweep several schedules under one name: a line per refused one names its C, so two
+    refusals of the same family at the same instances are not the same line (a manifest without the field: none)."""
+    from smtcoll.sweep.report import tables
+
+    def refused(chunks: int | None) -> dict:
+        r = {"runtime": "executor", "mode": "outofplace", "candidate": "pairwise", "protocol": "Simple",
+             "instances": 8, "why": "rank 0 waits for 160 of its thread blocks"}
+        return r if chunks is None else {**r, "chunks": chunks}
+
+    task = {"collective": "allreduce", "topology": "a100", "nodes": 4, "status": "ok",
+            "rejected": [refused(384), refused(224), refused(None)]}
+    text = tables({"request": {"runtimes": ["executor"]}, "tasks": [task], "files": [],
+                   "summary": {"files": 0, "tasks": 1, "failed": 0}})
+    lines = [line for line in text.splitlines() if line.startswith("not used")]
+    assert len(lines) == 3 and len(set(lines)) == 3
+    assert "pairwise C=384, Simple, 8 instance(s)" in lines[0] and "pairwise C=224," in lines[1]
+    assert "(executor, outofplace, pairwise, Simple" in lines[2]
 
 
 def test_pruning_keeps_every_candidate_that_wins_somewhere():
