@@ -89,8 +89,8 @@ def tables(manifest: dict[str, Any], width: int = 120) -> str:
 
 
 def _chunks(rejected: dict[str, Any]) -> str:
-    """" C=384": a family offers several schedules under one name (`pairwise`, `forest`), told apart by their C;
-    "" in manifests written before the field."""
+    """The refused candidate's chunk factor (" C=384"): a family offers several schedules under one name
+    (`pairwise`, `forest`), told apart by their C; nothing for manifests written before the field."""
     return f" C={rejected['chunks']}" if "chunks" in rejected else ""
 
 
