@@ -47,6 +47,15 @@ def node_links(topo) -> dict[int, list[int]]:
     return {v: sorted({l.dst for l in topo.links if l.src == v and l.dst < P}) for v in range(P)}
 
 
+def _solve(s: z3.Solver, what: str) -> tuple[z3.ModelRef | None, int]:
+    res = s.check()
+    spent = s.statistics().get_key_value("rlimit count")
+    if res != z3.sat:
+        print(f"{what}: {res} after {spent} units", flush=True)
+        return None, spent
+    return s.model(), spent
+
+
 def skeleton(n: int, nb: dict[int, list[int]], xor: int, units: int) -> tuple[dict | None, int]:
     s = z3.Solver()
     s.set("rlimit", units)
@@ -73,12 +82,9 @@ def skeleton(n: int, nb: dict[int, list[int]], xor: int, units: int) -> tuple[di
             count += [(a[h, y], 2), *((z3.And(a[h, y], b[y, u]), 1) for u in nb[y])]
         count += [(z3.And(p[h, x], b[x, u]), 1) for x in range(P) for u in nb[x]]
         s.add(z3.PbEq(count, n - 4))
-    res = s.check()
-    spent = s.statistics().get_key_value("rlimit count")
-    if res != z3.sat:
-        print(f"skeleton: {res} after {spent} units", flush=True)
+    m, spent = _solve(s, "skeleton")
+    if m is None:
         return None, spent
-    m = s.model()
     on = lambda t: sorted(k for k, v in t.items() if z3.is_true(m.eval(v, model_completion=True)))  # noqa: E731
     return {"a": on(a), "b": on(b)}, spent
 
@@ -117,12 +123,9 @@ def colours(n: int, sk: dict, xor: int, units: int) -> tuple[dict | None, int]:
         for x in allowed[h]:
             theirs = [sub(k, d1[h]) for k in [sig[x], *(sig[z] for z in bb[x]), far[x]]]
             s.add(z3.Implies(p1[h] == val(x), z3.Distinct(*mine, *theirs)))
-    res = s.check()
-    spent = s.statistics().get_key_value("rlimit count")
-    if res != z3.sat:
-        print(f"colours: {res} after {spent} units", flush=True)
+    m, spent = _solve(s, "colours")
+    if m is None:
         return None, spent
-    m = s.model()
     v = lambda e: m.eval(e, model_completion=True).as_long()  # noqa: E731
     return {"p1": [v(x) for x in p1], "d1": [v(x) for x in d1], "p2": [v(x) for x in p2],
             "d2": [v(x) for x in d2], "s": [v(x) for x in sig]}, spent
