@@ -73,7 +73,7 @@ class Deadline:
         parts = [f"{self.stopped} LP(s) (HiGHS)" if self.stopped else "",
                  f"{self.skipped} method(s) of the engine" if self.skipped else "",
                  f"{self.searches} search(es) of the synthesizer" if self.searches else ""]
-        return ", ".join(p for p in parts if p)
+        return " and ".join(p for p in parts if p)
 
     def left(self) -> float | None:
         return None if self.at is None else self.at - time.monotonic()
