@@ -124,9 +124,29 @@ def plot(manifest: dict[str, Any], path: Path) -> bool:
         import matplotlib.pyplot as plt
     except ImportError:
         return False
+    fig = figure(manifest)
+    if fig is None:
+        return False
+    # no timestamp in the file: the same manifest gives the same bytes
+    fig.savefig(path, metadata={"Software": None} if path.suffix == ".png" else {"Date": None, "Creator": None})
+    plt.close(fig)
+    return True
+
+
+def _style(one: bool, marker: str) -> dict[str, Any]:
+    """A series of one point drawn as a marker; several as a plain line."""
+    return {"marker": marker, "markersize": 9} if one else {}
+
+
+def figure(manifest: dict[str, Any]) -> Any:
+    """`plot`'s figure (matplotlib's, imported by the caller), None when there is nothing to draw. A series of
+    one size (a sweep of one size, `--sizes 256MiB:256MiB`) is drawn as markers, one shape for each of the
+    three: a line of one point is invisible."""
+    import matplotlib.pyplot as plt
+
     groups = _groups(manifest)
     if not groups:
-        return False
+        return None
     runtime = manifest["request"]["runtimes"][0]
     fig, axes = plt.subplots(1, len(groups), figsize=(5 * len(groups), 4), squeeze=False)
     for ax, (kind, files) in zip(axes[0], groups.items()):
@@ -135,22 +155,23 @@ def plot(manifest: dict[str, Any], path: Path) -> bool:
             if f["runtime"] == runtime and f.get("mode", "outofplace") == "outofplace":
                 series[f"{f['topology']} x{f['nodes']}"] += f["predicted"]
         for label, points in series.items():
-            xs = [p["bytes"] for p in points if p["busbw_gbps"] is not None]
-            line = ax.plot(xs, [p["busbw_gbps"] for p in points if p["busbw_gbps"] is not None], label=label)[0]
+            known = [p for p in points if p["busbw_gbps"] is not None]
+            one = len({p["bytes"] for p in known}) == 1
+            line = ax.plot([p["bytes"] for p in known], [p["busbw_gbps"] for p in known], label=label,
+                           **_style(one, "o"))[0]
             bound = [(p["bytes"], p["bound_busbw_gbps"]) for p in points if p.get("bound_busbw_gbps") is not None]
             if bound:
-                ax.plot(*zip(*bound), linestyle="--", color=line.get_color(), label=f"{label} bound")
-            nccl = [(p["bytes"], p["busbw_gbps"] * p["time_us"] / best) for p in points
-                    if p["busbw_gbps"] is not None and (best := _nccl_best_us(p)) is not None]
+                ax.plot(*zip(*bound), linestyle="--", color=line.get_color(), label=f"{label} bound",
+                        **_style(one, "D"))
+            nccl = [(p["bytes"], p["busbw_gbps"] * p["time_us"] / best) for p in known
+                    if (best := _nccl_best_us(p)) is not None]
             if nccl:
-                ax.plot(*zip(*nccl), linestyle=":", color=line.get_color(), label=f"{label} NCCL (same model)")
+                ax.plot(*zip(*nccl), linestyle=":", color=line.get_color(), label=f"{label} NCCL (same model)",
+                        **_style(one, "x"))
         ax.set_xscale("log", base=2)
         ax.set_xlabel("buffer size (bytes)")
         ax.set_ylabel("predicted bus bandwidth (GB/s)")
         ax.set_title(kind)
         ax.legend(fontsize="small")
     fig.tight_layout()
-    # no timestamp in the file: the same manifest gives the same bytes
-    fig.savefig(path, metadata={"Software": None} if path.suffix == ".png" else {"Date": None, "Creator": None})
-    plt.close(fig)
-    return True
+    return fig

@@ -452,6 +452,33 @@ def test_the_reports_not_used_lines_tell_a_familys_schedules_apart_by_their_chun
     assert "(executor, outofplace, pairwise, Simple" in lines[2]
 
 
+def test_the_plot_draws_a_sweep_of_one_size_as_markers():
+    """A sweep of one size (`--sizes 256MiB:256MiB`) drew three lines of one point each: an empty picture. Its points
+    are markers, one shape for each of the three; a sweep of several sizes keeps plain lines."""
+    pytest.importorskip("matplotlib")
+    import matplotlib.pyplot as plt
+
+    from smtcoll.sweep.report import figure
+
+    def manifest(sizes: list[int]) -> dict:
+        points = [{"bytes": b, "time_us": 10.0, "busbw_gbps": 100.0, "bound_us": 9.0, "bound_busbw_gbps": 110.0,
+                   "nccl_ring_us": 20.0} for b in sizes]
+        f = {"file": "a.xml", "collective": "allgather", "topology": "dgx2", "nodes": 1, "runtime": "executor",
+             "mode": "outofplace", "sizes": [sizes[0], sizes[-1]], "algorithm": "pairwise", "protocol": "Simple",
+             "instances": 2, "nccl": None, "predicted": points}
+        return {"request": {"runtimes": ["executor"]}, "tasks": [], "files": [f],
+                "summary": {"files": 1, "tasks": 1, "failed": 0}}
+
+    fig = figure(manifest([1 << 28]))
+    lines = fig.axes[0].get_lines()
+    assert [ln.get_marker() for ln in lines] == ["o", "D", "x"] and [len(ln.get_xdata()) for ln in lines] == [1, 1, 1]
+    assert lines[2].get_ydata()[0] == 50.0  # NCCL at half our speed
+    plt.close(fig)
+    fig = figure(manifest([1 << 20, 1 << 28]))
+    assert {ln.get_marker() for ln in fig.axes[0].get_lines()} == {"None"}
+    plt.close(fig)
+
+
 def test_pruning_keeps_every_candidate_that_wins_somewhere():
     """The candidates the sweep keeps (NCCL's first, the others timed at both ends and recovered only when
     the live ones do not beat them everywhere) give the same fastest candidate at every size as every
