@@ -152,27 +152,57 @@ def _least_steps(topo: Topology, coll: Collective, request: SynthRequest, progre
         return exact
     if exact.schedule is scaled.schedule:  # the search did not beat the engine: say where it came from
         exact = attrs.evolve(exact, method=from_engine.method, gap=from_engine.gap)
+        shaped = _shaped_after_exact(topo, coll, request, scaled, exact)
+        if shaped is not None:
+            return attrs.evolve(shaped, attempts=(*from_engine.attempts, *exact.attempts, *shaped.attempts),
+                                work=exact.work + shaped.work, seconds=exact.seconds + shaped.seconds)
     return attrs.evolve(exact, attempts=(*from_engine.attempts, *exact.attempts))
 
 
+def _shaped_after_exact(topo: Topology, coll: Collective, request: SynthRequest, scaled: Scaled,
+                        exact: SynthResult) -> SynthResult | None:
+    """Where the exact search's default budget ran out before it beat the engine, the symmetric searches
+    (`_node_shape`) from the fewest steps it left open: they answer where the whole encoding does not (held-out
+    cube8 x 2, a 3-cube node with a NIC per GPU, one-chunk Allreduce: the engine 4 steps, the exact search
+    undecided at 2 and 3 with its 4 M units each, the symmetric search for sums 3 in 0.3 M; shared2nic8 and
+    pcie2s8 x 2, 5 for 6 in 3.4 and 2.8 M), with one question's share of the budget (QUERY_WORK: where they find
+    nothing they spent 20 M, a100 x 2 7 CPU s). A limit the user set that stopped the search is respected. The
+    result is optimal where the exact search proved the counts below it unsat."""
+    if exact.optimal.proved is not False or request.limits.given(exact.stopped_by):
+        return None
+    shaped, _ = _node_shape(topo, coll, request, scaled, exact.optimal.steps_at_least, QUERY_WORK)
+    if shaped is None or shaped.schedule is None:
+        return None
+    steps, bound = len(shaped.schedule.steps), scaled.bounds.least_steps(True, 1)
+    unsat = {p.steps for p in exact.pruned}
+    if steps <= bound or not set(range(bound, steps)) <= unsat:  # at the bound, or not proved below it
+        return shaped
+    why = f"unsat for {bound}..{steps - 1} steps" + (f"; below {bound}: {scaled.bounds.steps_why(True, 1)}"
+                                                      if bound > 1 else "")
+    return attrs.evolve(shaped, optimal=Optimality.optimum(steps, why), pruned=exact.pruned, message="")
+
+
 def _node_shape(topo: Topology, coll: Collective, request: SynthRequest, scaled: Scaled,
-                ) -> tuple[SynthResult | None, str]:
+                least: int | None = None, work: int | None = None) -> tuple[SynthResult | None, str]:
     """Where the exact search is too large, Allgather on identical nodes joined by per-rank NICs gets the
     small node-symmetric search (synth/exact/nodes.py), one-address Allreduce on identical nodes the
     symmetric search for sums (synth/exact/sums.py), for fewer steps than the engine's, within the work
-    budget: its result, or None and a note of what it tried ("" if nothing)."""
+    budget: its result, or None and a note of what it tried ("" if nothing). `least`: fewer steps are
+    known impossible (the exact search's unsat counts); `work`: a budget of its own, below the default."""
     from smtcoll.synth.exact.nodes import MAX_VARIABLES, NodeLayout, node_schedule
 
     lay = NodeLayout.of(topo, coll) if request.chunks == 1 else None
     if lay is None:
-        return _sums_shape(topo, coll, request, scaled)
+        return _sums_shape(topo, coll, request, scaled, least, work)
     t0, c0 = time.monotonic(), time.process_time()
-    lo, hi = scaled.bounds.least_steps(True, 1), len(scaled.schedule.steps)
+    lo, hi = max(scaled.bounds.least_steps(True, 1), least or 0), len(scaled.schedule.steps)
     if lay.variables(lo) > MAX_VARIABLES:
         return None, (f"; the node-symmetric search is not tried: its encoding of {lo} steps (about "
                       f"{lay.variables(lo)} variables) is beyond {MAX_VARIABLES}")
     with _exact_search(request) as clock:
-        found, spent, tried = node_schedule(topo, coll, range(lo, hi), clock.work_left(), clock.deadline)
+        left = clock.work_left()
+        found, spent, tried = node_schedule(topo, coll, range(lo, hi),
+                                            left if work is None or left is None else min(work, left), clock.deadline)
     if found is None:
         return None, (f"; the node-symmetric search found no schedule of {lo}..{hi - 1} steps within "
                       f"{spent} work units" if tried else "")
@@ -180,7 +210,7 @@ def _node_shape(topo: Topology, coll: Collective, request: SynthRequest, scaled:
 
 
 def _sums_shape(topo: Topology, coll: Collective, request: SynthRequest, scaled: Scaled,
-                ) -> tuple[SynthResult | None, str]:
+                least: int | None = None, budget: int | None = None) -> tuple[SynthResult | None, str]:
     """The symmetric search for one-address Allreduce (synth/exact/sums.py), with its own default budget."""
     from smtcoll.synth.exact.sums import MAX_SIZE, SUMS_WORK, SUMS_WORK_OVER, groups, size, sums_schedule
 
@@ -188,7 +218,7 @@ def _sums_shape(topo: Topology, coll: Collective, request: SynthRequest, scaled:
     if not found_groups:
         return None, ""
     t0, c0 = time.monotonic(), time.process_time()
-    lo, hi = scaled.bounds.aim_steps(), len(scaled.schedule.steps)
+    lo, hi = max(scaled.bounds.aim_steps(), least or 0), len(scaled.schedule.steps)
     target = min(hi - 1, lo * 3 // 2)
     least = min(size(topo, g, target) for g in found_groups)
     if least > MAX_SIZE:
@@ -211,8 +241,10 @@ def _sums_shape(topo: Topology, coll: Collective, request: SynthRequest, scaled:
             default = SUMS_WORK // 4 if 2 * hi == 3 * lo else SUMS_WORK
             first = SUMS_WORK_OVER if 2 * hi > 3 * lo else None
         work = default if request.limits.work is None else clock.work_left()
-        if request.limits.work is not None:
+        if request.limits.work is not None or budget is not None:
             first = None
+        if budget is not None:
+            work = budget if work is None else min(work, budget)
         found, spent, tried = sums_schedule(topo, coll, lo, hi, work, clock.deadline, first)
     if found is None:
         # the search on fewer nodes, lifted, where the machine's own found nothing (held-out h100 x 6: 7 steps by

@@ -251,3 +251,20 @@ def test_switch_nodes_with_a_nic_per_gpu_at_5_nodes_take_6_steps(tmp_path) -> No
     assert result.schedule is not None and check_schedule(result.schedule).verdict == "ok"
     assert len(result.schedule.steps) == 6 and result.method == "exact: symmetric sums"
     assert result.gap is not None and result.gap.steps_bound == 4
+
+
+def test_where_the_exact_search_runs_out_the_symmetric_search_still_answers_and_is_proved_optimal() -> None:
+    # 16 ranks, so `auto` runs the exact search after the engine (4 steps, recursive doubling): its default
+    # budget proves 2 steps unsat and leaves 3 undecided; the symmetric search for sums then finds 3 with a
+    # fraction of that budget (before: the engine's 4 steps, 2x the bound, and the symmetric search never ran)
+    from smtcoll.model import Link, Nic, Topology
+
+    cube = [(a, a ^ (1 << d)) for a in range(8) for d in range(3)]
+    node = Topology("cube8", 8, [Link(a, b, 1) for a, b in cube], nics=[Nic([g], [g], 1, 0) for g in range(8)])
+    topo = node.compose(2)
+    result = synthesize(topo, library.collective("allreduce", topo.ranks), SynthRequest())
+    assert result.status == "found" and result.schedule is not None
+    assert check_schedule(result.schedule).verdict == "ok"
+    assert len(result.schedule.steps) == 3 and result.method == "exact: symmetric sums"
+    assert result.optimal.proved and result.optimal.steps == 3 and "unsat for 2..2" in result.optimal.why
+    assert [p.steps for p in result.pruned] == [1, 2]  # the claims `--prove` certifies
