@@ -17,7 +17,12 @@ For a rank set S, four families, each R >= a count over a capacity per round:
   ranks it enters (none inside held it when the step began), so it crosses there once for each of its k
   needers inside S: D <= b (R - 1) + floor(b / k) (a last step of m rounds gives b (R - m) + floor(b m / k),
   no more). pcie2s8 x 2 Allgather: 12 chunks cross into a socket over one socket link, each needed by 4
-  GPUs: 13 rounds, where 12 / 1 is 12.
+  GPUs: 13 rounds, where 12 / 1 is 12. For a copy collective the spread after the last first crossing too
+  (`spread_rounds`, session 22): a chunk is at most at b ranks of S after the round it first crosses, and each
+  round after at most h (1 + f) + b, f the most ranks of S one rank of S reaches in a round (its links, its
+  switch groups); the last chunk to cross first must still reach k: R >= ceil(D / b) + s (steps of several
+  rounds: `spread_rounds`). pcie4slow x 4 (4 GPUs on a switch, one NIC): 12 chunks enter a node, 1 a round,
+  the last at 1 GPU, then 3, then 4: 14 rounds, where the tail above gives 13.
 - `exit`: E addresses must leave S (some rank outside needs a contribution only S holds) over the links out
   of S; for a combining collective, a value leaving in the first step carries only its sender's own
   contributions, so an address whose contributions sit at k ranks of S crosses k times if it crosses only
@@ -193,6 +198,45 @@ def first_hops(topo: Topology, coll: Collective, inside: Sequence[int]) -> tuple
     exits = sorted({l.src for l in topo.links if l.src in s and l.dst not in s})
     dist = _from(topo, exits, reverse=True)
     return max((dist.get(v, 0), v) for v in owners)
+
+
+def spread_rounds(topo: Topology, inside: Sequence[int], capacity: int, k: int, total: int) -> tuple[int, int]:
+    """For the entry family of a copy collective: (s, f), R >= ceil(total / capacity) + s (module docstring).
+    f: the most ranks of S that one rank of S can pass a chunk to in one round (its links to other ranks of S,
+    one copy each; a switch group it sends through bounds those into the group's destinations). A chunk that x
+    links carry into S for the first time is at x ranks of S when that step ends (it moves one hop a step) and
+    each round after, h ranks make at most h (1 + f) + capacity: after(x) rounds before k ranks hold it. Steps
+    of several rounds: let the last step in which some chunk first crosses end at round e and take m rounds;
+    the q >= max(1, total - capacity (e - m)) chunks first crossing in it share its capacity m crossings, so one
+    of them has x <= floor(capacity m / q), and R >= e + after(x). s is the least of that over e and m (for a
+    given e, x is largest at the last m with q = 1 or the one after)."""
+    s = set(inside)
+    dests: dict[int, set[int]] = {v: set() for v in s}
+    for l in topo.links:
+        if l.src in s and l.dst in s and l.src != l.dst:
+            dests[l.src].add(l.dst)
+    fan = {v: len(d) for v, d in dests.items()}
+    for g in topo.switches:
+        for v in set(g.srcs) & s:
+            fan[v] = min(fan[v], g.bandwidth + len(dests[v] - set(g.dsts)))
+    f = max(fan.values(), default=0)
+
+    def after(x: int) -> int:
+        held, rounds = min(len(s), x), 0
+        while held < k:  # grows by capacity >= 1 a round at least, up to |S| >= k
+            held, rounds = min(len(s), held * (1 + f) + capacity), rounds + 1
+        return rounds
+
+    first = -(-total // capacity)
+    best, e = first + after(1), first
+    while e < best:
+        c = total - capacity * e  # <= 0: the chunks crossing first by the end of round e fit
+        m = min(e, max(1, (1 - c) // capacity))
+        x = capacity * m if c + capacity * m <= 1 else capacity * m // (c + capacity * m)
+        if m < e:
+            x = max(x, capacity * (m + 1) // max(1, c + capacity * (m + 1)))
+        best, e = min(best, e + after(x)), e + 1
+    return best - first, f
 
 
 def rounds_for(total: int, capacity: int, k: int) -> int:
@@ -449,6 +493,9 @@ def set_witness(topo: Topology, coll: Collective, inside: Sequence[int], family:
         h, far = (last_hops if family == "entry" else first_hops)(topo, coll, s)
         w["hops"], w["farthest"] = h, far
         w["rounds"] = max(rounds, -(-total // cap) + h)
+    if family == "entry" and not coll.is_combining:
+        w["spread"], w["fanout"] = spread_rounds(topo, s, cap, k, total)
+        w["rounds"] = max(w["rounds"], -(-total // cap) + w["spread"])
     return w
 
 
@@ -528,6 +575,12 @@ def check_setcut(witness: dict[str, Any], topo: Topology, coll: Collective) -> i
             if recorded != computed:
                 raise ModelError("witness", f"{what}: the certificate records {recorded}, recomputed {computed}")
         rounds = max(rounds, -(-total // cap) + h)
+    if family == "entry" and "spread" in witness:
+        spread, fan = spread_rounds(topo, inside, cap, k, total)
+        for what, recorded, computed in (("spread", witness["spread"], spread), ("fanout", witness.get("fanout"), fan)):
+            if recorded != computed:
+                raise ModelError("witness", f"{what}: the certificate records {recorded}, recomputed {computed}")
+        rounds = max(rounds, -(-total // cap) + spread)
     if "rounds" in witness and witness["rounds"] != rounds:
         raise ModelError("witness", f"rounds: the certificate records {witness['rounds']}, recomputed {rounds}")
     return rounds
@@ -547,7 +600,11 @@ def explain_setcut(w: dict[str, Any]) -> str:
             "exit": f"{w['must']} must leave {who}; at most {w['capacity']} cross out"}[w["family"]]
     tail = ""
     plain = -(-w["must"] // w["capacity"])
-    if w.get("hops") and w["rounds"] == plain + w["hops"] and w["family"] == "entry":
+    if w.get("spread") and w["rounds"] == plain + w["spread"] and w["rounds"] > rounds_for(w["must"], w["capacity"],
+                                                                                          w["copies"]):
+        tail = (f", and the last to enter reaches the {w['copies']} ranks that need it {w['spread']} round(s) later at "
+                f"the soonest (one rank passes it to at most {w['fanout']} a round)")
+    elif w.get("hops") and w["rounds"] == plain + w["hops"] and w["family"] == "entry":
         tail = f", and the last to enter is still {w['hops']} hop(s) from rank {w['farthest']}"
     elif w.get("hops") and w["rounds"] == plain + w["hops"]:
         tail = f", after rank {w['farthest']}'s share of each has gone {w['hops']} hop(s) to leave"

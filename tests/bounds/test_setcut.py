@@ -122,3 +122,38 @@ def test_the_last_chunk_into_a_node_still_crosses_it_where_no_nic_group_names_th
     assert schedule is not None and len(schedule.steps) == schedule.rounds == 10
     with pytest.raises(ModelError, match="hops"):
         check_witness("setcut", {**b.witness, "hops": 3}, topo, coll)
+
+
+def test_the_last_chunk_into_a_switch_node_through_one_nic_must_still_spread_inside(tmp_path):
+    # pcie4slow x 4: 4 GPUs on a switch (one chunk out of a GPU a round), one NIC: 12 chunks enter a node one a
+    # round, the last at one GPU, which holds it with at most 1 + 1 + 1 others a round later, 4 the round after
+    topo = _machine("pcie4slow", 4)
+    coll = library.collective("allgather", topo.ranks)
+    b = setcut_bound(topo, coll)
+    assert (b.value, b.witness["family"], b.witness["spread"], b.witness["fanout"]) == (14, "entry", 2, 1)
+    schedule = engine_result(topo, coll, 1)[0].schedule  # the NICs bringing what their node lacks: 14
+    assert schedule is not None and len(schedule.steps) == schedule.rounds == 14
+    path = write_certificate(Claim(rounds=13), topo, coll, tmp_path)
+    assert check_certificate(path).verdict == "ok"
+    for key, change in (("spread", 3), ("fanout", 0), ("value", 15)):
+        bad = json.loads(path.read_text())
+        bad["witness"][key] = change
+        (tmp_path / "bad.json").write_text(json.dumps(bad))
+        assert check_certificate(tmp_path / "bad.json").verdict == "error", key
+    bad = json.loads(path.read_text())
+    del bad["witness"]["spread"]  # the tail of a plain entry cut proves 13, not the 14 it records
+    (tmp_path / "bad.json").write_text(json.dumps(bad))
+    assert check_certificate(tmp_path / "bad.json").verdict == "error"
+
+
+def test_the_spread_counts_the_first_crossings_a_long_last_step_shares():
+    # a last step of m rounds may carry one chunk over the one NIC m times; then m - 1 others cross in it or
+    # earlier. Every (end e, length m) is taken: 16 chunks through 2 NICs into dualplane8's 8 GPUs, each GPU
+    # passing a chunk to 3 others a round: 8 + 2 (two chunks cross first in round 8, at one GPU each)
+    from smtcoll.bounds.setcut import spread_rounds
+
+    topo = _machine("dualplane8", 3)
+    assert spread_rounds(topo, range(8), 2, 8, 16) == (2, 3)
+    assert spread_rounds(topo, range(8), 2, 8, 15) == (1, 3)  # 15: the last round's one chunk may cross twice
+    pcie = _machine("pcie8", 8)
+    assert spread_rounds(pcie, range(8), 1, 8, 56) == (3, 1)  # 1, 3, 7, 8: 59, what the engine reaches

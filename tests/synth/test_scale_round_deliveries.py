@@ -43,3 +43,25 @@ def test_chunks_only_this_sender_can_give_come_first() -> None:
     assert s is not None and check_schedule(s).verdict == "ok"
     g = greedy_schedule(t, coll, 1000, order="links")
     assert g is not None and len(s.steps) <= 26 < len(g.steps)
+
+
+def test_switch_nodes_behind_one_nic_get_only_what_their_node_lacks_through_it():
+    # 8 GPUs on a switch with one shared NIC, 5 nodes: 32 chunks must enter each node, one a round; the NIC
+    # carrying a chunk its node already holds loses that round (42 rounds where every useful delivery counted
+    # alike; 35, the set-cut bound, with the NICs bringing what their node lacks)
+    from pathlib import Path
+
+    from smtcoll import specs
+    from smtcoll.synth.door import synthesize
+    from smtcoll.synth.request import SynthRequest
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "topologies" / "heldout" / "pcie8.toml"
+    topo = specs.resolve_topology(str(path), 5)
+    coll = library.collective("allgather", topo.ranks)
+    plain = round_deliveries.round_deliveries(topo, coll, 200, 35)
+    imports = round_deliveries.round_deliveries(topo, coll, 200, 35, imports=True)
+    assert plain is not None and imports is not None
+    assert check_schedule(imports).verdict == "ok"
+    assert len(imports.steps) == 35 < len(plain.steps)
+    result = synthesize(topo, coll, SynthRequest())
+    assert result.schedule is not None and len(result.schedule.steps) == 35 and result.optimal.proved

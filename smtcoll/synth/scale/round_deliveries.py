@@ -7,7 +7,12 @@ two chunks through its switch ports and one through its shared NIC a round, and 
 given to another receiver first (56 rounds). Per round here:
 
 - variables: per link (u, v) on which u holds a chunk v lacks, how many chunks it carries, at most its
-  bandwidth and what u could give v;
+  bandwidth and what u could give v; with `imports`, across nodes (`Topology.node_count`) only chunks v's whole
+  node lacks, and a chunk crosses into a node once a round (session 22: where the NICs are the way in, a NIC
+  that carries a chunk its node already holds has lost that round for good; pcie8 x 5, 8 GPUs on a switch with
+  one shared NIC, 42 -> 35 rounds, the set-cut bound; pcie4slow x 4 17 -> 14, dualplane8 x 3 15 -> 11; where
+  the NICs add to the ports' ingress, a GPU needs chunks its node holds through them: nvl36 x 2 48 with
+  duplicates, 56 without);
 - rows: every switch group (a port, a NIC) at most its bandwidth; every receiver at most what it lacks;
 - objective: the most deliveries, each weighted by what its receiver still lacks (the ranks furthest from done
   are served first, so that no rank is left with more to receive than rounds to receive it);
@@ -32,7 +37,8 @@ from smtcoll.model import Collective, Schedule, Send, Step, Topology
 WORK_LIMIT = 400_000
 
 
-def round_deliveries(topo: Topology, coll: Collective, max_steps: int, least_rounds: int) -> Schedule | None:
+def round_deliveries(topo: Topology, coll: Collective, max_steps: int, least_rounds: int, imports: bool = False,
+                     ) -> Schedule | None:
     """The schedule (module docstring), or None: a combining collective, beyond WORK_LIMIT (links x
     `least_rounds`), a round that delivers nothing, or more than `max_steps` rounds (it stops as soon as some
     rank lacks more than its in-links carry in the rounds left)."""
@@ -59,19 +65,29 @@ def round_deliveries(topo: Topology, coll: Collective, max_steps: int, least_rou
     for u, v, b in links:
         feeders[v].append((u, b))
         incap[v] += b
+    nodes = topo.node_count if imports else 1
+    node = [r * nodes // p for r in range(p)]
     steps: list[Step] = []
     while True:
         lack = [wants[v] & ~holds[v] for v in range(p)]
+        inside = [0] * nodes  # per node, the chunks some rank of it holds
+        for r in range(p):
+            inside[node[r]] |= holds[r]
+
+        def useful(u: int, v: int) -> int:
+            """The chunks u may give v: v lacks them, and across nodes its node lacks them."""
+            return holds[u] & lack[v] & (~inside[node[v]] if node[u] != node[v] else -1)
+
         if not any(lack):
             return Schedule(topo, coll, steps)
         # what the rank furthest behind still lacks over all its in-links' bandwidth: rounds it needs at least
         if len(steps) + max(-(-x.bit_count() // incap[v]) if x else 0 for v, x in enumerate(lack)) > max_steps:
             return None
-        cand = [i for i, (u, v, _) in enumerate(links) if holds[u] & lack[v]]
+        cand = [i for i, (u, v, _) in enumerate(links) if useful(u, v)]
         if not cand:
             return None
         need = [x.bit_count() for x in lack]
-        ub = np.array([min(links[i][2], (holds[links[i][0]] & lack[links[i][1]]).bit_count()) for i in cand], float)
+        ub = np.array([min(links[i][2], useful(links[i][0], links[i][1]).bit_count()) for i in cand], float)
         pos = {e: k for k, e in enumerate(cand)}
         rows: list[int] = []
         cols: list[int] = []
@@ -112,17 +128,23 @@ def round_deliveries(topo: Topology, coll: Collective, max_steps: int, least_rou
                 h ^= low
         sends: list[tuple[int, int, int]] = []
         gained = [0] * p
+        crossing = [0] * nodes  # per node, the chunks that enter it from other nodes this round
         for v, ks in sorted(into.items()):
             taken = 0
-            for k in sorted(ks, key=lambda k: ((holds[links[cand[k]][0]] & lack[v]).bit_count(), k)):
+            # the links from other nodes first: theirs are the chunks only they can bring
+            for k in sorted(ks, key=lambda k: (node[links[cand[k]][0]] == node[v],
+                                               useful(links[cand[k]][0], v).bit_count(), k)):
                 u = links[cand[k]][0]
+                across = node[u] != node[v]
                 for _ in range(int(x[k])):
-                    avail = holds[u] & lack[v] & ~taken
+                    avail = useful(u, v) & ~taken & (~crossing[node[v]] if across else -1)
                     if not avail:
                         break
                     c = min(_bits(avail), key=lambda c: (sum(b for w, b in feeders[v] if holds[w] >> c & 1),
                                                          copies.get(c, 0), c))
                     taken |= 1 << c
+                    if across:
+                        crossing[node[v]] |= 1 << c
                     sends.append((c, u, v))
             gained[v] = taken
         if not sends:
