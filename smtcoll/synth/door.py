@@ -346,7 +346,7 @@ def _sub_search(sub: Topology, coll: Collective, request: SynthRequest, cap: int
     # search would have to find 3 and spends the share for nothing, 0.9 CPU s)
     target = 3 * least // 2
     whole = lifts is not None
-    if cap - 1 < least or (whole and not lifts(least)):
+    if cap - 1 < least or (lifts is not None and not lifts(least)):
         return None
     near = target > cap - 1 or (whole and 2 * (cap - 1) < 3 * least)
     first, last = (least, cap - 1) if whole or near else (target, target)

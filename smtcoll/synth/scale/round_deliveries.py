@@ -30,6 +30,8 @@ the same program. Nothing is trusted: the engine checks the schedule and keeps i
 
 from __future__ import annotations
 
+import functools
+
 from smtcoll.model import Collective, Schedule, Send, Step, Topology
 
 # links x the rounds the bound asks for: nvl36 x 2 (2,664 links, 48 rounds) 0.13 M, 1.5 CPU s; x 3 (4,212 x 72)
@@ -73,11 +75,8 @@ def round_deliveries(topo: Topology, coll: Collective, max_steps: int, least_rou
         inside = [0] * nodes  # per node, the chunks some rank of it holds
         for r in range(p):
             inside[node[r]] |= holds[r]
-
-        def useful(u: int, v: int) -> int:
-            """The chunks u may give v: v lacks them, and across nodes its node lacks them."""
-            return holds[u] & lack[v] & (~inside[node[v]] if node[u] != node[v] else -1)
-
+        fresh = [lack[v] & ~inside[node[v]] for v in range(p)]  # what v may take from another node
+        useful = functools.partial(_useful, holds, lack, fresh, node)
         if not any(lack):
             return Schedule(topo, coll, steps)
         # what the rank furthest behind still lacks over all its in-links' bandwidth: rounds it needs at least
@@ -152,6 +151,11 @@ def round_deliveries(topo: Topology, coll: Collective, max_steps: int, least_rou
         for v in range(p):
             holds[v] |= gained[v]
         steps.append(Step(1, [Send(c, u, v) for c, u, v in sorted(sends)]))
+
+
+def _useful(holds: list[int], lack: list[int], fresh: list[int], node: list[int], u: int, v: int) -> int:
+    """The chunks u may give v: v lacks them, and from another node, v's node lacks them (`fresh`)."""
+    return holds[u] & (fresh[v] if node[u] != node[v] else lack[v])
 
 
 def _bits(x: int) -> list[int]:
