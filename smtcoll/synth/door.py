@@ -220,13 +220,13 @@ def _sums_shape(topo: Topology, coll: Collective, request: SynthRequest, scaled:
     t0, c0 = time.monotonic(), time.process_time()
     lo, hi = max(scaled.bounds.aim_steps(), least or 0), len(scaled.schedule.steps)
     target = min(hi - 1, lo * 3 // 2)
-    least = min(size(topo, g, target) for g in found_groups)
-    if least > MAX_SIZE:
+    smallest = min(size(topo, g, target) for g in found_groups)
+    if smallest > MAX_SIZE:
         lifted = _composed_sums(topo, coll, request, scaled)
         if lifted is not None:
             return lifted, ""
         return None, (f"; the symmetric search for sums is not tried: its encoding of {target} steps (about "
-                      f"{least} constraints) is beyond {MAX_SIZE}")
+                      f"{smallest} constraints) is beyond {MAX_SIZE}")
     with _exact_search(request) as clock:
         # twice the budget for the first count where the engine is above 1.5x of the bound (issue 24's target:
         # mi250 x 3, 4 steps found with 52.8 M units), nothing more after it; the whole budget below it and two
@@ -343,7 +343,7 @@ def _sub_search(sub: Topology, coll: Collective, request: SynthRequest, cap: int
     # the search on m nodes answers most often at 1.5x its bound (its first count); where the lift must find
     # fewer to beat the engine, from the bound up with one question's share only (held-out cube8 x 6: 3 on 3
     # nodes, its bound, in 3.6 M units, lifted to 4 where the engine has 5; mi250 x 4, 5 for 3: the 2-node
-    # search would have to find 3 and spends the share for nothing, 0.9 CPU s)
+    # search would have to find 3 and spends the share for nothing, 0.3 CPU s)
     target = 3 * least // 2
     whole = lifts is not None
     if cap - 1 < least or (lifts is not None and not lifts(least)):
