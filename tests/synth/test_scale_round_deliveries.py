@@ -65,3 +65,19 @@ def test_switch_nodes_behind_one_nic_get_only_what_their_node_lacks_through_it()
     assert len(imports.steps) == 35 < len(plain.steps)
     result = synthesize(topo, coll, SynthRequest())
     assert result.schedule is not None and len(result.schedule.steps) == 35 and result.optimal.proved
+
+
+@pytest.mark.parametrize(("name", "nodes", "steps"), [("pcie8", 2, 14), ("sw2x3", 3, 13)])
+def test_a_reductions_dual_is_scheduled_against_the_reductions_bound(name: str, nodes: int, steps: int) -> None:
+    # ReduceScatter is the time-reversal of an Allgather on the reversed machine; that Allgather's methods ran
+    # without a bound, so the most deliveries per round never did (pcie8 x 2 16, sw2x3 x 3 16 before; both at
+    # the set cut's bound now, as their Allgathers)
+    from pathlib import Path
+
+    from smtcoll import specs
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "topologies" / "heldout" / f"{name}.toml"
+    topo = specs.resolve_topology(str(path), nodes)
+    r = engine.synthesize(topo, library.collective("reducescatter", topo.ranks))
+    assert check_schedule(r.schedule).verdict == "ok"
+    assert len(r.schedule.steps) == steps == r.bounds.least_steps(True, 1)

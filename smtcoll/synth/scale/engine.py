@@ -97,7 +97,7 @@ def _any(topo: Topology, coll: Collective, b: SearchBounds | None = None) -> tup
         return _plain(topo, coll, b)
     dual = dual_collective(coll)
     if dual is not None:
-        return _reduction(topo, coll, dual)
+        return _reduction(topo, coll, dual, b)
     return _allreduce(topo, coll, b)
 
 
@@ -205,7 +205,7 @@ def _plain(topo: Topology, coll: Collective, b: SearchBounds | None, mirror_ok: 
     # 56, the node rings 70); only a schedule shorter than the best is wanted, so it stops once it cannot be one.
     # Not where the per-rank assignments answered: links outside every switch group, wide inside a node, are
     # theirs (mi250 x 4: 13 steps here against their 10, 0.6 CPU s for nothing); and only with a bound to miss
-    # (the duals of reductions and an Allreduce's phases come without: dgx2 x 4 ReduceScatter, 1 CPU s for nothing)
+    # (an Allreduce's phases come without; a reduction's dual has the reduction's, `_reduction`)
     best = min((len(s.steps) for s, _ in found), default=limit + 1)
     multicast = not mirror.scatter_shaped(coll) and routing.unicast_pairs(coll) is None
     if b is not None and best > target and m is None and mirror_ok and multicast:
@@ -225,10 +225,14 @@ def _plain(topo: Topology, coll: Collective, b: SearchBounds | None, mirror_ok: 
     return min(found, key=lambda x: (len(x[0].steps), x[0].rounds))
 
 
-def _reduction(topo: Topology, coll: Collective, dual: tuple[Collective, tuple[int, ...]]) -> tuple[Schedule, str]:
-    """A reduction as the time-reversal of a tree-shaped broadcast of its dual on the reversed topology."""
+def _reduction(topo: Topology, coll: Collective, dual: tuple[Collective, tuple[int, ...]],
+               b: SearchBounds | None = None) -> tuple[Schedule, str]:
+    """A reduction as the time-reversal of a tree-shaped broadcast of its dual on the reversed topology. `b`: the
+    reduction's bounds, where it is the whole collective (its steps are the dual's): the dual's methods then
+    know their target and the most deliveries per round runs where they miss it (session 22: held-out pcie8 x 4
+    ReduceScatter 33 -> 28, the bound; dualplane8 x 3 14 -> 11); an Allreduce's reduce phase passes none."""
     dcoll, addresses = dual
-    sched, method = _plain(topo.reversed(), dcoll, None)
+    sched, method = _plain(topo.reversed(), dcoll, b)
     return reverse_schedule(sched, topo, coll, addresses), f"dual of {method}"
 
 
