@@ -268,3 +268,21 @@ def test_where_the_exact_search_runs_out_the_symmetric_search_still_answers_and_
     assert len(result.schedule.steps) == 3 and result.method == "exact: symmetric sums"
     assert result.optimal.proved and result.optimal.steps == 3 and "unsat for 2..2" in result.optimal.why
     assert [p.steps for p in result.pruned] == [1, 2]  # the claims `--prove` certifies
+
+
+def test_where_every_shape_of_the_first_count_is_proved_empty_the_next_counts_are_searched() -> None:
+    # held-out h100 x 3 (NVSwitch nodes, a NIC per GPU): the bound is 3 and the search's first count 4; z3 proves
+    # every symmetric shape of 4 steps empty, and the search stopped there (the engine's 6 was the answer). The
+    # counts above it up to the engine's: 5
+    from pathlib import Path
+
+    from smtcoll import specs
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "topologies" / "heldout" / "h100.toml"
+    topo = specs.resolve_topology(str(path), 3)
+    coll = library.collective("allreduce", topo.ranks)
+    found, _, tried = sums_schedule(topo, coll, 3, 6, 30_000_000, None, 60_000_000)
+    assert found is not None and len(found.steps) == 5 and check_schedule(found).verdict == "ok"
+    assert {s for s, verdict, _, _ in tried if verdict == "no-shape"} == {4, 5}
+    result = synthesize(topo, coll, SynthRequest())
+    assert result.schedule is not None and len(result.schedule.steps) == 5

@@ -293,7 +293,8 @@ def sums_schedule(topo: Topology, coll: Collective, lo: int, hi: int, work: int 
 
     First 1.5x the bound (issue 24's target; hi - 1 if less), with copies of the total only and then with
     any copy, every group largest first, with all the budget: a count near the bound is often beyond the
-    shape and costs the most to give up on. Then, from the bound up, the counts below the one found, with
+    shape and costs the most to give up on. Where z3 proves every shape of that count empty, the counts above
+    it up to hi - 1, the same way (what is found there is the answer). Then, from the bound up, the counts below the one found, with
     the copies that found it, the first two groups and at most a quarter of the budget per attempt, until
     one is found (the least). `first_work`: the budget of that first count instead of `work` (the later
     counts get what is left of `work`, if anything); there the largest group's copies of the total go first
@@ -340,10 +341,23 @@ def sums_schedule(topo: Topology, coll: Collective, lo: int, hi: int, work: int 
     best: Schedule | None = None
     full = True
     fit = [gi for gi, g in enumerate(found_groups) if size(topo, g, target) <= MAX_SIZE]
-    for gi, full, cap in _first_order([gi for gi in fit if gi < inner], first_work, [gi for gi in fit if gi >= inner]):
-        best, _ = attempt(target, gi, full, cap, None if work is None else first_work)
+    order = _first_order([gi for gi in fit if gi < inner], first_work, [gi for gi in fit if gi >= inner])
+    proved = True  # every shape of the first count proved empty so far
+    for gi, full, cap in order:
+        best, none = attempt(target, gi, full, cap, None if work is None else first_work)
+        proved = proved and none
         if best is not None:
             break
+    # where z3 proved every shape of the first count empty (not only out of budget), the counts above it
+    # (session 22, held-out mesh6 x 3, a 2 x 3 mesh node with 4 NICs: no symmetric 4-step schedule, proved with
+    # 1.6 M units; 5, where the engine has 6)
+    for s in range(target + 1, hi) if best is None and order and proved else ():
+        for gi, full, cap in order:
+            best, _ = attempt(s, gi, full, cap, None if work is None else first_work)
+            if best is not None:
+                break
+        if best is not None:
+            return best, spent, tried
     if best is None:
         return None, spent, tried
     quarter = None if work is None else work // 4
