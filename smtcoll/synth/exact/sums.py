@@ -294,9 +294,9 @@ def sums_schedule(topo: Topology, coll: Collective, lo: int, hi: int, work: int 
     First 1.5x the bound (issue 24's target; hi - 1 if less), with copies of the total only and then with
     any copy, every group largest first, with all the budget: a count near the bound is often beyond the
     shape and costs the most to give up on. Where z3 proves every shape of that count empty, the counts above
-    it up to hi - 1, the same way (what is found there is the answer). Then, from the bound up, the counts below the one found, with
-    the copies that found it, the first two groups and at most a quarter of the budget per attempt, until
-    one is found (the least). `first_work`: the budget of that first count instead of `work` (the later
+    it up to hi - 1, the same way (what is found there is the answer). Then, from the bound up, the counts
+    below the one found, with the copies that found it, the first two groups and at most a quarter of the
+    budget per attempt, until one is found (the least). `first_work`: the budget of that first count instead of `work` (the later
     counts get what is left of `work`, if anything); there the largest group's copies of the total go first
     with all of it, then group by group both shapes, each at most a third of it (`_first_order`).
 
