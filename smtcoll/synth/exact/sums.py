@@ -296,9 +296,10 @@ def sums_schedule(topo: Topology, coll: Collective, lo: int, hi: int, work: int 
     shape and costs the most to give up on. Where z3 proves every shape of that count empty, the counts above
     it up to hi - 1, the same way (what is found there is the answer). Then, from the bound up, the counts
     below the one found, with the copies that found it, the first two groups and at most a quarter of the
-    budget per attempt, until one is found (the least). `first_work`: the budget of that first count instead of `work` (the later
-    counts get what is left of `work`, if anything); there the largest group's copies of the total go first
-    with all of it, then group by group both shapes, each at most a third of it (`_first_order`).
+    budget per attempt, until one is found (the least). `first_work`: the budget of that first count instead
+    of `work` (the later counts get what is left of `work`, if anything); there the largest group's copies of
+    the total go first with all of it, then group by group both shapes, each at most a third of it
+    (`_first_order`).
 
     An attempt that z3's earlier proofs answer is not built (`_implied_empty`)."""
     tried: list[tuple[int, str, float, int]] = []
