@@ -343,24 +343,21 @@ def sums_schedule(topo: Topology, coll: Collective, lo: int, hi: int, work: int 
     full = True
     fit = [gi for gi, g in enumerate(found_groups) if size(topo, g, target) <= MAX_SIZE]
     order = _first_order([gi for gi in fit if gi < inner], first_work, [gi for gi in fit if gi >= inner])
-    proved = True  # every shape of the first count proved empty so far
-    for gi, full, cap in order:
-        best, none = attempt(target, gi, full, cap, None if work is None else first_work)
-        proved = proved and none
-        if best is not None:
-            break
-    # where z3 proved every shape of the first count empty (not only out of budget), the counts above it
-    # (session 22, held-out mesh6 x 3, a 2 x 3 mesh node with 4 NICs: no symmetric 4-step schedule, proved with
-    # 1.6 M units; 5, where the engine has 6)
-    for s in range(target + 1, hi) if best is None and order and proved else ():
+    # the counts above the first only where z3 proved every shape of the one before empty, not only out of budget
+    # (session 22, held-out h100 x 3: no symmetric 4-step schedule, proved with 20 M units; 5 where the engine has 6)
+    proved = True
+    for s in range(target, hi):
         for gi, full, cap in order:
-            best, _ = attempt(s, gi, full, cap, None if work is None else first_work)
+            best, none = attempt(s, gi, full, cap, None if work is None else first_work)
+            proved = proved and none
             if best is not None:
                 break
-        if best is not None:
-            return best, spent, tried
+        if best is not None or not proved:
+            break
     if best is None:
         return None, spent, tried
+    if len(best.steps) > target:  # found above a count whose shapes are all empty: the answer
+        return best, spent, tried
     quarter = None if work is None else work // 4
     for s in range(lo, len(best.steps)):
         for gi in range(min(2, len(found_groups))):

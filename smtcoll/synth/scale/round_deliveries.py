@@ -31,6 +31,7 @@ the same program. Nothing is trusted: the engine checks the schedule and keeps i
 from __future__ import annotations
 
 import functools
+import re
 
 from smtcoll.model import Collective, Schedule, Send, Step, Topology
 
@@ -170,8 +171,6 @@ def nic_plan(topo: Topology, coll: Collective) -> list[list[tuple[int, int, int]
     from the start (held-out quad4 x 5: 2 NICs of a pair each, 16 imports a node in 8 rounds, the last spread in
     one: 9, the bound, where the most deliveries per round took 10). None where the nodes' NIC groups (named
     `nicX-out@nodeI`, `nicX-in@nodeI` by composition) do not split every node's ranks, or a link is missing."""
-    import re
-
     n = topo.node_count
     if n < 2 or coll.is_combining:
         return None
