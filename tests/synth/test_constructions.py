@@ -735,6 +735,36 @@ def test_pairwise_over_the_fastest_links_groups_where_every_pair_is_linked_at_un
     assert len(got) == 2 and got[0] <= 0.94 * bound and got[1] >= 0.98 * bound
 
 
+def test_pairwise_over_the_planes_of_several_nodes(tmp_path) -> None:
+    """Two such nodes, a 50 GB/s NIC per half (the held-out dualplane8 x 2): with the nodes as the exchange's
+    groups a GPU relays 4 of its 7 messages across the halves and the run ends on the cross-half links (0.85 of
+    the bound for Allgather at 256 MiB). Over the planes of the nodes (`_grid`, offered by `pairwises`) a
+    piece crosses each NIC and each node's halves once per node it reaches: 0.89."""
+    from smtcoll import specs
+    from smtcoll.synth.constructions.pairwise import _grid, pairwise, pairwises
+
+    nics = "".join(f"\n[[topology.nics]]\nsenders = {h}\nreceivers = {h}\nbandwidth = 1\nrail = {i}\n"
+                   f"alpha_us = 2.0\ngbps = 50.0\n" for i, h in enumerate(([0, 1, 2, 3], [4, 5, 6, 7])))
+    path = tmp_path / "twoplanes8.toml"
+    path.write_text(_two_planes_toml() + nics)
+    topo = specs.load_topology(path, 2)
+    assert _grid(topo) == [g for g in range(4) for _ in range(4)]
+    assert _grid(specs.load_topology(path, 1)) is None and _grid(_topo("a100", 2)) is None  # one node; one speed
+    coll = library.collective("allgather", 16)
+    grid = pairwise(topo, coll, grid=True)
+    assert grid in pairwises(topo, coll)
+    assert check_schedule(grid).verdict == "ok"
+    # each piece enters every other node once (through its plane's NIC) and every half of a node once
+    for cut in (lambda r: r // 8, lambda r: r // 4):
+        entries = Counter((x.chunk, cut(x.dst)) for st in grid.steps for x in st.sends if cut(x.src) != cut(x.dst))
+        assert set(entries.values()) == {1}
+    bound, size = _bound(topo, "allgather", 1 << 28), 1 << 28
+    nodes = pairwise(topo, coll)
+    times = [schedule_time(s, "Simple", 2, size, nodes=2) for s in (nodes, grid)]
+    got = [bus_bandwidth("allgather", 16, size, t) or 0.0 for t in times if t is not None]
+    assert len(got) == 2 and got[0] <= 0.86 * bound and got[1] >= 0.88 * bound
+
+
 def test_pairwise_allreduce_over_the_groups_also_in_larger_pieces(tmp_path) -> None:
     """Each message pays a hop latency: at 256 MiB the Allreduce over the halves in 192 chunks reaches 0.93 of
     the sweep's bound, and `pairwises` also offers it in fewer, larger pieces (COARSE_PIECES), which reach

@@ -13,6 +13,9 @@ nodes each rank also crosses to its rail (the rank of the same local index in ev
 - `ring`: across three or more nodes behind shared uplinks, a piece goes round the nodes on its rail (each
   rail rank forwards it to the next node's), and a partial sum collects its shares node after node on the
   owner's rail, ending at the owner (`_uplinks`).
+- `grid`: across nodes whose ranks form planes (each node's groups of its fastest links), the planes of all
+  nodes as the groups: a block crosses to its rail's plane in its own node, then over that plane's NIC, and a
+  partial sum the other way round (`_grid`, `_Layout.hop`).
 - `direct`: some pieces of an Allgather or Allreduce cross the NICs first: every rank sends its share of a
   block owned in another node to its own rail there, which adds its own before it sends to the owner, and a
   finished piece goes to every peer of its node, each of which sends it on over its own rails. A rank then
@@ -49,17 +52,18 @@ FUSED_LIMIT = 32  # messages per connection up to which the lowering fuses two c
 
 
 def pairwise(topo: Topology, base: Collective, fused: bool = False, planes: bool = False,
-             pieces: int = PIECES_PER_RANK, ring: bool = False, direct: int = 0) -> Schedule:
+             pieces: int = PIECES_PER_RANK, ring: bool = False, direct: int = 0, grid: bool = False) -> Schedule:
     """The shifted pairwise Allgather / ReduceScatter / Allreduce (module docstring), checked by the caller.
     `fused`: at most FUSED_LIMIT messages per connection (`pairwises`); `planes`: where every pair is linked,
-    the groups of the fastest links taken as nodes (`_planes`); `pieces`: about how many each rank sends
-    per node or group; `direct`: how many pieces of an Allgather or Allreduce cross the NICs first."""
+    the groups of the fastest links taken as nodes (`_planes`); `grid`: across nodes, each node's planes taken
+    as nodes (`_grid`); `pieces`: about how many each rank sends per node or group; `direct`: how many pieces
+    of an Allgather or Allreduce cross the NICs first."""
     what = kind(base)
     if what not in ("allgather", "reducescatter", "allreduce"):
         raise NotApplicable("the pairwise exchange covers Allgather, ReduceScatter and Allreduce")
     if topo.ranks < 2:
         raise NotApplicable("one rank has nothing to exchange")
-    lay = _Layout(topo, planes, ring)
+    lay = _Layout(topo, planes, ring, grid)
     c = _piece_count(lay, what, pieces, fused)
     plan = Plan()
     if what == "allreduce":
@@ -91,7 +95,7 @@ def pairwise(topo: Topology, base: Collective, fused: bool = False, planes: bool
                     _reduce_local(plan, lay, t - RS_LAG, lambda d, p: d * c + p, into)
     # the shifted rounds (`schedule_transfers`: every port serves one piece a round) or the order in time
     # (`timed_schedule`: NICs slower than ports, message latencies), whichever replays faster (`replay_time`)
-    lat = hop_latencies(topo, lay.node, coll.chunk_factor)
+    lat = hop_latencies(topo, lay.machine_node if grid else lay.node, coll.chunk_factor)
     steps = min((schedule_transfers(topo, plan), timed_schedule(topo, plan, lat)),
                 key=lambda s: replay_time(topo, s, lat))
     return Schedule(topo, coll, steps, name="pairwise")
@@ -117,7 +121,8 @@ def _piece_count(lay: _Layout, what: str, pieces: int, fused: bool) -> int:
 def pairwises(topo: Topology, base: Collective) -> list[Schedule]:
     """`pairwise`'s schedule, then, for Allgather and ReduceScatter across nodes, the one with at most
     FUSED_LIMIT messages per connection; and where every pair is linked at unlike speeds, the same over the
-    groups of the fastest links as nodes (`_planes`) (the sweep's candidates). Above the limit the lowering spreads a
+    groups of the fastest links as nodes (`_planes`), and for Allgather across nodes made of such groups, the
+    same over every node's groups (`_grid`) (the sweep's candidates). Above the limit the lowering spreads a
     connection over two channels, and across nodes a rank has so many connections (a peer in its node and a
     rail in every other node, each way) that at 8 instances it waits for more thread blocks than the
     executor's int8_t dependency ids name (a100 x3 ReduceScatter: 176): its best is 4 instances, 0.93 of the
@@ -125,25 +130,30 @@ def pairwises(topo: Topology, base: Collective) -> list[Schedule]:
     and sizes (session 9)"). A ReduceScatter also gets one with RS_COARSE_PIECES (below). Not for Allreduce,
     whose two phases a fused thread block would serialize: it gets the one with COARSE_PIECES instead."""
     out = []
-    for planes in (False, True) if _planes(topo) is not None else (False,):
-        first = pairwise(topo, base, planes=planes)
+    # over the planes of several nodes for Allgather only: a partial sum waits at every hop of its way (its
+    # shares, the other plane's rail, the NIC), and on dualplane8 x 2 the reductions over the planes stayed below
+    # those over the nodes (ReduceScatter 0.89 against 0.92 of the bound at 1 GiB, Allreduce 0.87 for both)
+    grid = kind(base) == "allgather" and _grid(topo) is not None
+    modes = [{}, *([{"planes": True}] if _planes(topo) is not None else []), *([{"grid": True}] if grid else [])]
+    for mode in modes:
+        first = pairwise(topo, base, **mode)
         out.append(first)
-        lay = _Layout(topo, planes)
+        lay = _Layout(topo, **mode)
         if len(lay.members) < 2:
             continue
         if kind(base) != "allreduce":
-            others = [pairwise(topo, base, fused=True, planes=planes)]
+            others = [pairwise(topo, base, fused=True, **mode)]
             if kind(base) == "reducescatter":
-                others.append(pairwise(topo, base, planes=planes, pieces=RS_COARSE_PIECES))
+                others.append(pairwise(topo, base, pieces=RS_COARSE_PIECES, **mode))
         else:
-            others = [pairwise(topo, base, planes=planes, pieces=COARSE_PIECES)]
+            others = [pairwise(topo, base, pieces=COARSE_PIECES, **mode)]
         seen = {first.collective.chunk_factor}
         for other in others:
             if other.collective.chunk_factor not in seen:
                 seen.add(other.collective.chunk_factor)
                 out.append(other)
         if _uplinks(topo, lay):
-            out.append(pairwise(topo, base, planes=planes, ring=True))
+            out.append(pairwise(topo, base, ring=True, **mode))
         # some pieces across the NICs first, where the NICs have time to spare (`direct_pieces`); an Allreduce
         # also in half the pieces, each message's latency counting as well (h100 x 2 at 256 MiB, 2 instances,
         # one direct piece: 24 pieces 0.943 of the bound, 18 0.972; at 1 GiB 0.977 and 0.982)
@@ -151,7 +161,7 @@ def pairwises(topo: Topology, base: Collective) -> list[Schedule]:
                  "allgather": (PIECES_PER_RANK,)}.get(kind(base), ())
         counts = {_piece_count(lay, kind(base), pieces, False): pieces for pieces in tried}  # one per count
         for c, pieces in sorted(counts.items(), reverse=True):
-            out += [pairwise(topo, base, planes=planes, pieces=pieces, direct=k)
+            out += [pairwise(topo, base, pieces=pieces, direct=k, **mode)
                     for k in direct_counts(direct_pieces(topo, lay, c))]
     return out
 
@@ -162,7 +172,7 @@ def _uplinks(topo: Topology, lay: _Layout) -> bool:
     for every node behind it, the ring once for each time it crosses (held-out fattree4x4, two nodes a leaf:
     Allgather 0.72 -> 0.99 of the bound at 1 GiB). Without such a group the two load every NIC alike, and the
     ring's longer pipeline only adds latency."""
-    return len(lay.members) >= 3 and bool(uplinks(topo, lay.node))
+    return len(lay.members) >= 3 and not lay.grid and bool(uplinks(topo, lay.node))
 
 
 # An Allreduce over the groups of the fastest links also with fewer, larger pieces: each message pays a hop
@@ -205,24 +215,62 @@ def _planes(topo: Topology) -> list[int] | None:
     them follow each other at the slower speed every round: 14/15 of the port at best (0.93 of the bound
     in all four collectives). With the groups as nodes a block crosses once, to its rail, and is relayed
     in the group: one crossing in seven messages, 0.99 of the bound (Allgather, 256 MiB and 1 GiB)."""
-    n = topo.ranks
-    if n < 4 or not all(topo.has_link(s, d) for s in range(n) for d in range(n) if s != d):
+    parts = _fastest_groups(topo, list(range(topo.ranks)))
+    if parts is None:
         return None
-    speed = {(lk.src, lk.dst): float(lk.gbps or lk.bandwidth) for lk in topo.links}
-    top = max(speed.values())
-    if min(speed.values()) == top:
-        return None
-    graph: nx.Graph = nx.Graph()
-    graph.add_nodes_from(range(n))
-    graph.add_edges_from(e for e, v in speed.items() if v == top)
-    parts = sorted(sorted(c) for c in nx.connected_components(graph))
-    if len(parts) < 2 or len({len(c) for c in parts}) != 1 or len(parts[0]) < 2:
-        return None
-    node = [0] * n
+    node = [0] * topo.ranks
     for i, c in enumerate(parts):
         for r in c:
             node[r] = i
     return node
+
+
+def _fastest_groups(topo: Topology, ranks: list[int]) -> list[list[int]] | None:
+    """`_planes` inside `ranks`: where every pair of them is linked at unlike speeds, the groups that their
+    fastest links join, if two or more of one size and more than one rank; else None."""
+    within = set(ranks)
+    if len(ranks) < 4 or not all(topo.has_link(s, d) for s in ranks for d in ranks if s != d):
+        return None
+    speed = {(lk.src, lk.dst): float(lk.gbps or lk.bandwidth) for lk in topo.links
+             if lk.src in within and lk.dst in within}
+    top = max(speed.values())
+    if min(speed.values()) == top:
+        return None
+    graph: nx.Graph = nx.Graph()
+    graph.add_nodes_from(ranks)
+    graph.add_edges_from(e for e, v in speed.items() if v == top)
+    parts = sorted(sorted(c) for c in nx.connected_components(graph))
+    if len(parts) < 2 or len({len(c) for c in parts}) != 1 or len(parts[0]) < 2:
+        return None
+    return parts
+
+
+def _grid(topo: Topology) -> list[int] | None:
+    """Across nodes whose ranks form planes (`_fastest_groups` inside each node, the same local ranks in every
+    node): each rank's group (node, plane), numbered node by node; else None.
+
+    Why: with the nodes as the pairwise exchange's groups, a rank of held-out dualplane8 x 2 (two planes of 4
+    GPUs a node, 100 of a port's 150 GB/s reaching the other plane, a NIC per plane) relays 4 of its 7 messages
+    across the planes, and the run ends on the cross-plane links with the ports two thirds busy (0.87 of the
+    bound at 256 MiB). Over the planes a block crosses a plane once, to its rail, and a node once, over its
+    plane's NIC (`_Layout.hop`)."""
+    node = nodes_of(topo)
+    members = node_ranks(node)
+    if len(members) < 2:
+        return None
+    first = _fastest_groups(topo, members[0])
+    if first is None:
+        return None
+    local = [[members[0].index(r) for r in part] for part in first]
+    group = [0] * topo.ranks
+    for b, m in enumerate(members):
+        parts = _fastest_groups(topo, m)
+        if parts is None or [[m.index(r) for r in part] for part in parts] != local:
+            return None
+        for i, part in enumerate(parts):
+            for r in part:
+                group[r] = b * len(parts) + i
+    return group
 
 
 class _Layout:
@@ -230,11 +278,17 @@ class _Layout:
     local index in every other node (its rail); one node when every pair is linked, unless `planes`
     (`_planes`' groups as nodes)."""
 
-    def __init__(self, topo: Topology, planes: bool = False, ring: bool = False) -> None:
+    def __init__(self, topo: Topology, planes: bool = False, ring: bool = False, grid: bool = False) -> None:
         n = topo.ranks
         self.ring = ring
-        node = nodes_of(topo)
-        if planes:
+        self.machine_node = node = nodes_of(topo)
+        self.grid = grid
+        if grid:
+            split = _grid(topo)
+            if split is None:
+                raise NotApplicable("the planes of the nodes apply across nodes whose ranks form equal planes")
+            node = split
+        elif planes:
             split = _planes(topo)
             if split is None:
                 raise NotApplicable("the groups of the fastest links apply where every pair is linked at unlike "
@@ -244,6 +298,8 @@ class _Layout:
             node = [0] * n  # every pair linked: one exchange, no relays
         self.node = node
         self.members = node_ranks(node)
+        # grid: the groups of one node (its planes) and the node of each group
+        self.planes = len(self.members) // (max(self.machine_node) + 1) if grid else 1
         self.order = node_order(topo, node) if ring else list(range(len(self.members)))
         p = len(self.members[0])
         if any(len(m) != p for m in self.members):
@@ -257,9 +313,23 @@ class _Layout:
                                             "node linked")
         for s in range(n):
             for b in range(len(self.members)):
-                if b != node[s] and not topo.has_link(s, self.rail(s, b)):
+                if b != node[s] and not topo.has_link(s, self.rail(s, self.hop(node[s], b))):
                     raise NotApplicable(f"no link {s} -> {self.rail(s, b)}: the pairwise exchange needs every "
                                         "rank linked to its rail (the same local rank) in every other node")
+
+    def hop(self, g: int, b: int) -> int:
+        """The group after g on the way from group g to group b: b itself, except on a grid, where a block first
+        crosses to b's plane in its own node, then to b's node (a partial sum crosses a node's NIC once)."""
+        if not self.grid or g // self.planes == b // self.planes or g % self.planes == b % self.planes:
+            return b
+        return g - g % self.planes + b % self.planes
+
+    def distance(self, g: int, b: int) -> int:
+        """Hops from group g to group b (`hop`)."""
+        out = 0
+        while g != b:
+            g, out = self.hop(g, b), out + 1
+        return out
 
     def next_node(self, b: int, j: int) -> int:
         """The node j places after node b in the ring of the nodes (`rings.node_order`)."""
@@ -292,10 +362,13 @@ def _gather(plan: Plan, lay: _Layout, t: int, addr: Address, after: dict[tuple[i
                 nic[(s, b)] = plan.add(addr(s, t), lay.rail(s, lay.next_node(lay.node[s], j - 1)), lay.rail(s, b),
                                        prev[s])
                 prev[s] = [nic[(s, b)]]
-    else:
+    else:  # nearest groups first: on a grid a block reaches the far plane through its rail's node
         for s in range(n):
-            for b in lay.others(s):
-                nic[(s, b)] = plan.add(addr(s, t), s, lay.rail(s, b), after.get((s, t), []))
+            g = lay.node[s]
+            for b in sorted(lay.others(s), key=lambda b: lay.distance(b, g)):
+                x = lay.hop(b, g)  # the group b receives from: the hop back towards the owner
+                src, deps = (s, after.get((s, t), [])) if x == g else (lay.rail(s, x), [nic[(s, x)]])
+                nic[(s, b)] = plan.add(addr(s, t), src, lay.rail(s, b), deps)
     for k in range(1, p):
         for s in range(n):
             plan.add(addr(s, t), s, lay.peer(s, k), after.get((s, t), []))
@@ -331,10 +404,15 @@ def _reduce_remote(plan: Plan, lay: _Layout, t: int, addr: Address, into: dict[t
         for d in range(n):
             into.setdefault((d, t), []).extend(chain[d])
         return
-    for h in range(n):
-        for b in lay.others(h):
-            d = lay.rail(h, b)
-            into.setdefault((d, t), []).append(plan.add(addr(d, t), h, d, partial.get((h, d), [])))
+    # farthest groups first: on a grid a partial sum joins its rail's in the owner's plane before it crosses
+    for far in sorted({lay.distance(lay.node[h], b) for h in range(n) for b in lay.others(h)}, reverse=True):
+        for h in range(n):
+            for b in lay.others(h):
+                if lay.distance(lay.node[h], b) != far:
+                    continue
+                d, to = lay.rail(h, b), lay.rail(h, lay.hop(lay.node[h], b))
+                x = plan.add(addr(d, t), h, to, partial.get((h, d), []))
+                (into.setdefault((d, t), []) if to == d else partial.setdefault((to, d), [])).append(x)
 
 
 def _reduce_local(plan: Plan, lay: _Layout, t: int, addr: Address, into: dict[tuple[int, int], list[int]]) -> None:
@@ -396,7 +474,7 @@ def direct_pieces(topo: Topology, lay: _Layout, pieces: int) -> int:
     down. Per piece and block a rank sends m (p - 1) messages in its node and m - 1 across for the relayed
     piece, p - 1 and p (m - 1) for the direct one (m nodes of p ranks)."""
     m, p = len(lay.members), len(lay.members[0])
-    if m < 2 or lay.ring:
+    if m < 2 or lay.ring or lay.grid:
         return 0
     s = lay.members[0][0]
     inside = _egress(topo, s, [d for d in lay.members[0] if d != s])
