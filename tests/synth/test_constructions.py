@@ -598,10 +598,11 @@ def test_pairwise_allreduce_across_three_nodes_also_in_larger_pieces() -> None:
     """h100 x 3 Allreduce at 256 MiB: `pairwise`'s own 384 chunks lower at 2 instances at most and take 1272 us
     (Simple); the sweep also gets the schedule in COARSE_PIECES, which is faster (1078 us at 2 instances)."""
     from smtcoll import specs
-    from smtcoll.synth.constructions.pairwise import pairwises
+    from smtcoll.synth.constructions.pairwise import COARSE_PIECES, pairwise
 
     topo = specs.resolve_topology(str(ROOT / "benchmarks/topologies/heldout/h100.toml"), 3)
-    first, coarse = pairwises(topo, library.collective("allreduce", 24))
+    coll = library.collective("allreduce", 24)
+    first, coarse = pairwise(topo, coll), pairwise(topo, coll, pieces=COARSE_PIECES)
     assert coarse.collective.chunk_factor < first.collective.chunk_factor
     assert check_schedule(coarse).verdict == "ok"
     fine, fewer = (schedule_time(s, "Simple", 2, 1 << 28, nodes=3) for s in (first, coarse))
@@ -621,6 +622,25 @@ def test_pairwise_allreduce_across_nodes_at_256_mib() -> None:
     assert (bus_bandwidth("allreduce", 16, size, t) or 0.0) >= 0.95 * _bound(topo, "allreduce", size)
     ring = schedule_time(build("ring", topo, coll), "Simple", 8, size, nodes=2)
     assert ring is not None and t < ring
+
+
+@pytest.mark.slow
+def test_pairwise_allreduce_across_nodes_in_both_orders() -> None:
+    """The replay (`pipeline.replay_time`) misjudges an Allreduce's order: on a100 x 2 in 144 chunks it takes the
+    shifted rounds, which the timed run makes 150 GB/s at 64 MiB (4 instances), where the order in time runs at
+    275. `pairwises` offers both orders of each piece count, and the sweep times them."""
+    from smtcoll.synth.constructions.pairwise import COARSE_PIECES, pairwise, pairwises
+
+    topo = _topo("a100", 2)
+    coll = library.collective("allreduce", 16)
+    offered = pairwises(topo, coll)
+    rounds, timed = (pairwise(topo, coll, pieces=COARSE_PIECES, order=o) for o in ("rounds", "time"))
+    assert pairwise(topo, coll, pieces=COARSE_PIECES).steps == rounds.steps  # the replay's choice
+    assert any(s.steps == timed.steps for s in offered) and any(s.steps == rounds.steps for s in offered)
+    assert check_schedule(timed).verdict == "ok"
+    size = 64 << 20
+    got = [schedule_time(s, "Simple", 4, size, nodes=2) for s in (rounds, timed)]
+    assert got[0] is not None and got[1] is not None and got[1] < 0.6 * got[0]
 
 
 @pytest.mark.slow
@@ -778,12 +798,13 @@ def test_pairwise_allreduce_sums_over_the_nodes_and_spreads_over_the_planes(tmp_
     other plane once; at 256 MiB, 4 instances, 0.94 of the bound against 0.87 over the nodes alone."""
     from smtcoll import specs
     from smtcoll.synth.constructions.common import NotApplicable
-    from smtcoll.synth.constructions.pairwise import COARSE_PIECES, pairwise
+    from smtcoll.synth.constructions.pairwise import COARSE_PIECES, pairwise, pairwises
 
     path = _two_planes_with_nics(tmp_path)
     topo = specs.load_topology(path, 2)
     coll = library.collective("allreduce", 16)
-    grid, nodes = pairwise(topo, coll, grid=True), pairwise(topo, coll, pieces=COARSE_PIECES)
+    grid, nodes = pairwise(topo, coll, grid=True, order="rounds"), pairwise(topo, coll, pieces=COARSE_PIECES)
+    assert any(s.steps == grid.steps for s in pairwises(topo, coll))
     assert check_schedule(grid).verdict == "ok"
     with pytest.raises(NotApplicable):
         pairwise(topo, library.collective("reducescatter", 16), grid=True)
@@ -838,10 +859,10 @@ def test_where_the_nics_have_time_to_spare_some_pieces_cross_them_first() -> Non
     coll = library.collective("allreduce", 16)
     assert direct_pieces(topo, _Layout(topo), 24) == 1
     offered = pairwises(topo, coll)
-    # the plain, the coarse, and one direct piece of 24 and of 18 (half the pieces)
-    assert [s.collective.chunk_factor for s in offered] == [384, 144, 384, 288]
+    # the plain and the coarse, each in both orders, and one direct piece of 24 and of 18 (half the pieces)
+    assert [s.collective.chunk_factor for s in offered] == [384, 384, 144, 144, 384, 288]
     one = pairwise(topo, coll, direct=1)
-    assert one.collective == offered[2].collective and one.steps == offered[2].steps
+    assert one.collective == offered[4].collective and one.steps == offered[4].steps
     assert check_schedule(one).verdict == "ok"
     crossings = [x for st in one.steps for x in st.sends if x.src // 8 != x.dst // 8]
     plain = pairwise(topo, coll)
@@ -853,7 +874,7 @@ def test_where_the_nics_have_time_to_spare_some_pieces_cross_them_first() -> Non
     assert t is not None and before is not None
     assert bound / before < 0.9 and bound / t > 0.93
     a100 = _topo("a100", 2)
-    assert direct_pieces(a100, _Layout(a100), 24) == 0 and len(pairwises(a100, coll)) == 2
-    half = offered[3]  # fewer messages: 0.97 at 256 MiB
+    assert direct_pieces(a100, _Layout(a100), 24) == 0 and len(pairwises(a100, coll)) == 4
+    half = offered[5]  # fewer messages: 0.97 at 256 MiB
     t = schedule_time(half, "Simple", 2, size, model)
     assert t is not None and bound / t > 0.96

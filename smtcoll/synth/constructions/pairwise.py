@@ -37,6 +37,7 @@ on one thread block, which serializes an Allreduce's two phases), at most `OPS_P
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import networkx as nx
 
@@ -52,12 +53,14 @@ FUSED_LIMIT = 32  # messages per connection up to which the lowering fuses two c
 
 
 def pairwise(topo: Topology, base: Collective, fused: bool = False, planes: bool = False,
-             pieces: int = PIECES_PER_RANK, ring: bool = False, direct: int = 0, grid: bool = False) -> Schedule:
+             pieces: int = PIECES_PER_RANK, ring: bool = False, direct: int = 0, grid: bool = False,
+             order: str = "") -> Schedule:
     """The shifted pairwise Allgather / ReduceScatter / Allreduce (module docstring), checked by the caller.
     `fused`: at most FUSED_LIMIT messages per connection (`pairwises`); `planes`: where every pair is linked,
     the groups of the fastest links taken as nodes (`_planes`); `grid`: across nodes, each node's planes taken
     as nodes (`_grid`); `pieces`: about how many each rank sends per node or group; `direct`: how many pieces
-    of an Allgather or Allreduce cross the NICs first."""
+    of an Allgather or Allreduce cross the NICs first; `order`: "rounds" or "time" (below), else the one that
+    replays faster."""
     what = kind(base)
     if what not in ("allgather", "reducescatter", "allreduce"):
         raise NotApplicable("the pairwise exchange covers Allgather, ReduceScatter and Allreduce")
@@ -100,10 +103,10 @@ def pairwise(topo: Topology, base: Collective, fused: bool = False, planes: bool
     # the shifted rounds (`schedule_transfers`: every port serves one piece a round) or the order in time
     # (`timed_schedule`: NICs slower than ports, message latencies), whichever replays faster (`replay_time`)
     lat = hop_latencies(topo, lay.machine_node if grid else lay.node, coll.chunk_factor)
-    if grid and what == "allreduce":
-        # the replay prefers the order in time, which the timed run makes 0.66 / 0.83 of the bound (dualplane8 x 2,
-        # 256 MiB / 1 GiB, 2 instances) against 0.91 / 0.91 in the shifted rounds (0.94 / 0.95 at 4 instances)
+    if order == "rounds":
         steps = schedule_transfers(topo, plan)
+    elif order == "time":
+        steps = timed_schedule(topo, plan, lat)
     else:
         steps = min((schedule_transfers(topo, plan), timed_schedule(topo, plan, lat)),
                     key=lambda s: replay_time(topo, s, lat))
@@ -137,31 +140,38 @@ def pairwises(topo: Topology, base: Collective) -> list[Schedule]:
     executor's int8_t dependency ids name (a100 x3 ReduceScatter: 176): its best is 4 instances, 0.93 of the
     bound at 256 MiB. Fused, the program lowers at 8 instances: 0.95 (docs/benchmarks.md, "Unseen machines
     and sizes (session 9)"). A ReduceScatter also gets one with RS_COARSE_PIECES (below). Not for Allreduce,
-    whose two phases a fused thread block would serialize: it gets the one with COARSE_PIECES instead."""
+    whose two phases a fused thread block would serialize: it gets the one with COARSE_PIECES instead, and
+    across nodes each of the two in both orders (`order`)."""
     out = []
     # over the planes of several nodes for Allgather and the Allgather of an Allreduce: a partial sum waits at
     # every hop of its way (its shares, the other plane's rail, the NIC), and on dualplane8 x 2 the sums over the
     # planes stayed below those over the nodes (ReduceScatter 0.89 against 0.92 of the bound at 1 GiB, Allreduce
     # 0.87 for both), while an Allreduce summed over the nodes and sent on over the planes reaches 0.94
     grid = kind(base) in ("allgather", "allreduce") and _grid(topo) is not None
-    modes = [{}, *([{"planes": True}] if _planes(topo) is not None else []), *([{"grid": True}] if grid else [])]
+    modes: list[dict[str, Any]] = [{}, *([{"planes": True}] if _planes(topo) is not None else []),
+                                   *([{"grid": True}] if grid else [])]
     for mode in modes:
-        first = pairwise(topo, base, **mode)
-        out.append(first)
         lay = _Layout(topo, **mode)
         if len(lay.members) < 2:
+            out.append(pairwise(topo, base, **mode))
             continue
+        variants: list[dict[str, Any]]
         if kind(base) != "allreduce":
-            others = [pairwise(topo, base, fused=True, **mode)]
-            if kind(base) == "reducescatter":
-                others.append(pairwise(topo, base, pieces=RS_COARSE_PIECES, **mode))
+            variants = [{}, {"fused": True}, *([{"pieces": RS_COARSE_PIECES}] if kind(base) == "reducescatter" else [])]
+        elif max(lay.machine_node) == 0:
+            variants = [{}, {"pieces": COARSE_PIECES}]
         else:
-            others = [pairwise(topo, base, pieces=COARSE_PIECES, **mode)]
-        seen = {first.collective.chunk_factor}
-        for other in others:
-            if other.collective.chunk_factor not in seen:
-                seen.add(other.collective.chunk_factor)
-                out.append(other)
+            # an Allreduce across nodes in both orders (the sweep times them): the replay misjudges its two phases
+            # on shared connections either way (256 MiB, best instances, the order chosen first: a100 x 2 in 144
+            # chunks rounds 0.83 / in time 0.97 of the bound, h100 x 2 0.75 / 0.93; dualplane8 x 2 over the
+            # planes in time 0.84 / rounds 0.94)
+            variants = [{"pieces": p, "order": o} for p in (PIECES_PER_RANK, COARSE_PIECES) for o in ("rounds", "time")]
+        seen = set()
+        for variant in variants:
+            sched = pairwise(topo, base, **variant, **mode)
+            if (sched.collective.chunk_factor, variant.get("order")) not in seen:
+                seen.add((sched.collective.chunk_factor, variant.get("order")))
+                out.append(sched)
         if _uplinks(topo, lay):
             out.append(pairwise(topo, base, ring=True, **mode))
         # some pieces across the NICs first, where the NICs have time to spare (`direct_pieces`); an Allreduce
