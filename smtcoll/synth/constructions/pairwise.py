@@ -133,8 +133,8 @@ def _piece_count(lay: _Layout, what: str, pieces: int, fused: bool) -> int:
 def pairwises(topo: Topology, base: Collective) -> list[Schedule]:
     """`pairwise`'s schedule, then, for Allgather and ReduceScatter across nodes, the one with at most
     FUSED_LIMIT messages per connection; and where every pair is linked at unlike speeds, the same over the
-    groups of the fastest links as nodes (`_planes`), and for Allgather across nodes made of such groups, the
-    same over every node's groups (`_grid`) (the sweep's candidates). Above the limit the lowering spreads a
+    groups of the fastest links as nodes (`_planes`), and for Allgather and Allreduce across nodes made of such
+    groups, the same over every node's groups (`_grid`) (the sweep's candidates). Above the limit the lowering spreads a
     connection over two channels, and across nodes a rank has so many connections (a peer in its node and a
     rail in every other node, each way) that at 8 instances it waits for more thread blocks than the
     executor's int8_t dependency ids name (a100 x3 ReduceScatter: 176): its best is 4 instances, 0.93 of the
@@ -318,8 +318,7 @@ class _Layout:
             node = [0] * n  # every pair linked: one exchange, no relays
         self.node = node
         self.members = node_ranks(node)
-        # grid: the groups of one node (its planes) and the node of each group
-        self.planes = len(self.members) // (max(self.machine_node) + 1) if grid else 1
+        self.planes = len(self.members) // (max(self.machine_node) + 1) if grid else 1  # groups a node
         self.order = node_order(topo, node) if ring else list(range(len(self.members)))
         p = len(self.members[0])
         if any(len(m) != p for m in self.members):
@@ -339,7 +338,7 @@ class _Layout:
 
     def hop(self, g: int, b: int) -> int:
         """The group after g on the way from group g to group b: b itself, except on a grid, where a block first
-        crosses to b's plane in its own node, then to b's node (a partial sum crosses a node's NIC once)."""
+        crosses to b's plane in its own node, then to b's node (each block crosses a node's NIC once)."""
         if not self.grid or g // self.planes == b // self.planes or g % self.planes == b % self.planes:
             return b
         return g - g % self.planes + b % self.planes
@@ -424,15 +423,10 @@ def _reduce_remote(plan: Plan, lay: _Layout, t: int, addr: Address, into: dict[t
         for d in range(n):
             into.setdefault((d, t), []).extend(chain[d])
         return
-    # farthest groups first: on a grid a partial sum joins its rail's in the owner's plane before it crosses
-    for far in sorted({lay.distance(lay.node[h], b) for h in range(n) for b in lay.others(h)}, reverse=True):
-        for h in range(n):
-            for b in lay.others(h):
-                if lay.distance(lay.node[h], b) != far:
-                    continue
-                d, to = lay.rail(h, b), lay.rail(h, lay.hop(lay.node[h], b))
-                x = plan.add(addr(d, t), h, to, partial.get((h, d), []))
-                (into.setdefault((d, t), []) if to == d else partial.setdefault((to, d), [])).append(x)
+    for h in range(n):
+        for b in lay.others(h):
+            d = lay.rail(h, b)
+            into.setdefault((d, t), []).append(plan.add(addr(d, t), h, d, partial.get((h, d), [])))
 
 
 def _reduce_local(plan: Plan, lay: _Layout, t: int, addr: Address, into: dict[tuple[int, int], list[int]]) -> None:
