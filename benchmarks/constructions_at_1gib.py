@@ -1,7 +1,8 @@
 """Every throughput construction of a machine at one size, in the sweep's cost model: the rows of
 docs/benchmarks.md ("Mixed links: the exact tree packing"). Cheaper than `vs_nccl.py` (no exact search, no
 sweep): each construction lowered with the Simple protocol and each instance count, timed as the sweep
-times it (`smtcoll.sweep.cost.schedule_time`), against the proved bound (`smtcoll.bounds.throughput`).
+times it (`smtcoll.sweep.cost.schedule_time`), against the proved bound (`smtcoll.bounds.throughput`); a program
+over the readers' MAX_NODES XML nodes a rank is shown as refused, as the sweep refuses it.
 
     python benchmarks/constructions_at_1gib.py [--machines mi250,amd8,ndv2:2,a100:2] [--collectives allgather,...]
         [--instances 1,8] [--size BYTES[,BYTES...]] [--only forest,...] [--sweep-bound]
@@ -19,7 +20,11 @@ import time
 
 from smtcoll import library, specs
 from smtcoll.bounds.throughput import time_bound
+from smtcoll.check.parse_rules import rank_nodes
 from smtcoll.errors import SmtcollError
+from smtcoll.lower import LowerOptions, lower
+from smtcoll.model import Schedule
+from smtcoll.msccl.runtime import MAX_NODES
 from smtcoll.sweep.cost import Model, bus_bandwidth, schedule_time
 from smtcoll.synth.constructions import constructions
 
@@ -61,6 +66,11 @@ def main() -> None:
                     if args.only and c.name not in args.only.split(","):
                         continue
                     for inst in map(int, args.instances.split(",")):
+                        most = _most_nodes(c.schedule, inst, size)
+                        if most > MAX_NODES:  # the sweep never times nor writes it (`sweep.tasks._lowered`)
+                            print(f"| {name} | {kind} | {size} | {c.name} | {c.chunks} | {len(c.schedule.steps)} | "
+                                  f"{inst} | refused: {most} XML nodes a rank (MAX_NODES {MAX_NODES}) | |")
+                            continue
                         try:
                             t = schedule_time(c.schedule, "Simple", inst, size, model, nodes)
                         except SmtcollError as e:  # the runtime's limits (dependency ids, steps per thread block)
@@ -73,6 +83,15 @@ def main() -> None:
                               f"{inst} | {'-' if bw is None else f'{bw:.1f}'} | {share} |", flush=True)
                 print(f"<!-- {name} {kind} {size}: bound {float(bound or 0):.1f} GB/s, "
                       f"{time.process_time() - start:.1f} CPU s so far -->", flush=True)
+
+def _most_nodes(schedule: Schedule, instances: int, size: int) -> int:
+    """The most XML nodes a rank of the program lowered as `schedule_time` lowers it (0 where it cannot be)."""
+    try:
+        program = lower(schedule, LowerOptions(instances, "Simple", "executor", "outofplace", size, size, True)).program
+    except SmtcollError:
+        return 0
+    return max(rank_nodes(program, g) for g in program.gpus)
+
 
 if __name__ == "__main__":
     main()

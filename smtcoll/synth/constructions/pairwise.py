@@ -145,7 +145,7 @@ def pairwises(topo: Topology, base: Collective) -> list[Schedule]:
     out = []
     # over the planes of several nodes for Allgather and the Allgather of an Allreduce: a partial sum waits at
     # every hop of its way (its shares, the other plane's rail, the NIC), and on dualplane8 x 2 the sums over the
-    # planes stayed below those over the nodes (ReduceScatter 0.89 against 0.92 of the bound at 1 GiB, Allreduce
+    # planes stayed below those over the nodes at 256 MiB (ReduceScatter 0.77 against 0.85 of the bound; Allreduce
     # 0.87 for both), while an Allreduce summed over the nodes and sent on over the planes reaches 0.94
     grid = kind(base) in ("allgather", "allreduce") and _grid(topo) is not None
     modes: list[dict[str, Any]] = [{}, *([{"planes": True}] if _planes(topo) is not None else []),
