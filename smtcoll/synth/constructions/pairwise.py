@@ -163,7 +163,7 @@ def pairwises(topo: Topology, base: Collective) -> list[Schedule]:
         else:
             # an Allreduce across nodes in both orders (the sweep times them): the replay misjudges its two phases
             # on shared connections either way (256 MiB, best instances, the order chosen first: a100 x 2 in 144
-            # chunks rounds 0.83 / in time 0.97 of the bound, h100 x 2 0.75 / 0.93; dualplane8 x 2 over the
+            # chunks rounds 0.83 / in time 0.965 of the bound, h100 x 2 0.75 / 0.93; dualplane8 x 2 over the
             # planes in time 0.84 / rounds 0.94)
             variants = [{"pieces": p, "order": o} for p in (PIECES_PER_RANK, COARSE_PIECES) for o in ("rounds", "time")]
         seen = set()
