@@ -84,6 +84,7 @@ def main() -> None:
                 print(f"<!-- {name} {kind} {size}: bound {float(bound or 0):.1f} GB/s, "
                       f"{time.process_time() - start:.1f} CPU s so far -->", flush=True)
 
+
 def _most_nodes(schedule: Schedule, instances: int, size: int) -> int:
     """The most XML nodes a rank of the program lowered as `schedule_time` lowers it (0 where it cannot be)."""
     try:
