@@ -39,52 +39,61 @@ def drop_implied(ops: list[LOp]) -> int:
         for d in op.deps:
             if d.type == "s":
                 tracked.setdefault((d.rank, d.tb), len(tracked))
+    # the happens-before graph over ops by their index in `ops` (ints: this runs on every op of a lowered
+    # program at 8 instances, and lists indexed by int are cheaper than dicts keyed by id)
+    index = {id(op): i for i, op in enumerate(ops)}
     by_tb: dict[tuple[int, int], list[LOp]] = defaultdict(list)
     for op in ops:
         by_tb[(op.rank, op.tb)].append(op)
-    preds: dict[int, list[LOp]] = {}
+    preds: list[list[int]] = [[] for _ in ops]
     for mine in by_tb.values():
         mine.sort(key=lambda o: o.pos)
         for i, op in enumerate(mine):
-            before = [d for d in op.deps if d.type != "s"]
+            before = [index[id(d)] for d in op.deps if d.type != "s"]
             if i:
-                before.append(mine[i - 1])
+                before.append(index[id(mine[i - 1])])
             if op.type in RECV_TYPES and op.partner is not None:
-                before.append(op.partner)  # the message: the sender's operation completed before this one does
-            preds[id(op)] = before
-    succs: dict[int, list[LOp]] = defaultdict(list)
-    left: dict[int, int] = {}
-    for op in ops:
-        left[id(op)] = len(preds[id(op)])
-        for p in preds[id(op)]:
-            succs[id(p)].append(op)
-    ready = [op for op in ops if not left[id(op)]]
+                # the message: the sender's operation completed before this one does
+                before.append(index[id(op.partner)])
+            preds[index[id(op)]] = before
+    succs: list[list[int]] = [[] for _ in ops]
+    for i, before in enumerate(preds):
+        for p in before:
+            succs[p].append(i)
+    left = [len(before) for before in preds]
+    uses = [len(after) for after in succs]
+    ready = [i for i, n in enumerate(left) if not n]
     clock: dict[int, Any] = {}  # op -> its clock, until its last successor read it
-    uses = {id(op): len(succs[id(op)]) for op in ops}
+    slots = [tracked.get((op.rank, op.tb)) for op in ops]
     empty = np.full(len(tracked), -1, dtype=np.int64)
     drops: list[tuple[LOp, list[LOp]]] = []
     done = 0
     while ready:
-        op = ready.pop()
+        i = ready.pop()
+        op = ops[i]
         done += 1
-        ps = preds[id(op)]
-        seen = empty.copy() if not ps else np.max(np.stack([clock[id(p)] for p in ps]), axis=0)
+        ps = preds[i]
+        # the pointwise maximum of the predecessors' clocks (pairwise: most ops have one or two, and a
+        # stack of them costs more than the maxima)
+        seen = (clock[ps[0]] if ps else empty).copy()
+        for p in ps[1:]:
+            np.maximum(seen, clock[p], out=seen)
         keep = [d for d in op.deps if not (d.type == "s" and seen[tracked[(d.rank, d.tb)]] >= d.pos)]
         if len(keep) < len(op.deps):
             drops.append((op, keep))
         for p in ps:
-            uses[id(p)] -= 1
-            if not uses[id(p)]:
-                del clock[id(p)]
-        slot = tracked.get((op.rank, op.tb))
+            uses[p] -= 1
+            if not uses[p]:
+                del clock[p]
+        slot = slots[i]
         if slot is not None:
             seen[slot] = max(int(seen[slot]), op.pos)
-        if uses[id(op)]:
-            clock[id(op)] = seen
-        for s in succs[id(op)]:
-            left[id(s)] -= 1
-            if not left[id(s)]:
-                ready.append(s)
+        if uses[i]:
+            clock[i] = seen
+        for j in succs[i]:
+            left[j] -= 1
+            if not left[j]:
+                ready.append(j)
     if done != len(ops):  # a cycle: the program deadlocks anyway; keep every wait (the checker reports it)
         return 0
     removed = 0

@@ -325,7 +325,8 @@ def predict(program: Any, m: Machine, model: Model, low: int, high: int,
     proto = program.proto
     base = model.call_latency_us[proto]
     # the program's lines by size (the key is hashed once here, not at every line)
-    known = memo.setdefault(timing_key(program, tbs), {}) if memo is not None else None
+    # (without a memo, a local one: the serving order and a size's line are still computed once)
+    known = (memo if memo is not None else {}).setdefault(timing_key(program, tbs), {})
 
     conns = sorted({(t.rank, t.send, t.chan) for t in tbs if t.send >= 0})
     # chunks each connection sends: bounds every slope of the run (below)
@@ -336,12 +337,9 @@ def predict(program: Any, m: Machine, model: Model, low: int, high: int,
             sent[c] = sent.get(c, 0) + sum(tr.cnt for tr in t.trans if tr.sends)
 
     def tangent(size: Fraction) -> Line | None:
-        if known is not None and size in known:
-            return known[size]
-        line = _tangent(size)
-        if known is not None:
-            known[size] = line
-        return line
+        if size not in known:
+            known[size] = _tangent(size)
+        return known[size]
 
     # each connection's latency and per-byte holds; a run's numbers are these times the chunk (below), and
     # the few distinct values are scaled once per run rather than once per connection
@@ -355,12 +353,9 @@ def predict(program: Any, m: Machine, model: Model, low: int, high: int,
     layout = ("order", tuple((t.rank, t.tb_id, len(t.trans)) for t in tbs))
 
     def served() -> list[int] | None:
-        if known is not None and layout in known:
-            return known[layout]
-        out = serving_order(program, m, model, tbs)
-        if known is not None:
-            known[layout] = out
-        return out
+        if layout not in known:
+            known[layout] = serving_order(program, m, model, tbs)
+        return known[layout]
 
     def _tangent(size: Fraction) -> Line | None:
         order = served()

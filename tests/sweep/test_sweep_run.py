@@ -68,7 +68,7 @@ def request(topologies, nodes=(1,), collectives=("allgather", "allreduce"), runt
     # does not depend on it; tests/sweep/test_sweep.py compares instance counts)
     model = attrs.evolve(cost.Model.load(), instances=(1,))
     return Request(tuple(topologies), tuple(nodes), tuple(collectives),
-                   Options(SIZES, runtimes, budget=5.0, max_chunks=2, model=model))
+                   Options(SIZES, runtimes, budget=1.0, max_chunks=2, model=model))
 
 
 def snapshot(out: Path) -> dict[str, bytes]:
