@@ -15,7 +15,9 @@ nodes each rank also crosses to its rail (the rank of the same local index in ev
   owner's rail, ending at the owner (`_uplinks`).
 - `grid`: across nodes whose ranks form planes (each node's groups of its fastest links), the planes of all
   nodes as the groups of an Allgather: a block crosses to its rail's plane in its own node, then over that
-  plane's NIC (`_grid`, `_Layout.hop`); an Allreduce sums over the nodes and spreads its sums that way.
+  plane's NIC (`_grid`, `_Layout.hop`); a ReduceScatter's partial sum, the other way, first joins its rail's
+  in the owner's plane of its node, which then crosses that plane's NIC; an Allreduce sums over the nodes and
+  spreads its sums over the planes.
 - `direct`: some pieces of an Allgather or Allreduce cross the NICs first: every rank sends its share of a
   block owned in another node to its own rail there, which adds its own before it sends to the owner, and a
   finished piece goes to every peer of its node, each of which sends it on over its own rails. A rank then
@@ -66,10 +68,8 @@ def pairwise(topo: Topology, base: Collective, fused: bool = False, planes: bool
         raise NotApplicable("the pairwise exchange covers Allgather, ReduceScatter and Allreduce")
     if topo.ranks < 2:
         raise NotApplicable("one rank has nothing to exchange")
-    if grid and what == "reducescatter":
-        raise NotApplicable("over the planes of the nodes: Allgather, and the Allgather of an Allreduce")
     # an Allreduce over the planes sums over the nodes and broadcasts over the planes (`pairwises`)
-    lay = _Layout(topo, planes, ring, grid and what == "allgather")
+    lay = _Layout(topo, planes, ring, grid and what != "allreduce")
     spread = _Layout(topo, grid=True) if grid and what == "allreduce" else lay
     c = _piece_count(lay, what, pieces, fused)
     plan = Plan()
@@ -143,11 +143,12 @@ def pairwises(topo: Topology, base: Collective) -> list[Schedule]:
     whose two phases a fused thread block would serialize: it gets the one with COARSE_PIECES instead, and
     across nodes each of the two in both orders (`order`)."""
     out = []
-    # over the planes of several nodes for Allgather and the Allgather of an Allreduce: a partial sum waits at
-    # every hop of its way (its shares, the other plane's rail, the NIC), and on dualplane8 x 2 the sums over the
-    # planes stayed below those over the nodes at 256 MiB (ReduceScatter 0.77 against 0.85 of the bound; Allreduce
-    # 0.87 for both), while an Allreduce summed over the nodes and sent on over the planes reaches 0.94
-    grid = kind(base) in ("allgather", "allreduce") and _grid(topo) is not None
+    # over the planes of several nodes: a partial sum waits at every hop of its way (its shares, the other plane's
+    # rail, the NIC), so an Allreduce sums over the nodes and sends on over the planes (dualplane8 x 2 at 256 MiB:
+    # 0.94 of the bound, 0.87 summed over the planes); a ReduceScatter over the planes loses at 256 MiB and wins
+    # at 1 GiB (0.82 / 0.90 against 0.84 / 0.84 over the nodes), so the sweep gets both (one piece count: the
+    # other counts and the fused one lose at both sizes)
+    grid = _grid(topo) is not None
     modes: list[dict[str, Any]] = [{}, *([{"planes": True}] if _planes(topo) is not None else []),
                                    *([{"grid": True}] if grid else [])]
     for mode in modes:
@@ -156,7 +157,9 @@ def pairwises(topo: Topology, base: Collective) -> list[Schedule]:
             out.append(pairwise(topo, base, **mode))
             continue
         variants: list[dict[str, Any]]
-        if kind(base) != "allreduce":
+        if kind(base) == "reducescatter" and mode.get("grid"):
+            variants = [{}]
+        elif kind(base) != "allreduce":
             variants = [{}, {"fused": True}, *([{"pieces": RS_COARSE_PIECES}] if kind(base) == "reducescatter" else [])]
         elif max(lay.machine_node) == 0:
             variants = [{}, {"pieces": COARSE_PIECES}]
@@ -423,10 +426,16 @@ def _reduce_remote(plan: Plan, lay: _Layout, t: int, addr: Address, into: dict[t
         for d in range(n):
             into.setdefault((d, t), []).extend(chain[d])
         return
-    for h in range(n):
-        for b in lay.others(h):
-            d = lay.rail(h, b)
-            into.setdefault((d, t), []).append(plan.add(addr(d, t), h, d, partial.get((h, d), [])))
+    # farthest groups first: on a grid a partial sum first joins the one of its rail in the owner's plane of its
+    # own node, which then crosses the NIC (each partial sum crosses a node's NIC once)
+    for far in sorted({lay.distance(lay.node[h], b) for h in range(n) for b in lay.others(h)}, reverse=True):
+        for h in range(n):
+            for b in lay.others(h):
+                if lay.distance(lay.node[h], b) != far:
+                    continue
+                d, to = lay.rail(h, b), lay.rail(h, lay.hop(lay.node[h], b))
+                x = plan.add(addr(d, t), h, to, partial.get((h, d), []))
+                (into.setdefault((d, t), []) if to == d else partial.setdefault((to, d), [])).append(x)
 
 
 def _reduce_local(plan: Plan, lay: _Layout, t: int, addr: Address, into: dict[tuple[int, int], list[int]]) -> None:
