@@ -119,9 +119,15 @@ KINDS = ["allgather", "reducescatter", "allreduce", "broadcast", "reduce", "allt
 def test_every_construction_is_checked_and_lowers(name: str, nodes: int) -> None:
     topo = _topo(name, nodes)
     for kind in KINDS:
-        # `constructions` runs the checker on every schedule it returns; here each is lowered and verified
+        # `constructions` runs the checker on every schedule it returns; here each is lowered and verified,
+        # one of each construction and piece count (`pairwise` in its other order sends the same messages in
+        # another order, and lowers the same way)
+        lowered = set()
         for c in constructions(topo, library.collective(kind, topo.ranks)):
             assert c.chunks == c.schedule.collective.chunk_factor
+            if (c.name, c.chunks) in lowered:
+                continue
+            lowered.add((c.name, c.chunks))
             with tempfile.TemporaryDirectory() as d:
                 summary, _ = lower_to_file(c.schedule, Path(d) / "a.xml", LowerOptions())
                 assert summary["written"], (name, kind, c.name)
@@ -399,12 +405,15 @@ def test_rail_allreduce_on_a_switch_takes_a_second_ring() -> None:
 @pytest.mark.parametrize("name, nodes", [("a100", 3)])
 def test_rail_allreduce_beats_nccls_ring_on_other_shapes(name: str, nodes: int) -> None:
     """Not tuned to two nodes: three, with a NIC per GPU (A100) or whose sender and receiver are
-    different GPUs (DGX-2)."""
+    different GPUs (DGX-2). `rail` at 8 instances against the ring at its best, 1 or 2 (through one NIC its
+    instances gain nothing, and from 4 on they contend: 124.8 GB/s at 1 and 2, 117.9 at 8; timing the
+    rings of 8 instances was 60% of this test)."""
     topo = _topo(name, nodes)
     coll = library.collective("allreduce", topo.ranks)
     s = build("rail", topo, coll)
     assert check_schedule(s).verdict == "ok"
-    assert _best_busbw(s, "allreduce") > 1.1 * _best_busbw(build("ring", topo, coll), "allreduce")
+    ring = _best_busbw(build("ring", topo, coll), "allreduce", instances=(1, 2))
+    assert _best_busbw(s, "allreduce", instances=(8,)) > 1.1 * ring
 
 
 def test_rail_needs_several_nodes() -> None:
