@@ -804,7 +804,8 @@ def test_pairwise_over_the_planes_of_several_nodes(tmp_path) -> None:
 def test_pairwise_allreduce_sums_over_the_nodes_and_spreads_over_the_planes(tmp_path) -> None:
     """The Allreduce over the planes of dualplane8 x 2: each partial sum crosses a node's NIC once, straight from
     its rail to the owner (a sum waits at every hop of its way), and each finished piece then enters every
-    other plane once; at 256 MiB, 4 instances, 0.94 of the bound against 0.87 over the nodes alone."""
+    other plane once; at 256 MiB, 2 instances, 0.91 of the bound against 0.855 over the nodes alone (at 4, the
+    sweep's pick, 0.94 against 0.87: docs/benchmarks.md; timing 4 was 70% of this test)."""
     from smtcoll import specs
     from smtcoll.synth.constructions.pairwise import COARSE_PIECES, pairwise, pairwises
 
@@ -817,9 +818,9 @@ def test_pairwise_allreduce_sums_over_the_nodes_and_spreads_over_the_planes(tmp_
     across = Counter(x.chunk for st in grid.steps for x in st.sends if x.src // 8 != x.dst // 8)
     assert set(across.values()) == {2}  # a partial sum over, the sum back
     bound, size = _bound(topo, "allreduce", 1 << 28), 1 << 28
-    times = [schedule_time(s, "Simple", 4, size, nodes=2) for s in (nodes, grid)]
+    times = [schedule_time(s, "Simple", 2, size, nodes=2) for s in (nodes, grid)]
     got = [bus_bandwidth("allreduce", 16, size, t) or 0.0 for t in times if t is not None]
-    assert len(got) == 2 and got[0] <= 0.88 * bound and got[1] >= 0.93 * bound
+    assert len(got) == 2 and got[0] <= 0.87 * bound and got[1] >= 0.9 * bound
 
 
 @pytest.mark.slow
