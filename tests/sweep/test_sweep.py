@@ -198,7 +198,8 @@ def test_ndv2_at_1gib_reaches_the_bound_in_both_modes_and_never_loses_to_nccl(ki
     topo = specs.resolve_topology("ndv2")
     coll = specs.resolve_collective(kind, 8)
     # at 1 GiB Simple with 8 instances wins, for NCCL too: timing LL, LL128 and fewer instances decides nothing
-    model = attrs.evolve(cost.Model.load(), instances=(4, 8), protocols=("Simple",))
+    # (4 instances: a third of the test)
+    model = attrs.evolve(cost.Model.load(), instances=(8,), protocols=("Simple",))
     res = compute(Task("ndv2", 1, kind, topo, coll, Options(SizeRange(1 << 30, 1 << 30), budget=2,
                                                              max_chunks=1, model=model)).payload())
     files = {f["mode"]: f for f in res["files"]}
