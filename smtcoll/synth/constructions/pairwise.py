@@ -133,7 +133,7 @@ def _piece_count(lay: _Layout, what: str, pieces: int, fused: bool) -> int:
 def pairwises(topo: Topology, base: Collective) -> list[Schedule]:
     """`pairwise`'s schedule, then, for Allgather and ReduceScatter across nodes, the one with at most
     FUSED_LIMIT messages per connection; and where every pair is linked at unlike speeds, the same over the
-    groups of the fastest links as nodes (`_planes`), and for Allgather and Allreduce across nodes made of such
+    groups of the fastest links as nodes (`_planes`), and across nodes made of such
     groups, the same over every node's groups (`_grid`) (the sweep's candidates). Above the limit the lowering spreads a
     connection over two channels, and across nodes a rank has so many connections (a peer in its node and a
     rail in every other node, each way) that at 8 instances it waits for more thread blocks than the
